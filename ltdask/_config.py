@@ -1,0 +1,93 @@
+"""ltdask settings, kept in dask's config under the ``ltdask.`` namespace.
+
+=========================  ==========  ==================================================
+key                        default     meaning
+=========================  ==========  ==================================================
+``ltdask.partition-bytes``  128 MiB    target size of a partition (one dask chunk / one
+                                       UDF task), counted as float32 pixels whatever the
+                                       native dtype
+``ltdask.min-partitions``  ``auto``    at least this many partitions (``auto``: one per
+                                       CPU core of this machine)
+``ltdask.tile-bytes``      ``auto``    tile size the negotiator aims for (``auto``: a
+                                       quarter of the L3 cache per core, 1 to 4 MiB)
+=========================  ==========  ==================================================
+
+Set them like any dask option: ``dask.config.set({"ltdask.partition-bytes": "256MiB"})``
+or the environment variable ``DASK_LTDASK__PARTITION_BYTES=256MiB``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import dask
+import dask.config
+from dask.utils import parse_bytes
+
+DEFAULTS = {
+    "ltdask": {
+        "partition-bytes": "128MiB",
+        "min-partitions": "auto",
+        "tile-bytes": "auto",
+    }
+}
+
+dask.config.update_defaults(DEFAULTS)
+
+MIB = 2**20
+
+
+def _bytes(value) -> int:
+    return int(parse_bytes(value)) if isinstance(value, str) else int(value)
+
+
+def partition_bytes() -> int:
+    value = _bytes(dask.config.get("ltdask.partition-bytes"))
+    if value <= 0:
+        raise ValueError(f"ltdask.partition-bytes must be positive, got {value}")
+    return value
+
+
+def min_partitions() -> int:
+    value = dask.config.get("ltdask.min-partitions")
+    if value in (None, "auto"):
+        return os.cpu_count() or 1
+    return max(1, int(value))
+
+
+@functools.cache
+def l3_bytes_per_core() -> int:
+    """The L3 cache share of one core, from sysfs; 8 MiB where it cannot be read."""
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        for index in sorted(os.listdir(base)):
+            with open(os.path.join(base, index, "level")) as f:
+                if f.read().strip() != "3":
+                    continue
+            with open(os.path.join(base, index, "size")) as f:
+                size = _bytes(f.read().strip().replace("K", "KiB").replace("M", "MiB"))
+            with open(os.path.join(base, index, "shared_cpu_list")) as f:
+                sharing = _count_cpus(f.read().strip())
+            return max(MIB, size // max(1, sharing))
+    except (OSError, ValueError):
+        pass
+    return 8 * MIB
+
+
+def _count_cpus(cpu_list: str) -> int:
+    count = 0
+    for part in cpu_list.split(","):
+        if "-" in part:
+            a, b = part.split("-")
+            count += int(b) - int(a) + 1
+        elif part:
+            count += 1
+    return count
+
+
+def tile_bytes() -> int:
+    value = dask.config.get("ltdask.tile-bytes")
+    if value in (None, "auto"):
+        return int(min(4 * MIB, max(MIB, l3_bytes_per_core() // 4)))
+    return max(1, _bytes(value))

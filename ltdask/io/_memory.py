@@ -1,0 +1,111 @@
+"""Arrays already in memory (numpy) or in a dask graph, as datasets."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import numpy as np
+
+from ltdask.common import Slice
+from ltdask.exceptions import DataSetError
+from ltdask.io.dataset import DataSet
+from ltdask.io.tiling import TilingScheme
+
+
+class ArrayDataSet(DataSet):
+    """A numpy or dask array as a dataset (see :func:`from_array`).
+
+    The data enters graphs as a dask array whose nav blocks are the partitions, so each
+    task receives just its block.
+    """
+
+    path = "<array>"
+
+    def __init__(self, array, sig_dims: int = 2, dims=None):
+        import dask.array as da
+
+        if not hasattr(array, "shape") or not hasattr(array, "dtype"):
+            array = np.asarray(array)
+        ndim = len(array.shape)
+        if not isinstance(sig_dims, (int, np.integer)) or not 0 < sig_dims < ndim:
+            raise DataSetError(
+                f"from_array: sig_dims={sig_dims!r} does not fit an array of shape "
+                f"{tuple(array.shape)}; expected 1 to {ndim - 1}"
+            )
+        super().__init__(array.shape[:-sig_dims], array.shape[-sig_dims:], array.dtype, dims=dims)
+        if isinstance(array, da.Array):
+            darr = array
+        else:
+            from dask.base import tokenize
+
+            darr = da.from_array(
+                array,
+                chunks=(*self.nav_chunks, *((s,) for s in self.sig_shape)),
+                name=f"ltdask-array-{tokenize(array)}",
+            )
+        self._array = darr
+        self._array_name = darr.name
+
+    def need_decode(self, read_dtype, roi=None) -> bool:
+        return roi is not None or np.dtype(read_dtype) != self.raw_dtype
+
+    def for_task(self) -> ArrayDataSet:
+        light = object.__new__(type(self))
+        light.__dict__.update(self.__dict__)
+        light._array = None
+        return light
+
+    def partition_blocks(self):
+        chunks = (*self.nav_chunks, *((s,) for s in self.sig_shape))
+        if self._array.chunks == chunks:
+            return self._array
+        return self._array.rechunk(chunks)
+
+    def read_frames(self, positions, sig_slice: Slice, dtype, block=None) -> np.ndarray:
+        raise DataSetError("in-memory datasets are read through their dask blocks")
+
+    def iter_tiles(
+        self, positions: np.ndarray, scheme: TilingScheme, dtype, block=None
+    ) -> Iterator[tuple[np.ndarray, int, int]]:
+        if block is None:
+            raise DataSetError("ArrayDataSet.iter_tiles needs the partition's block")
+        dtype = np.dtype(dtype)
+        if positions.size == 0:
+            return
+        flat = np.asarray(block).reshape((-1, *self.sig_shape))
+        local = positions - positions[0]
+        contiguous = local[-1] == local.size - 1
+        buf = None
+        for first in range(0, positions.size, scheme.depth):
+            stop = min(positions.size, first + scheme.depth)
+            for s, sl in enumerate(scheme.slices):
+                index = (slice(None), *sl.get())
+                if contiguous:
+                    part = flat[first:stop][index]
+                else:
+                    part = flat[local[first:stop]][index]
+                if part.dtype != dtype:
+                    if buf is None:
+                        px = max(math.prod(x.shape) for x in scheme.slices)
+                        buf = np.empty(scheme.depth * px, dtype=dtype)
+                    out = buf[: part.size].reshape(part.shape)
+                    out[...] = part
+                    part = out
+                yield part, first, s
+
+    def _token_fields(self) -> tuple:
+        return (super()._token_fields(), self._array_name)
+
+
+def from_array(array, sig_dims: int = 2, dims=None) -> ArrayDataSet:
+    """A numpy or dask array (nav dims first, then `sig_dims` signal dims) as a dataset.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> ds = ltdask.from_array(np.zeros((4, 4, 16, 16), dtype=np.float32))
+    >>> ds.shape.nav, ds.shape.sig
+    (Shape((4, 4), sig_dims=0), Shape((16, 16), sig_dims=2))
+    """
+    return ArrayDataSet(array, sig_dims=sig_dims, dims=dims)

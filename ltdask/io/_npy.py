@@ -1,0 +1,74 @@
+"""NumPy ``.npy`` files: a raw scan whose layout comes from the file's header."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ltdask._types import PathLike
+from ltdask.exceptions import DataSetError
+from ltdask.io._raw import check_file
+from ltdask.io.dataset import check_dtype
+from ltdask.io.decode import Decoder
+from ltdask.io.file_dataset import FileDataSet
+from ltdask.io.fileset import File, FileSet
+
+
+def read_npy_header(path: str) -> tuple[tuple[int, ...], np.dtype, int]:
+    """``(shape, dtype, data_offset)`` of a C-ordered ``.npy`` file."""
+    fmt = np.lib.format
+    with open(path, "rb") as f:
+        try:
+            version = fmt.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = fmt.read_array_header_1_0(f)
+            else:
+                shape, fortran, dtype = fmt.read_array_header_2_0(f)
+        except ValueError as e:
+            raise DataSetError(f"{path!r} is not a valid .npy file: {e}") from None
+        offset = f.tell()
+    if fortran:
+        raise DataSetError(f"{path!r} stores a Fortran-ordered array; expected C order")
+    return tuple(shape), dtype, offset
+
+
+class NpyDataSet(FileDataSet):
+    """A ``.npy`` file read through memory maps (see :func:`open_npy`)."""
+
+    def __init__(self, path, sig_dims=2, sync_offset=0, dims=None):
+        path = check_file(path)
+        self.path = path
+        shape, dtype, offset = read_npy_header(path)
+        dtype = check_dtype(dtype, path)
+        if not isinstance(sig_dims, (int, np.integer)) or not 0 < sig_dims < len(shape):
+            raise DataSetError(
+                f"{path!r}: sig_dims={sig_dims!r} does not fit the array shape {shape}; "
+                f"expected 1 to {len(shape) - 1}"
+            )
+        nav, sig = shape[:-sig_dims], shape[-sig_dims:]
+        frames = int(np.prod(nav))
+        needed = offset + frames * dtype.itemsize * int(np.prod(sig))
+        size = os.path.getsize(path)
+        if size < needed:
+            raise DataSetError(
+                f"{path!r} is truncated: its header says {shape} {dtype} ({needed} bytes with "
+                f"the header), the file has {size}"
+            )
+        fileset = FileSet([File(path, 0, frames, offset)], sig, dtype)
+        super().__init__(fileset, Decoder(dtype), nav, sync_offset=sync_offset, dims=dims)
+
+
+def open_npy(path: PathLike, sig_dims: int = 2, sync_offset: int = 0, dims=None) -> NpyDataSet:
+    """Open a ``.npy`` file; its last `sig_dims` dims are the frame.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.npy")
+    >>> np.save(path, np.ones((2, 3, 4, 5), dtype=np.uint8))
+    >>> ds = ltdask.open_npy(path)
+    >>> ds.nav_shape, ds.sig_shape
+    ((2, 3), (4, 5))
+    """
+    return NpyDataSet(path, sig_dims=sig_dims, sync_offset=sync_offset, dims=dims)

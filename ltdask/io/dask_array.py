@@ -1,0 +1,70 @@
+"""Datasets as dask arrays: one chunk per (partition × signal slice), filled in its task."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ltdask.io.dataset import DataSet
+from ltdask.io.tiling import TILE_MAX, TilingPreferences
+
+
+def dataset_to_dask(ds: DataSet, dtype=None, chunks=None):
+    """See :meth:`ltdask.io.dataset.DataSet.to_dask`."""
+    import dask.array as da
+    from dask.base import tokenize
+
+    dtype = ds.resolve_dtype(dtype)
+    blocks = ds.partition_blocks()
+    if blocks is not None:
+        arr = blocks if chunks is None else blocks.rechunk(chunks)
+        return arr if arr.dtype == dtype else arr.astype(dtype)
+    if chunks is None:
+        largest = max(p.num_frames for p in ds.get_partitions())
+        consumer = TilingPreferences("tile", depth=TILE_MAX, total_size=TILE_MAX)
+        scheme = ds.negotiate(
+            [consumer], dtype, max_io_size=largest * math.prod(ds.sig_shape) * dtype.itemsize
+        )
+        chunks = (*ds.nav_chunks, *scheme.sig_chunks)
+    else:
+        chunks = da.core.normalize_chunks(chunks, tuple(ds.shape), dtype=dtype)
+    name = f"ltdask-{type(ds).__name__.lower()}-{tokenize(ds, dtype.str, chunks)}"
+    return da.map_blocks(
+        load_block,
+        chunks=chunks,
+        dtype=dtype,
+        meta=np.empty((0,) * len(ds.shape), dtype=dtype),
+        name=name,
+        dataset=ds.for_task(),
+        read_dtype=dtype,
+    )
+
+
+def block_positions(nav_shape, nav_location) -> np.ndarray:
+    """Flat nav positions of a nav block given as ``[(start, stop), ...]`` per dim (C order)."""
+    starts = [a for a, _ in nav_location]
+    extents = [b - a for a, b in nav_location]
+    # contiguous when every dim after the first cut one is whole
+    first_cut = next((j for j, e in enumerate(extents) if e > 1), len(extents))
+    if all(extents[j] == nav_shape[j] for j in range(first_cut + 1, len(extents))):
+        start = int(np.ravel_multi_index(starts, nav_shape))
+        return np.arange(start, start + math.prod(extents), dtype=np.int64)
+    grids = np.meshgrid(*(np.arange(a, b) for a, b in nav_location), indexing="ij")
+    return np.ravel_multi_index(grids, nav_shape).reshape(-1).astype(np.int64)
+
+
+def load_block(dataset: DataSet, read_dtype, block_info=None):
+    """The task behind each chunk of ``to_dask()``."""
+    from ltdask.common import Shape, Slice
+
+    location = block_info[None]["array-location"]
+    nav_dims = len(dataset.nav_shape)
+    nav_loc, sig_loc = location[:nav_dims], location[nav_dims:]
+    positions = block_positions(dataset.nav_shape, nav_loc)
+    sig_slice = Slice(
+        tuple(a for a, _ in sig_loc),
+        Shape(tuple(b - a for a, b in sig_loc), sig_dims=len(sig_loc)),
+    )
+    data = dataset.read_frames(positions, sig_slice, read_dtype)
+    return data.reshape(block_info[None]["chunk-shape"])

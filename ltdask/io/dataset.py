@@ -1,0 +1,291 @@
+"""`DataSet`: a scan described by its layout; reads happen in tasks, never at open time."""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from ltdask.common import Shape, Slice
+from ltdask.exceptions import DataSetError
+from ltdask.io.partition import Partition, nav_grid, partitions_for_grid
+from ltdask.io.tiling import Negotiator, TilingPreferences, TilingScheme
+
+#: bytes of raw data a signal slice should at least hold (LiberTEM's rule of thumb)
+MIN_SIG_BYTES = 4 * 4096
+
+
+def default_dims(nav_dims: int, sig_dims: int) -> tuple[str, ...]:
+    """Dim names: ``scan_y, scan_x`` / ``frame`` / ``nav_i`` and ``det_y, det_x`` / ``sig_i``."""
+    if nav_dims == 2:
+        nav = ("scan_y", "scan_x")
+    elif nav_dims == 1:
+        nav = ("frame",)
+    else:
+        nav = tuple(f"nav_{i}" for i in range(nav_dims))
+    sig = ("det_y", "det_x") if sig_dims == 2 else tuple(f"sig_{i}" for i in range(sig_dims))
+    return nav + sig
+
+
+def check_shape(value, what: str, where: str) -> tuple[int, ...]:
+    """`value` as a tuple of positive ints, or a `DataSetError` naming `what` and `where`."""
+    try:
+        if isinstance(value, (int, np.integer)):
+            value = (value,)
+        dims = tuple(int(v) for v in value)
+        if any(int(v) != v for v in value):
+            raise ValueError
+    except (TypeError, ValueError):
+        raise DataSetError(f"{where}: {what}={value!r} is not a sequence of integers") from None
+    if not dims:
+        raise DataSetError(f"{where}: {what}={value!r} needs at least one dim")
+    if any(d <= 0 for d in dims):
+        raise DataSetError(f"{where}: {what}={dims} has zero or negative dims; all must be >= 1")
+    if math.prod(dims) >= 2**62:
+        raise DataSetError(f"{where}: {what}={dims} is absurdly large")
+    return dims
+
+
+def check_dtype(value, where: str) -> np.dtype:
+    try:
+        dt = np.dtype(value)
+    except TypeError as e:
+        raise DataSetError(f"{where}: dtype={value!r} is not a numpy dtype ({e})") from None
+    if dt.kind not in "biufc" or dt.fields is not None or dt.subdtype is not None:
+        raise DataSetError(
+            f"{where}: dtype={value!r} ({dt}) is not supported; expected a bool, integer, float "
+            "or complex dtype"
+        )
+    return dt
+
+
+class DataSet:
+    """A scan of ``nav_shape`` positions, each holding a ``sig_shape`` frame.
+
+    Subclasses say where the frames are (:meth:`read_frames`, :meth:`iter_tiles`); the base
+    class owns partitioning, tiling negotiation, the frame bookkeeping of ``sync_offset`` and
+    the conversion to dask and xarray.
+
+    Frame ``i`` of the scan (flat nav order) is frame ``i + sync_offset`` of the files' frame
+    stream; positions whose frame is not in the files read as zeros.
+    """
+
+    #: where the data comes from, for messages
+    path: str = "<memory>"
+
+    def __init__(
+        self,
+        nav_shape: Sequence[int],
+        sig_shape: Sequence[int],
+        dtype,
+        sync_offset: int = 0,
+        image_count: int | None = None,
+        dims: Sequence[str] | None = None,
+    ):
+        where = self.path
+        nav = check_shape(nav_shape, "nav_shape", where)
+        sig = check_shape(sig_shape, "sig_shape", where)
+        self.raw_dtype = check_dtype(dtype, where)
+        self.shape = Shape(nav + sig, sig_dims=len(sig))
+        self.image_count = math.prod(nav) if image_count is None else int(image_count)
+        try:
+            self.sync_offset = int(sync_offset)
+        except (TypeError, ValueError):
+            raise DataSetError(f"{where}: sync_offset={sync_offset!r} is not an integer") from None
+        if self.image_count > 0 and not -self.image_count < self.sync_offset < self.image_count:
+            raise DataSetError(
+                f"{where}: sync_offset={self.sync_offset} is beyond the data; expected a value "
+                f"in ({-self.image_count}, {self.image_count}), the files hold "
+                f"{self.image_count} frames"
+            )
+        if dims is None:
+            dims = default_dims(len(nav), len(sig))
+        dims = tuple(str(d) for d in dims)
+        if len(dims) != len(self.shape) or len(set(dims)) != len(dims):
+            raise DataSetError(
+                f"{where}: dims={dims} must be {len(self.shape)} distinct names "
+                f"(nav dims then sig dims)"
+            )
+        self.dims = dims
+
+    # -- shapes and dtypes -------------------------------------------------------------
+    @property
+    def nav_shape(self) -> tuple[int, ...]:
+        return tuple(self.shape.nav)
+
+    @property
+    def sig_shape(self) -> tuple[int, ...]:
+        return tuple(self.shape.sig)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The pixels' dtype in this machine's byte order."""
+        return self.raw_dtype.newbyteorder("=")
+
+    @property
+    def num_frames(self) -> int:
+        return math.prod(self.nav_shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.shape.size * self.dtype.itemsize
+
+    # -- frames present in the files ----------------------------------------------------
+    @property
+    def present_range(self) -> tuple[int, int]:
+        """Flat nav positions ``[start, stop)`` whose frames exist in the files."""
+        start = max(0, -self.sync_offset)
+        stop = min(self.num_frames, self.image_count - self.sync_offset)
+        return start, max(start, stop)
+
+    def stream_frames(self, positions: np.ndarray) -> np.ndarray:
+        """Stream frame index for flat nav `positions`; -1 where the frame does not exist."""
+        frames = np.asarray(positions, dtype=np.int64) + self.sync_offset
+        frames[(frames < 0) | (frames >= self.image_count)] = -1
+        return frames
+
+    def valid_nav_mask(self) -> np.ndarray:
+        """Boolean nav-shaped array: True where the position's frame exists in the files."""
+        mask = np.zeros(self.num_frames, dtype=bool)
+        start, stop = self.present_range
+        mask[start:stop] = True
+        return mask.reshape(self.nav_shape)
+
+    # -- negotiation hooks ---------------------------------------------------------------
+    def get_base_shape(self, roi=None) -> tuple[int, ...]:
+        """Every tile's signal extent is a multiple of this (default: whole rows)."""
+        sig = self.sig_shape
+        return (1,) * (len(sig) - 1) + (sig[-1],)
+
+    def get_min_sig_size(self) -> int:
+        """Fewest pixels a signal slice should hold."""
+        return max(1, MIN_SIG_BYTES // self.raw_dtype.itemsize)
+
+    def get_max_io_size(self) -> int | None:
+        return None
+
+    def adjust_tileshape(self, tileshape: tuple[int, ...], roi=None) -> tuple[int, ...]:
+        return tileshape
+
+    def need_decode(self, read_dtype, roi=None) -> bool:
+        """Whether tiles must be copied/decoded rather than handed out as views."""
+        return roi is not None or np.dtype(read_dtype) != self.raw_dtype
+
+    # -- partitions ------------------------------------------------------------------------
+    @functools.cached_property
+    def nav_chunks(self) -> tuple[tuple[int, ...], ...]:
+        """The partition grid: chunk sizes per nav dim."""
+        frame_bytes = math.prod(self.sig_shape) * max(4, self.dtype.itemsize)
+        return nav_grid(self.nav_shape, frame_bytes)
+
+    def get_partitions(self) -> list[Partition]:
+        return partitions_for_grid(self.nav_chunks)
+
+    def negotiate(
+        self,
+        consumers: Sequence[TilingPreferences],
+        read_dtype,
+        roi: np.ndarray | None = None,
+        negotiator: Negotiator | None = None,
+        max_io_size: int | None = None,
+    ) -> TilingScheme:
+        """The tiling scheme for `consumers` reading this dataset as `read_dtype`."""
+        negotiator = negotiator or Negotiator()
+        depth = max(p.num_frames for p in self.get_partitions())
+        return negotiator.get_scheme(consumers, self, read_dtype, depth, roi, max_io_size)
+
+    # -- reading (in tasks) -----------------------------------------------------------------
+    def read_frames(self, positions: np.ndarray, sig_slice: Slice, dtype) -> np.ndarray:
+        """Frames at flat nav `positions`, cut to `sig_slice`, as `dtype`; missing ones zero.
+
+        May return a read-only view of the files.
+        """
+        raise NotImplementedError
+
+    def iter_tiles(
+        self, positions: np.ndarray, scheme: TilingScheme, dtype, block=None
+    ) -> Iterator[tuple[np.ndarray, int, int]]:
+        """Tiles of the frames at `positions` (sorted flat nav positions whose frames exist).
+
+        Yields ``(data, first, scheme_idx)``: ``data`` has shape ``(n, *slice_shape)`` and holds
+        ``positions[first:first + n]`` cut to ``scheme[scheme_idx]``. ``data`` may be a
+        reused buffer or a read-only view: consumers must not keep it.
+        """
+        raise NotImplementedError
+
+    def for_task(self) -> DataSet:
+        """What a task needs of this dataset (small, picklable)."""
+        return self
+
+    def partition_blocks(self):
+        """A dask array whose nav blocks are the partitions' data, or None (tasks read files)."""
+        return None
+
+    # -- dask and xarray ---------------------------------------------------------------------
+    def to_dask(self, dtype=None, chunks=None):
+        """The scan as a dask array of shape ``nav + sig``.
+
+        Parameters
+        ----------
+        dtype
+            dtype of the chunks; the native dtype (this machine's byte order) by default.
+        chunks
+            dask chunks; by default nav chunks are the partitions and signal chunks the
+            negotiated signal slices (whole frames unless the format stores tiles).
+
+        Examples
+        --------
+        >>> import ltdask, numpy as np
+        >>> data = np.arange(4 * 5 * 6 * 7, dtype=np.uint16).reshape(4, 5, 6, 7)
+        >>> arr = ltdask.from_array(data).to_dask(dtype="float32")
+        >>> arr.shape, arr.dtype
+        ((4, 5, 6, 7), dtype('float32'))
+        >>> bool((arr.compute() == data).all())
+        True
+        """
+        from ltdask.io.dask_array import dataset_to_dask
+
+        return dataset_to_dask(self, dtype=dtype, chunks=chunks)
+
+    def to_xarray(self, dtype=None, chunks=None):
+        """The scan as a lazy `xarray.DataArray` with named dims (see :meth:`to_dask`)."""
+        import xarray as xr
+
+        arr = self.to_dask(dtype=dtype, chunks=chunks)
+        return xr.DataArray(arr, dims=self.dims, name=type(self).__name__, attrs=self.attrs())
+
+    def attrs(self) -> dict:
+        return {"path": str(self.path), "sync_offset": self.sync_offset}
+
+    def resolve_dtype(self, dtype) -> np.dtype:
+        """`dtype` (or the native one) checked for a sensible conversion from the data."""
+        if dtype is None:
+            return self.dtype
+        dt = check_dtype(dtype, self.path)
+        if self.dtype.kind == "c" and dt.kind != "c":
+            raise DataSetError(
+                f"{self.path}: cannot read complex data ({self.dtype}) as {dt}; "
+                "ask for a complex dtype"
+            )
+        return dt.newbyteorder("=")
+
+    def _token_fields(self) -> tuple:
+        return (
+            tuple(self.shape),
+            self.shape.sig_dims,
+            self.raw_dtype.str,
+            self.sync_offset,
+            self.image_count,
+            self.dims,
+        )
+
+    def __dask_tokenize__(self):
+        return (type(self).__qualname__, self._token_fields())
+
+    def __repr__(self) -> str:
+        return (
+            f"<{type(self).__name__} {self.path!s}: nav {self.nav_shape}, sig {self.sig_shape}, "
+            f"{self.dtype}>"
+        )

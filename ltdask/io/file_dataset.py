@@ -1,0 +1,146 @@
+"""`FileDataSet`: the read path shared by every format that stores frames in files.
+
+A format supplies a :class:`~ltdask.io.fileset.FileSet` (where the bytes are) and a
+:class:`~ltdask.io.decode.Decoder` (how bytes become pixels). Reading then goes one of two
+ways: straight views of the memory-mapped files when nothing needs decoding, or numba read
+ranges decoded into a reused buffer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import numpy as np
+
+from ltdask.common import Slice
+from ltdask.io.dataset import DataSet
+from ltdask.io.decode import Decoder
+from ltdask.io.fileset import FileSet, MappedFiles
+from ltdask.io.tiling import TilingScheme
+
+
+class FileDataSet(DataSet):
+    """A dataset whose frames are read from files through a `FileSet` and a `Decoder`."""
+
+    def __init__(self, fileset: FileSet, decoder: Decoder, nav_shape, **kwargs):
+        self.fileset = fileset
+        self.decoder = decoder
+        super().__init__(
+            nav_shape,
+            fileset.sig_shape,
+            decoder.native_dtype,
+            image_count=fileset.image_count,
+            **kwargs,
+        )
+
+    def need_decode(self, read_dtype, roi=None) -> bool:
+        return (
+            super().need_decode(read_dtype, roi)
+            or not self.decoder.is_plain
+            or self.fileset.bits_per_px != self.raw_dtype.itemsize * 8
+        )
+
+    # -- reading -------------------------------------------------------------------------
+    def _straight(self, dtype) -> bool:
+        return (
+            self.decoder.is_plain
+            and type(self.decoder) is Decoder
+            and np.dtype(dtype) == self.raw_dtype
+        )
+
+    def _views(self, maps: MappedFiles, frames: np.ndarray) -> list[np.ndarray] | None:
+        """Views of the files for a run of consecutive present `frames`, one per file."""
+        if frames.size == 0 or frames[0] < 0 or frames[-1] - frames[0] != frames.size - 1:
+            return None
+        pieces = []
+        first = int(frames[0])
+        stop = int(frames[-1]) + 1
+        while first < stop:
+            idx = self.fileset.file_index(first)
+            view = self.fileset.straight_view(maps, idx)
+            if view is None:
+                return None
+            f = self.fileset.files[idx]
+            end = min(stop, f.first_frame + f.num_frames)
+            pieces.append(view[first - f.first_frame : end - f.first_frame])
+            first = end
+        return pieces
+
+    def read_frames(self, positions: np.ndarray, sig_slice: Slice, dtype) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        frames = self.stream_frames(positions)
+        maps = self.fileset.open()
+        sig_index = sig_slice.get()
+        if self._straight(dtype):
+            pieces = self._views(maps, frames)
+            if pieces is not None:
+                if len(pieces) == 1:
+                    return pieces[0][(slice(None), *sig_index)]
+                return np.concatenate([p[(slice(None), *sig_index)] for p in pieces])
+        shape = (frames.size, *sig_slice.shape)
+        missing = bool((frames < 0).any())
+        out = (
+            np.zeros(shape, dtype)
+            if missing or self.decoder.clear_first
+            else np.empty(shape, dtype)
+        )
+        if frames.size:
+            slices = np.array([[sig_slice.origin, tuple(sig_slice.shape)]], dtype=np.int64)
+            _, ranges = self.fileset.read_ranges(frames, frames.size, slices)
+            self.decoder.decode(maps, ranges[0], out.reshape(-1))
+        return out
+
+    def iter_tiles(
+        self, positions: np.ndarray, scheme: TilingScheme, dtype, block=None
+    ) -> Iterator[tuple[np.ndarray, int, int]]:
+        dtype = np.dtype(dtype)
+        frames = self.stream_frames(positions)
+        if frames.size == 0:
+            return
+        maps = self.fileset.open()
+        pieces = self._views(maps, frames) if self._straight(dtype) else None
+        if pieces is not None:
+            yield from _tiles_from_views(pieces, scheme)
+            return
+        tiles, ranges = self.fileset.read_ranges(frames, scheme.depth, scheme.slices_array)
+        slice_px = [math.prod(s.shape) for s in scheme.slices]
+        buf = np.empty(scheme.depth * max(slice_px), dtype=dtype)
+        clear = self.decoder.clear_first
+        for t in range(tiles.shape[0]):
+            first, n, s = (int(v) for v in tiles[t])
+            out = buf[: n * slice_px[s]]
+            if clear:
+                out[:] = 0
+            self.decoder.decode(maps, ranges[t], out)
+            yield out.reshape((n, *scheme.slices[s].shape)), first, s
+
+    def _token_fields(self) -> tuple:
+        return (
+            super()._token_fields(),
+            self.fileset.__dask_tokenize__(),
+            self.decoder.__dask_tokenize__(),
+        )
+
+
+def _tiles_from_views(pieces: list[np.ndarray], scheme: TilingScheme):
+    """Tiles cut from file views; a tile that spans two files is copied together."""
+    total = sum(p.shape[0] for p in pieces)
+    bounds = np.cumsum([0] + [p.shape[0] for p in pieces])
+    for first in range(0, total, scheme.depth):
+        stop = min(total, first + scheme.depth)
+        i = int(np.searchsorted(bounds, first, side="right") - 1)
+        for s, sl in enumerate(scheme.slices):
+            index = (slice(None), *sl.get())
+            if stop <= bounds[i + 1]:
+                a = first - bounds[i]
+                yield pieces[i][a : a + stop - first][index], first, s
+            else:
+                parts = []
+                j, pos = i, first
+                while pos < stop:
+                    end = min(stop, bounds[j + 1])
+                    parts.append(pieces[j][pos - bounds[j] : end - bounds[j]][index])
+                    pos = end
+                    j += 1
+                yield np.concatenate(parts), first, s

@@ -1,0 +1,171 @@
+"""Where the bytes of a dataset are: files, headers, and the layout of frames in them."""
+
+from __future__ import annotations
+
+import math
+import mmap
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ltdask.exceptions import DataSetError
+from ltdask.io.read_ranges import strided_read_ranges
+
+
+@dataclass(frozen=True)
+class File:
+    """One file of a scan: frames ``first_frame .. first_frame + num_frames`` of the stream."""
+
+    path: str
+    first_frame: int
+    num_frames: int
+    header_bytes: int = 0
+
+
+class FileSet:
+    """Files that together hold a stream of equally sized frames.
+
+    Parameters
+    ----------
+    files
+        In stream order, without gaps.
+    sig_shape
+        Shape of one frame.
+    native_dtype
+        dtype of the pixels in the files (either byte order).
+    frame_header_bytes, frame_footer_bytes
+        Bytes before / after each frame's pixels.
+    bits_per_px
+        Bits of one stored pixel; ``8 * itemsize`` unless the format packs pixels.
+    """
+
+    def __init__(
+        self,
+        files: Sequence[File],
+        sig_shape: Sequence[int],
+        native_dtype,
+        frame_header_bytes: int = 0,
+        frame_footer_bytes: int = 0,
+        bits_per_px: int | None = None,
+    ):
+        self.files = tuple(files)
+        self.sig_shape = tuple(int(s) for s in sig_shape)
+        self.native_dtype = np.dtype(native_dtype)
+        self.frame_header_bytes = int(frame_header_bytes)
+        self.frame_footer_bytes = int(frame_footer_bytes)
+        self.bits_per_px = int(bits_per_px or self.native_dtype.itemsize * 8)
+        self.table = np.array(
+            [(f.first_frame, f.first_frame + f.num_frames, f.header_bytes) for f in self.files],
+            dtype=np.int64,
+        ).reshape(len(self.files), 3)
+
+    @property
+    def image_count(self) -> int:
+        return int(self.table[-1, 1]) if len(self.files) else 0
+
+    @property
+    def frame_bytes(self) -> int:
+        return (math.prod(self.sig_shape) * self.bits_per_px) // 8
+
+    @property
+    def frame_stride(self) -> int:
+        return self.frame_header_bytes + self.frame_bytes + self.frame_footer_bytes
+
+    def read_ranges(self, frames: np.ndarray, depth: int, slices: np.ndarray):
+        """``(tiles, ranges)`` for `frames` (stream indices, -1 = empty slot); see
+        :func:`ltdask.io.read_ranges.strided_read_ranges`."""
+        return strided_read_ranges(
+            np.ascontiguousarray(frames, dtype=np.int64),
+            int(depth),
+            slices,
+            self.table,
+            np.array(self.sig_shape, dtype=np.int64),
+            self.bits_per_px,
+            self.frame_header_bytes,
+            self.frame_footer_bytes,
+        )
+
+    def file_index(self, frame: int) -> int:
+        return int(np.searchsorted(self.table[:, 0], frame, side="right") - 1)
+
+    def straight_view(self, buffers: MappedFiles, file_idx: int) -> np.ndarray | None:
+        """All frames of one file as a ``(n, *sig)`` view of its bytes, or None when the
+        layout does not allow a view (packed pixels, misaligned headers)."""
+        dt = self.native_dtype
+        item = dt.itemsize
+        f = self.files[file_idx]
+        if self.bits_per_px != item * 8 or not dt.isnative and item > 1:
+            return None
+        if (
+            (self.frame_stride % item)
+            or (f.header_bytes % item)
+            or (self.frame_header_bytes % item)
+        ):
+            return None
+        raw = buffers[file_idx]
+        stride_px = self.frame_stride // item
+        start = f.header_bytes // item + self.frame_header_bytes // item
+        frame_px = math.prod(self.sig_shape)
+        # the last frame may end before a full stride (no footer after it is fine)
+        n = f.num_frames
+        nbytes = f.header_bytes + self.frame_header_bytes + (n - 1) * self.frame_stride
+        nbytes += self.frame_bytes
+        flat = np.frombuffer(raw[: nbytes + (-nbytes % item)], dtype=dt) if n else None
+        if flat is None:
+            return np.empty((0, *self.sig_shape), dtype=dt)
+        view = np.lib.stride_tricks.as_strided(
+            flat[start:], shape=(n, frame_px), strides=(stride_px * item, item), writeable=False
+        )
+        return view.reshape((n, *self.sig_shape))
+
+    def open(self) -> MappedFiles:
+        return MappedFiles(self)
+
+    def __dask_tokenize__(self):
+        stats = []
+        for f in self.files:
+            try:
+                st = os.stat(f.path)
+                stats.append((f.path, st.st_size, st.st_mtime_ns))
+            except OSError:
+                stats.append((f.path, None, None))
+        return (
+            "ltdask.FileSet",
+            stats,
+            self.table.tobytes(),
+            self.sig_shape,
+            self.native_dtype.str,
+            self.frame_header_bytes,
+            self.frame_footer_bytes,
+            self.bits_per_px,
+        )
+
+
+class MappedFiles:
+    """Read-only memory maps of a file set's files, opened on first use (in the task)."""
+
+    def __init__(self, fileset: FileSet):
+        self._fileset = fileset
+        self._maps: dict[int, np.ndarray] = {}
+
+    def __getitem__(self, idx: int) -> np.ndarray:
+        idx = int(idx)
+        buf = self._maps.get(idx)
+        if buf is None:
+            buf = self._maps[idx] = map_file(self._fileset.files[idx].path)
+        return buf
+
+
+def map_file(path: str) -> np.ndarray:
+    """The whole file as a read-only uint8 array backed by a memory map."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                return np.empty(0, dtype=np.uint8)
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as e:
+        raise DataSetError(f"cannot read {path!r}: {e.strerror or e}") from e
+    return np.frombuffer(mm, dtype=np.uint8)

@@ -1,0 +1,93 @@
+"""Partitions: the unit of scheduling, a block of the nav grid that is one flat-nav range."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ltdask import _config
+from ltdask.common import Shape, Slice
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Frames ``start .. stop`` of the flattened nav axis, which are also the nav block
+    ``block`` of the partition grid (one dask chunk of ``to_dask()``)."""
+
+    index: int
+    block: tuple[int, ...]
+    nav_slices: tuple[slice, ...]
+    start: int
+    stop: int
+
+    @property
+    def num_frames(self) -> int:
+        return self.stop - self.start
+
+    def slice(self, sig_shape: Sequence[int]) -> Slice:
+        """This partition as a flat-nav `Slice` with full signal dims."""
+        sig = tuple(sig_shape)
+        return Slice(
+            (self.start, *(0,) * len(sig)),
+            Shape((self.num_frames, *sig), sig_dims=len(sig)),
+        )
+
+
+def nav_grid(nav_shape: Sequence[int], frame_bytes: int, target_frames: int | None = None):
+    """Chunk sizes per nav dim such that every block is one contiguous flat-nav range.
+
+    Trailing dims stay whole as long as a block of them fits ``ltdask.partition-bytes``
+    (counted as float32 pixels); the next dim is cut into even pieces, leading dims into
+    pieces of one. There are at least ``ltdask.min-partitions`` blocks where the scan has
+    that many frames.
+    """
+    nav = tuple(int(n) for n in nav_shape)
+    total = math.prod(nav)
+    if target_frames is None:
+        target_frames = max(1, _config.partition_bytes() // max(1, frame_bytes))
+        target_frames = min(target_frames, -(-total // _config.min_partitions()))
+    target_frames = max(1, int(target_frames))
+    chunks: list[tuple[int, ...]] = []
+    # find the split dim: the first dim whose trailing block fits the target
+    split = len(nav)
+    for j in range(len(nav)):
+        if math.prod(nav[j:]) <= target_frames:
+            split = j
+            break
+    if split == 0:
+        return tuple((n,) for n in nav)
+    cut = split - 1
+    per = max(1, target_frames // max(1, math.prod(nav[split:])))
+    pieces = -(-nav[cut] // per)
+    for j, n in enumerate(nav):
+        if j < cut:
+            chunks.append((1,) * n)
+        elif j == cut:
+            chunks.append(_even(n, pieces))
+        else:
+            chunks.append((n,))
+    return tuple(chunks)
+
+
+def _even(n: int, pieces: int) -> tuple[int, ...]:
+    pieces = max(1, min(n, pieces))
+    base, extra = divmod(n, pieces)
+    return tuple(base + 1 if i < extra else base for i in range(pieces))
+
+
+def partitions_for_grid(nav_chunks: Sequence[Sequence[int]]) -> list[Partition]:
+    """The partitions of a nav grid (from :func:`nav_grid`), in flat-nav order."""
+    nav_shape = tuple(sum(c) for c in nav_chunks)
+    bounds = [np.concatenate([[0], np.cumsum(c)]).astype(int) for c in nav_chunks]
+    parts = []
+    for index, block in enumerate(itertools.product(*(range(len(c)) for c in nav_chunks))):
+        slices = tuple(slice(int(b[i]), int(b[i + 1])) for b, i in zip(bounds, block, strict=True))
+        first = tuple(s.start for s in slices)
+        start = int(np.ravel_multi_index(first, nav_shape)) if nav_shape else 0
+        size = math.prod(s.stop - s.start for s in slices)
+        parts.append(Partition(index, block, slices, start, start + size))
+    return parts
