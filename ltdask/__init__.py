@@ -15,6 +15,10 @@ from ltdask.io import (
 
 __version__ = "0.1.0.dev0"
 
+from ltdask.udf import UDF  # noqa: E402
+from ltdask.udf.api import compute, lazy  # noqa: E402
+from ltdask.udf.api import iter_results as iter
+
 __all__ = [
     "DataSet",
     "DataSetError",
@@ -25,8 +29,12 @@ __all__ = [
     "Slice",
     "TilingPreferences",
     "TilingScheme",
+    "UDF",
     "UDFError",
     "__version__",
+    "compute",
+    "iter",
+    "lazy",
     "from_array",
     "open_npy",
     "open_raw",

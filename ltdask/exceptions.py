@@ -17,3 +17,7 @@ class UDFError(LtdaskError, ValueError):
 
 class PerformanceWarning(UserWarning):
     """Work will complete, but much slower than it could."""
+
+
+class MergeNotImplementedError(UDFError, NotImplementedError):
+    """A UDF with sig or single buffers has neither ``merge`` nor ``merge_all``."""

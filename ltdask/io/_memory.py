@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterator
 
@@ -74,15 +75,18 @@ class ArrayDataSet(DataSet):
         if positions.size == 0:
             return
         flat = np.asarray(block).reshape((-1, *self.sig_shape))
-        local = positions - positions[0]
-        contiguous = local[-1] == local.size - 1
+        # the block is a whole partition: index it relative to the partition's first frame,
+        # not to the first requested position (an ROI may skip the partition's first frames)
+        starts = [p.start for p in self.get_partitions()]
+        local = positions - starts[bisect.bisect_right(starts, int(positions[0])) - 1]
+        contiguous = local[-1] - local[0] == local.size - 1
         buf = None
         for first in range(0, positions.size, scheme.depth):
             stop = min(positions.size, first + scheme.depth)
             for s, sl in enumerate(scheme.slices):
                 index = (slice(None), *sl.get())
                 if contiguous:
-                    part = flat[first:stop][index]
+                    part = flat[local[first] : local[first] + stop - first][index]
                 else:
                     part = flat[local[first:stop]][index]
                 if part.dtype != dtype:

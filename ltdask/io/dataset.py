@@ -92,6 +92,8 @@ class DataSet:
         self.image_count = math.prod(nav) if image_count is None else int(image_count)
         try:
             self.sync_offset = int(sync_offset)
+            if self.sync_offset != sync_offset:
+                raise ValueError  # 1.5 or "3" would be silently truncated or parsed
         except (TypeError, ValueError):
             raise DataSetError(f"{where}: sync_offset={sync_offset!r} is not an integer") from None
         if self.image_count > 0 and not -self.image_count < self.sync_offset < self.image_count:

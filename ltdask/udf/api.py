@@ -1,0 +1,172 @@
+"""Running UDFs: lazy and computed `xarray.Dataset` results, partial results."""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+import ltdask
+from ltdask.io.dataset import DataSet
+from ltdask.udf.base import UDF
+from ltdask.udf.graph import Run
+
+
+def _dims(run: Run, name: str, spec, ndim: int) -> tuple[str, ...]:
+    ds = run.dataset
+    nav_dims = ds.dims[: len(ds.nav_shape)]
+    sig_dims = ds.dims[len(ds.nav_shape) :]
+    if spec.kind == "nav":
+        lead = nav_dims
+    elif spec.kind == "sig":
+        lead = sig_dims
+    else:
+        lead = ()
+    return lead + tuple(f"{name}_{i}" for i in range(ndim - len(lead)))
+
+
+def to_datasets(run: Run) -> list:
+    """The lazy `xarray.Dataset` of each UDF of `run`."""
+    import xarray as xr
+
+    out = []
+    for u, udf in enumerate(run.mains):
+        data_vars = {}
+        coords = {}
+        for name, (value, valid) in run.result_arrays(u).items():
+            dims = _dims(run, name, run.specs[u][name], value.ndim)
+            data_vars[name] = xr.Variable(dims, value)
+            coords[f"{name}_valid"] = xr.Variable(dims, valid)
+        attrs = {
+            "udf": type(udf).__name__,
+            "udf_module": type(udf).__module__,
+            "ltdask_version": ltdask.__version__,
+            "dataset": str(run.dataset.path),
+            "input_dtype": str(run.read_dtype),
+            "roi": "none" if run.roi_flat is None else f"{int(run.roi_flat.sum())} positions",
+        }
+        out.append(xr.Dataset(data_vars, coords=coords, attrs=attrs))
+    return out
+
+
+def lazy(dataset: DataSet, udfs: list[UDF] | UDF, roi=None) -> list:
+    """Build the graph that runs `udfs` together on `dataset` (each tile read once).
+
+    Parameters
+    ----------
+    dataset
+        From ``ltdask.open_*`` or :func:`ltdask.from_array`.
+    udfs
+        UDF instances; they share the partition tasks.
+    roi
+        Boolean array of the nav shape (or the flat nav size), or None for all positions.
+
+    Returns
+    -------
+    list of xarray.Dataset
+        One per UDF, backed by dask arrays; nothing is computed yet.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> from ltdask.udf import SumSigUDF
+    >>> ds = ltdask.from_array(np.ones((2, 3, 4, 4), dtype=np.float32))
+    >>> (res,) = ltdask.lazy(ds, [SumSigUDF()])
+    >>> res["intensity"].values.tolist()
+    [[16.0, 16.0, 16.0], [16.0, 16.0, 16.0]]
+    """
+    if isinstance(udfs, UDF):
+        udfs = [udfs]
+    return to_datasets(Run(dataset, list(udfs), roi))
+
+
+@contextlib.contextmanager
+def _progress(enabled: bool):
+    if not enabled:
+        yield
+        return
+    try:
+        from distributed import default_client
+
+        default_client()
+    except (ImportError, ValueError):
+        from dask.diagnostics import ProgressBar
+
+        with ProgressBar():
+            yield
+        return
+    yield
+
+
+def compute(dataset: DataSet, udfs: list[UDF] | UDF, roi=None, progress: bool = False) -> list:
+    """Run `udfs` together on `dataset` in one pass; computed `xarray.Dataset` per UDF.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> from ltdask.udf import SumUDF, SumSigUDF
+    >>> ds = ltdask.from_array(np.ones((2, 3, 4, 4), dtype=np.float32))
+    >>> total, per_frame = ltdask.compute(ds, [SumUDF(), SumSigUDF()])
+    >>> float(total["intensity"].sum()), float(per_frame["intensity"].sum())
+    (96.0, 96.0)
+    """
+    import dask
+
+    results = lazy(dataset, udfs, roi)
+    with _progress(progress):
+        return list(dask.compute(*results))
+
+
+def iter_results(dataset: DataSet, udfs: list[UDF] | UDF, roi=None):
+    """Yield partial results (one list of Datasets per step) as partitions finish.
+
+    Each step's ``NAME_valid`` coordinates mark what is done; the last step is complete.
+    """
+    import dask
+
+    if isinstance(udfs, UDF):
+        udfs = [udfs]
+    run = Run(dataset, list(udfs), roi)
+    n = len(run.partitions)
+    step = max(1, ltdask._config.min_partitions())
+    done = np.zeros(n, dtype=bool)
+    cells = np.empty(n, dtype=object)
+    for first in range(0, n, step):
+        idx = list(range(first, min(n, first + step)))
+        computed = dask.compute(*[run.cells.blocks[i] for i in idx])
+        for i, c in zip(idx, computed, strict=True):
+            cells[i] = c[0]
+            done[i] = True
+        yield [r.compute() for r in _partial_datasets(run, cells, done)]
+
+
+def _partial_datasets(run: Run, cells: np.ndarray, done: np.ndarray):
+    """Datasets for the partitions done so far (others invalid)."""
+    import dask.array as da
+
+    from ltdask.udf.graph import Run as _Run
+
+    partial = object.__new__(_Run)
+    partial.__dict__.update(run.__dict__)
+    filled = np.empty(len(cells), dtype=object)
+    for i in range(len(cells)):
+        if done[i]:
+            filled[i] = cells[i]
+        else:
+            filled[i] = [
+                {k: s.allocate(run.counts[i], run.sig_shape) for k, s in run._stored(u).items()}
+                for u in range(len(run.udfs))
+            ]
+    wrapped = np.empty(len(cells), dtype=object)
+    for i in range(len(cells)):
+        box = np.empty(1, dtype=object)
+        box[0] = filled[i]
+        wrapped[i] = box
+    partial.cells = da.concatenate([da.from_array(w, chunks=1) for w in wrapped], axis=0)
+    mask = np.zeros_like(run.valid_flat)
+    for i, p in enumerate(run.partitions):
+        if done[i]:
+            mask[p.start : p.stop] = True
+    partial.valid_flat = run.valid_flat & mask
+    partial.token = f"{run.token}-partial-{int(done.sum())}"
+    return to_datasets(partial)

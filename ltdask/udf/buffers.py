@@ -1,0 +1,150 @@
+"""Result buffer declarations (`BufferSpec`) and the arrays behind them.
+
+A buffer has a ``kind``: ``"nav"`` (one value, or an ``extra_shape`` array, per scan
+position), ``"sig"`` (per detector pixel) or ``"single"`` (one array for the whole run).
+In a partition task nav buffers are ROI-compressed and partition sized; results are
+assembled from them in the graph (:mod:`ltdask.udf.graph`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ltdask.exceptions import UDFError
+
+KINDS = ("nav", "sig", "single")
+USES = (None, "private", "result_only")
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    """What ``UDF.buffer(...)`` declares."""
+
+    kind: str
+    extra_shape: tuple[int, ...] = ()
+    dtype: np.dtype = np.dtype("float32")
+    where: str | None = None
+    use: str | None = None
+
+    @classmethod
+    def make(cls, kind, extra_shape=(), dtype="float32", where=None, use=None) -> BufferSpec:
+        if kind not in KINDS:
+            raise UDFError(f"buffer kind={kind!r} is unknown; expected one of {KINDS}")
+        if use not in USES:
+            raise UDFError(f"buffer use={use!r} is unknown; expected one of {USES}")
+        if where not in (None, "device"):
+            raise UDFError(f"buffer where={where!r} is unknown; expected None or 'device'")
+        if isinstance(extra_shape, (int, np.integer)):
+            extra_shape = (extra_shape,)
+        try:
+            extra = tuple(int(e) for e in extra_shape)
+        except TypeError:
+            raise UDFError(f"buffer extra_shape={extra_shape!r} is not a shape") from None
+        if any(e < 0 for e in extra):
+            raise UDFError(f"buffer extra_shape={extra} has negative dims")
+        return cls(kind, extra, np.dtype(dtype), where, use)
+
+    def shape(self, nav_len: int, sig_shape: tuple[int, ...]) -> tuple[int, ...]:
+        """Array shape for `nav_len` nav positions (flat) and the given signal shape."""
+        if self.kind == "nav":
+            return (nav_len, *self.extra_shape)
+        if self.kind == "sig":
+            return (*sig_shape, *self.extra_shape)
+        return self.extra_shape or (1,)
+
+    def allocate(self, nav_len: int, sig_shape: tuple[int, ...]) -> np.ndarray:
+        return np.zeros(self.shape(nav_len, sig_shape), dtype=self.dtype)
+
+
+def fill_value(dtype: np.dtype):
+    """What nav results hold outside the ROI (and where frames are missing)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "fc":
+        return np.nan
+    if dtype.kind == "b":
+        return False
+    if dtype.kind in "SU":
+        return ""
+    if dtype.kind == "O":
+        return None
+    if dtype.kind in "mM":
+        return np.datetime64("NaT") if dtype.kind == "M" else np.timedelta64("NaT")
+    return 0
+
+
+def filled(shape, dtype) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    out = np.empty(shape, dtype=dtype) if dtype.kind == "O" else np.zeros(shape, dtype=dtype)
+    fv = fill_value(dtype)
+    if dtype.kind == "O" or fv not in (0, False, ""):
+        out[...] = fv
+    return out
+
+
+def expand_nav(compressed: np.ndarray, mask: np.ndarray, dtype) -> np.ndarray:
+    """Scatter ROI-compressed nav values into a flat array with fill values elsewhere."""
+    out = filled((mask.size, *compressed.shape[1:]), dtype)
+    out[mask] = compressed
+    return out
+
+
+class Namespace:
+    """Attribute access to named arrays: ``ns.name``, ``ns["name"]``; assignment to an
+    existing name writes into the array (``dest.x = y`` is ``dest.x[...] = y``)."""
+
+    def __init__(self, arrays: dict | None = None, assign_in_place: bool = False):
+        object.__setattr__(self, "_arrays", dict(arrays or {}))
+        object.__setattr__(self, "_in_place", assign_in_place)
+
+    def __getattr__(self, name):
+        try:
+            return self._arrays[name]
+        except KeyError:
+            raise AttributeError(f"no buffer or parameter named {name!r}") from None
+
+    def __setattr__(self, name, value):
+        current = self._arrays.get(name)
+        if self._in_place and isinstance(current, np.ndarray) and value is not current:
+            current[...] = value
+        else:
+            self._arrays[name] = value
+
+    def __getitem__(self, name):
+        return self._arrays[name]
+
+    def __setitem__(self, name, value):
+        self.__setattr__(name, value)
+
+    def __contains__(self, name) -> bool:
+        return name in self._arrays
+
+    def __iter__(self):
+        return iter(self._arrays)
+
+    def __len__(self) -> int:
+        return len(self._arrays)
+
+    def keys(self):
+        return self._arrays.keys()
+
+    def items(self):
+        return self._arrays.items()
+
+    def values(self):
+        return self._arrays.values()
+
+    def get(self, name, default=None):
+        return self._arrays.get(name, default)
+
+    def as_dict(self) -> dict:
+        return dict(self._arrays)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({sorted(self._arrays)})"
+
+
+def nbytes(spec: BufferSpec, nav_len: int, sig_shape) -> int:
+    return math.prod(spec.shape(nav_len, tuple(sig_shape))) * spec.dtype.itemsize

@@ -1,0 +1,610 @@
+"""Compile UDF runs into dask graphs and assemble their results as xarray Datasets.
+
+One task per partition (a 1-D object dask array ``cells``, one block per partition) runs
+every UDF of the run over the partition's tiles and returns their partial buffers. Then,
+per UDF:
+
+* nav-only UDFs without their own ``merge``: each partition's nav buffers become one chunk
+  of the result (no merge step at all);
+* UDFs with ``merge_all``: one call with all partial buffers as dask arrays;
+* UDFs with only ``merge``: a tree reduction of ``merge`` calls;
+
+then ``get_results`` runs on dask arrays and the results become an `xarray.Dataset`.
+Internally nav results are flat ``(nav_size, *extra)`` arrays with fill values outside the
+ROI, chunked by partition.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+
+import numpy as np
+
+from ltdask.common import Shape, Slice
+from ltdask.exceptions import MergeNotImplementedError, UDFError
+from ltdask.io.dataset import DataSet
+from ltdask.io.tiling import TILE_MAX, TilingPreferences
+from ltdask.udf.base import UDF, AuxData, MaskedResult, UDFMethod, overrides
+from ltdask.udf.buffers import BufferSpec, Namespace, expand_nav
+from ltdask.udf.meta import UDFMeta
+from ltdask.udf.runner import declared_buffers, run_partition, selected_positions
+
+MERGE_SPLIT_EVERY = 8
+
+
+def normalize_roi(roi, dataset: DataSet) -> np.ndarray | None:
+    """The ROI as a flat boolean array of the nav size, or None; clear errors otherwise."""
+    if roi is None:
+        return None
+    if hasattr(roi, "todense"):
+        roi = roi.todense()
+    roi = np.asarray(roi)
+    nav = dataset.nav_shape
+    if roi.dtype != bool:
+        raise UDFError(
+            f"roi must be a boolean array, got dtype {roi.dtype}; use e.g. roi.astype(bool)"
+        )
+    if roi.shape != nav and roi.shape != (math.prod(nav),):
+        raise UDFError(
+            f"roi of shape {roi.shape} does not fit the dataset's nav shape {nav} "
+            f"(or its flat size {math.prod(nav)})"
+        )
+    return np.ascontiguousarray(roi.reshape(-1)).copy()
+
+
+def input_dtype(dataset: DataSet, udfs: list[UDF]) -> np.dtype:
+    """``numpy.result_type`` of the data's dtype and every UDF's preferred dtype."""
+    dtype = dataset.dtype
+    for udf in udfs:
+        dtype = np.result_type(udf.get_preferred_input_dtype(), dtype)
+    return np.dtype(dtype)
+
+
+def _preferences(udf: UDF) -> TilingPreferences:
+    method = udf.get_method()
+    prefs = udf.get_tiling_preferences() or {}
+    depth = prefs.get("depth", UDF.TILE_DEPTH_DEFAULT)
+    size = prefs.get("total_size", UDF.TILE_SIZE_MAX)
+    return TilingPreferences(method.value, depth=depth, total_size=size)
+
+
+def _check_method(udf: UDF) -> UDFMethod:
+    method = udf.get_method()
+    if not isinstance(method, UDFMethod):
+        try:
+            method = UDFMethod(method)
+        except ValueError:
+            raise UDFError(
+                f"{type(udf).__name__}.get_method() returned {method!r}; expected a member "
+                "of UDF.UDF_METHOD"
+            ) from None
+    if not hasattr(udf, f"process_{method.value}"):
+        raise UDFError(
+            f"{type(udf).__name__}.get_method() chose {method.value!r} but the class has no "
+            f"process_{method.value}"
+        )
+    return method
+
+
+def _partition_task(
+    *blocks, dataset, partitions, udfs, scheme, read_dtype, roi_flat, block_info=None
+):
+    index = block_info[None]["chunk-location"][0]
+    block = blocks[0] if blocks else None
+    try:
+        partials = run_partition(
+            dataset, partitions[index], udfs, scheme, read_dtype, roi_flat, block
+        )
+    except UDFError:
+        raise
+    except Exception as e:
+        names = ", ".join(type(u).__name__ for u in udfs)
+        p = partitions[index]
+        e.add_note(
+            f"ltdask: while running {names} on partition {index} (frames {p.start}:{p.stop})"
+        )
+        raise
+    out = np.empty(1, dtype=object)
+    out[0] = partials
+    return out
+
+
+class Run:
+    """The graph of one run: a dataset, the UDFs that share its tiles, a ROI."""
+
+    def __init__(self, dataset: DataSet, udfs: list[UDF], roi=None):
+        import dask.array as da
+        from dask.base import tokenize
+
+        if isinstance(udfs, UDF):
+            udfs = [udfs]
+        udfs = list(udfs)
+        if not udfs:
+            raise UDFError("no UDFs to run")
+        for u in udfs:
+            if not isinstance(u, UDF):
+                raise UDFError(f"{u!r} is not an ltdask.UDF instance")
+        self.dataset = dataset
+        self.udfs = udfs
+        self.roi_flat = normalize_roi(roi, dataset)
+        self.read_dtype = input_dtype(dataset, udfs)
+        self.partitions = dataset.get_partitions()
+        sig = tuple(dataset.sig_shape)
+        self.sig_shape = sig
+        self.sizes = tuple(p.num_frames for p in self.partitions)
+        self.counts = tuple(selected_positions(p, self.roi_flat).size for p in self.partitions)
+        self.n_sel = sum(self.counts)
+        valid = dataset.valid_nav_mask().reshape(-1)
+        self.valid_flat = valid if self.roi_flat is None else valid & self.roi_flat
+
+        self.mains = [self._main_instance(u) for u in udfs]
+        self.specs = [declared_buffers(m) for m in self.mains]
+        methods = [_check_method(m) for m in self.mains]
+        for m, specs in zip(self.mains, self.specs, strict=True):
+            self._check_mergeable(m, specs)
+        consumers = [_preferences(m) for m in self.mains]
+        self.scheme = dataset.negotiate(consumers, self.read_dtype, self.roi_flat)
+        if any(meth is not UDFMethod.TILE for meth in methods) and len(self.scheme) != 1:
+            raise UDFError(
+                f"{dataset.path}: frame and partition UDFs need whole frames, but the "
+                f"negotiated tiles cut the frame into {len(self.scheme)} slices"
+            )
+        self.token = tokenize(dataset, udfs, self.roi_flat, self.read_dtype.str, self.scheme)
+        task_ds = dataset.for_task()
+        kwargs = dict(
+            dataset=task_ds,
+            partitions=self.partitions,
+            udfs=udfs,
+            scheme=self.scheme,
+            read_dtype=self.read_dtype,
+            roi_flat=self.roi_flat,
+        )
+        n = len(self.partitions)
+        blocks = dataset.partition_blocks()
+        name = f"ltdask-udf-{self.token}"
+        meta = np.empty((0,), dtype=object)
+        if blocks is None:
+            self.cells = da.map_blocks(
+                _partition_task,
+                chunks=((1,) * n,),
+                dtype=object,
+                meta=meta,
+                name=name,
+                **kwargs,
+            )
+        else:
+            flat = blocks.reshape((dataset.num_frames, *sig))
+            self.cells = da.map_blocks(
+                _partition_task,
+                flat,
+                chunks=((1,) * n,),
+                dtype=object,
+                meta=meta,
+                drop_axis=list(range(1, 1 + len(sig))),
+                name=name,
+                **kwargs,
+            )
+
+    # -- set up ------------------------------------------------------------------------
+    def _meta(self, udf_input_dtype=None) -> UDFMeta:
+        ds = self.dataset
+        roi_nd = None if self.roi_flat is None else self.roi_flat.reshape(ds.nav_shape)
+        return UDFMeta(
+            ds.shape,
+            ds.dtype,
+            self.read_dtype if udf_input_dtype is None else udf_input_dtype,
+            roi=roi_nd,
+            partition_shape=Shape((self.n_sel, *self.sig_shape), sig_dims=len(self.sig_shape)),
+        )
+
+    def _main_instance(self, template: UDF) -> UDF:
+        udf = type(template)(**template._kwargs)
+        udf.meta = self._meta()
+        return udf
+
+    @staticmethod
+    def _check_mergeable(udf: UDF, specs: dict[str, BufferSpec]):
+        if overrides(udf, "merge_all") or overrides(udf, "merge"):
+            return
+        others = [k for k, s in specs.items() if s.kind != "nav" and s.use != "result_only"]
+        if others:
+            raise MergeNotImplementedError(
+                f"{type(udf).__name__} has non-nav buffers {others}; it must implement "
+                "merge(dest, src) or merge_all(ordered_results)"
+            )
+
+    # -- partial buffers ----------------------------------------------------------------
+    def _stored(self, u: int) -> dict[str, BufferSpec]:
+        return {k: s for k, s in self.specs[u].items() if s.use != "result_only"}
+
+    def nav_full(self, u: int, name: str):
+        """A nav buffer, flat and un-compressed (fill values outside the ROI), one chunk
+        per partition, straight from the partition tasks."""
+        spec = self.specs[u][name]
+        extra = spec.extra_shape
+        return self.cells.map_blocks(
+            _extract_nav,
+            chunks=(self.sizes, *((e,) for e in extra)),
+            new_axis=list(range(1, 1 + len(extra))),
+            dtype=spec.dtype,
+            meta=np.empty((0,) * (1 + len(extra)), dtype=spec.dtype),
+            name=f"ltdask-nav-{name}-{u}-{self.token}",
+            u=u,
+            key=name,
+            partitions=self.partitions,
+            roi_flat=self.roi_flat,
+            dtype_=spec.dtype,
+        )
+
+    def _partials(self, u: int, name: str):
+        """Per-partition partial buffers as one dask array per partition (compressed)."""
+        spec = self.specs[u][name]
+        shape = spec.shape(0, self.sig_shape)
+        if spec.kind == "nav":
+            chunks = (self.counts, *((e,) for e in shape[1:]))
+            new_axis = list(range(1, len(shape)))
+        else:
+            chunks = ((1,) * len(self.partitions), *((e,) for e in shape))
+            new_axis = list(range(1, 1 + len(shape)))
+        arr = self.cells.map_blocks(
+            _extract_partial,
+            chunks=chunks,
+            new_axis=new_axis,
+            dtype=spec.dtype,
+            meta=np.empty((0,) * len(chunks), dtype=spec.dtype),
+            name=f"ltdask-partial-{name}-{u}-{self.token}",
+            u=u,
+            key=name,
+            stacked=spec.kind != "nav",
+        )
+        if spec.kind == "nav":
+            return [arr.blocks[i] for i in range(len(self.partitions))]
+        return [arr[i] for i in range(len(self.partitions))]
+
+    def expand(self, compressed, spec: BufferSpec):
+        """Un-compress a flat ROI-compressed nav array (dask or numpy) into flat nav."""
+        import dask.array as da
+
+        if self.roi_flat is None:
+            return da.asarray(compressed)
+        compressed = da.asarray(compressed).rechunk((self.counts, *compressed.shape[1:]))
+        extra = compressed.shape[1:]
+        return compressed.map_blocks(
+            _expand_block,
+            chunks=(self.sizes, *((e,) for e in extra)),
+            dtype=spec.dtype,
+            meta=np.empty((0,) * (1 + len(extra)), dtype=spec.dtype),
+            partitions=self.partitions,
+            roi_flat=self.roi_flat,
+            dtype_=spec.dtype,
+        )
+
+    # -- merging ---------------------------------------------------------------------------
+    def merged(self, u: int) -> dict:
+        """Each stored buffer of UDF `u` merged over all partitions: nav ones flat and
+        un-compressed, the others in their own shape (dask arrays)."""
+        udf = self.mains[u]
+        stored = self._stored(u)
+        if overrides(udf, "merge_all"):
+            return self._merge_all(u, stored)
+        if overrides(udf, "merge"):
+            return self._merge_tree(u, stored)
+        return {name: self.nav_full(u, name) for name in stored}
+
+    def _initial(self, u: int, stored) -> dict[str, np.ndarray]:
+        """Dataset-sized buffers after the main-node ``preprocess`` (the merge start)."""
+        udf = type(self.udfs[u])(**self.udfs[u]._kwargs)
+        udf.meta = self._meta()
+        arrays = {k: s.allocate(self.n_sel, self.sig_shape) for k, s in stored.items()}
+        udf.results = Namespace(arrays, assign_in_place=True)
+        udf.params = _main_params(udf, self)
+        udf.task_data = Namespace({})
+        if hasattr(udf, "preprocess"):
+            udf.preprocess()
+        return arrays
+
+    def _merge_all(self, u: int, stored) -> dict:
+        import dask.array as da
+
+        udf = self.mains[u]
+        partials = {name: self._partials(u, name) for name in stored}
+        ordered = OrderedDict()
+        for i, p in enumerate(self.partitions):
+            key = p.slice(self.sig_shape).adjust_for_roi(self.roi_flat)
+            ordered[key] = Namespace({name: partials[name][i] for name in stored})
+        self._set_main_views(udf, u, None)
+        merged = udf.merge_all(ordered)
+        if not isinstance(merged, dict):
+            raise UDFError(f"{type(udf).__name__}.merge_all must return a dict")
+        unknown = set(merged) - set(stored)
+        if unknown:
+            raise UDFError(
+                f"{type(udf).__name__}.merge_all returned undeclared buffers {sorted(unknown)}"
+            )
+        initial = None
+        out = {}
+        for name, spec in stored.items():
+            if name in merged:
+                value = merged[name]
+            else:
+                initial = initial if initial is not None else self._initial(u, stored)
+                value = initial[name]
+            value = da.asarray(value)
+            if spec.kind == "nav":
+                value = self.expand(value.reshape((-1, *spec.extra_shape)), spec)
+            out[name] = value.astype(spec.dtype, copy=False)
+        return out
+
+    def _merge_tree(self, u: int, stored) -> dict:
+        import dask
+        import dask.array as da
+
+        udf_template = self.udfs[u]
+        leaves = [
+            dask.delayed(_leaf_state)(cell, u, i, self.counts)
+            for i, cell in enumerate(self.cells.to_delayed())
+        ]
+        level = 0
+        while len(leaves) > 1:
+            leaves = [
+                dask.delayed(_combine_states, pure=True)(
+                    leaves[i : i + MERGE_SPLIT_EVERY],
+                    udf_template,
+                    self._meta_args(),
+                    stored,
+                    dask_key_name=f"ltdask-merge-{u}-{level}-{i}-{self.token}",
+                )
+                for i in range(0, len(leaves), MERGE_SPLIT_EVERY)
+            ]
+            level += 1
+        initial = self._initial(u, stored)
+        final = dask.delayed(_finish_merge, pure=True)(
+            leaves[0] if leaves else None,
+            udf_template,
+            self._meta_args(),
+            stored,
+            initial,
+            dask_key_name=f"ltdask-merged-{u}-{self.token}",
+        )
+        out = {}
+        for name, spec in stored.items():
+            shape = spec.shape(self.n_sel, self.sig_shape)
+            arr = da.from_delayed(
+                dask.delayed(_pick, pure=True)(final, name),
+                shape=shape,
+                dtype=spec.dtype,
+                meta=np.empty((0,) * len(shape), dtype=spec.dtype),
+            )
+            out[name] = self.expand(arr, spec) if spec.kind == "nav" else arr
+        return out
+
+    def _meta_args(self):
+        return (
+            self.dataset.shape,
+            self.dataset.dtype,
+            self.read_dtype,
+            self.roi_flat,
+            self.n_sel,
+            self.sig_shape,
+        )
+
+    # -- results ---------------------------------------------------------------------------
+    def _set_main_views(self, udf: UDF, u: int, merged: dict | None):
+        udf.meta._set_valid_nav_mask(self.valid_flat, self.roi_flat)
+        udf.params = _main_params(udf, self)
+        if merged is None:
+            return {}
+        raw = {}
+        for name, value in merged.items():
+            spec = self.specs[u][name]
+            if spec.kind == "nav":
+                raw[name] = value if self.roi_flat is None else value[self.roi_flat]
+            else:
+                raw[name] = value
+        udf.results = Namespace(raw)
+        return raw
+
+    def result_arrays(self, u: int) -> dict[str, tuple]:
+        """``{name: (data, valid)}`` of the results of UDF `u`: data nav-shaped (dask)."""
+        import dask.array as da
+
+        udf = self.mains[u]
+        merged = self.merged(u)
+        raw = self._set_main_views(udf, u, merged)
+        returned = udf.get_results()
+        if returned is None:
+            returned = {}
+        if not isinstance(returned, dict):
+            raise UDFError(f"{type(udf).__name__}.get_results must return a dict")
+        specs = self.specs[u]
+        cls = type(udf).__name__
+        for name in returned:
+            if name not in specs:
+                raise UDFError(f"{cls}.get_results returned {name!r}, which is not declared")
+            if specs[name].use == "private":
+                raise UDFError(f"{cls}.get_results returned the private buffer {name!r}")
+        out = {}
+        nav_shape = self.dataset.nav_shape
+        for name, spec in specs.items():
+            if spec.use == "private":
+                continue
+            if name not in returned:
+                if spec.use == "result_only":
+                    raise UDFError(
+                        f"{cls}: don't know how to set use='result_only' buffer {name!r}; "
+                        "please implement `get_results`"
+                    )
+                value, mask = merged[name], None
+                is_raw = True
+            else:
+                value, mask = returned[name], None
+                if isinstance(value, MaskedResult):
+                    value, mask = value.data, value.mask
+                is_raw = value is raw.get(name)
+                if is_raw:
+                    value = merged[name]
+            value = da.asarray(value)
+            _check_kind(cls, name, spec, value)
+            if spec.kind == "nav":
+                value = self._nav_result(cls, name, spec, value, is_raw)
+            elif value.shape != spec.shape(0, self.sig_shape):
+                want = spec.shape(0, self.sig_shape)
+                raise UDFError(
+                    f"{cls}.get_results: {name!r} has shape {value.shape}, expected {want}"
+                )
+            out[name] = (value, self._valid(cls, name, spec, value, mask, nav_shape))
+        return out
+
+    def _nav_result(self, cls, name, spec, value, is_raw):
+        nav_shape = self.dataset.nav_shape
+        extra = tuple(value.shape[1:]) if value.ndim else ()
+        if is_raw:
+            flat = value
+        elif value.shape[: len(nav_shape)] == nav_shape and value.ndim >= len(nav_shape):
+            return value
+        elif value.ndim >= 1 and value.shape[0] == self.n_sel:
+            flat = self.expand(value, spec)
+        else:
+            raise UDFError(
+                f"{cls}.get_results: nav result {name!r} has shape {value.shape}; expected "
+                f"({self.n_sel}, ...) (flat, ROI-compressed) or {nav_shape + spec.extra_shape}"
+            )
+        return flat.reshape(nav_shape + extra)
+
+    def _valid(self, cls, name, spec, value, mask, nav_shape):
+        if mask is None:
+            if spec.kind == "nav":
+                base = self.valid_flat.reshape(nav_shape)
+                base = base.reshape(base.shape + (1,) * (value.ndim - len(nav_shape)))
+                return np.broadcast_to(base, value.shape)
+            return np.ones(value.shape, dtype=bool)
+        import dask.array as da
+
+        mask = mask if isinstance(mask, da.Array) else np.asarray(mask)
+        if mask.dtype != bool:
+            raise UDFError(f"{cls}: the valid mask of {name!r} has dtype {mask.dtype}, not bool")
+        try:
+            if isinstance(mask, da.Array):
+                return da.broadcast_to(mask, value.shape)
+            return np.broadcast_to(mask, value.shape)
+        except ValueError:
+            raise UDFError(
+                f"{cls}: the valid mask of {name!r} (shape {mask.shape}) does not broadcast "
+                f"to the result's shape {value.shape}"
+            ) from None
+
+
+def _check_kind(cls, name, spec: BufferSpec, value):
+    if spec.dtype.kind == "O" or value.dtype.kind == "O":
+        return
+    kinds = {spec.dtype.kind, value.dtype.kind}
+    if len(kinds) > 1 and not kinds <= set("iu") and not kinds <= set("SU"):
+        raise UDFError(
+            f"{cls}.get_results: {name!r} has dtype {value.dtype}, but the buffer is declared "
+            f"as {spec.dtype}"
+        )
+
+
+def _main_params(udf: UDF, run: Run) -> Namespace:
+    params = dict(udf._kwargs)
+    for k, v in params.items():
+        if isinstance(v, AuxData):
+            flat = v.flat(run.dataset.shape)
+            if v.spec.kind == "nav" and run.roi_flat is not None:
+                flat = flat[run.roi_flat]
+            params[k] = flat
+    return Namespace(params)
+
+
+def _extract_nav(cell, u, key, partitions, roi_flat, dtype_, block_info=None):
+    index = block_info[None]["chunk-location"][0]
+    arr = cell[0][u][key]
+    if roi_flat is None:
+        return arr
+    p = partitions[index]
+    return expand_nav(arr, roi_flat[p.start : p.stop], dtype_)
+
+
+def _extract_partial(cell, u, key, stacked):
+    arr = cell[0][u][key]
+    return arr[np.newaxis] if stacked else arr
+
+
+def _expand_block(block, partitions, roi_flat, dtype_, block_info=None):
+    index = block_info[None]["chunk-location"][0]
+    p = partitions[index]
+    return expand_nav(block, roi_flat[p.start : p.stop], dtype_)
+
+
+# -- tree merge (UDFs with only `merge`) ---------------------------------------------------
+def _leaf_state(cell, u, index, counts):
+    start = sum(counts[:index])
+    return (start, start + counts[index], cell[0][u])
+
+
+def _merge_udf(template: UDF, meta_args, valid_before: np.ndarray):
+    ds_shape, ds_dtype, read_dtype, roi_flat, n_sel, sig_shape = meta_args
+    udf = type(template)(**template._kwargs)
+    roi_nd = None if roi_flat is None else roi_flat.reshape(tuple(ds_shape.nav))
+    udf.meta = UDFMeta(
+        ds_shape,
+        ds_dtype,
+        read_dtype,
+        roi=roi_nd,
+        partition_shape=Shape((n_sel, *sig_shape), sig_dims=len(sig_shape)),
+    )
+    full = np.zeros(math.prod(ds_shape.nav), dtype=bool)
+    if roi_flat is None:
+        full[: valid_before.size] = valid_before
+    else:
+        full[np.flatnonzero(roi_flat)] = valid_before
+    udf.meta._set_valid_nav_mask(full, roi_flat)
+    return udf
+
+
+def _apply_merge(template, meta_args, stored, dest_arrays, start, stop, src):
+    """``merge(dest, src)`` with dest's nav views at [start, stop) of dest_arrays."""
+    n_sel = meta_args[4]
+    valid = np.zeros(n_sel, dtype=bool)
+    valid[:start] = True
+    udf = _merge_udf(template, meta_args, valid)
+    offset = dest_arrays.pop("__offset__", 0)
+    views = {}
+    for name, spec in stored.items():
+        arr = dest_arrays[name]
+        views[name] = arr[start - offset : stop - offset] if spec.kind == "nav" else arr
+    udf.merge(Namespace(views, assign_in_place=True), Namespace(src))
+    dest_arrays["__offset__"] = offset
+
+
+def _combine_states(states, template, meta_args, stored):
+    start, stop, first = states[0]
+    arrays = {k: np.array(v, copy=True) for k, v in first.items()}
+    arrays["__offset__"] = start
+    for s_start, s_stop, src in states[1:]:
+        for name, spec in stored.items():
+            if spec.kind == "nav":
+                grow = np.zeros((s_stop - s_start, *spec.extra_shape), dtype=spec.dtype)
+                arrays[name] = np.concatenate([arrays[name], grow])
+        _apply_merge(template, meta_args, stored, arrays, s_start, s_stop, src)
+        stop = s_stop
+    arrays.pop("__offset__")
+    return (start, stop, arrays)
+
+
+def _finish_merge(state, template, meta_args, stored, initial):
+    arrays = {k: np.array(v, copy=True) for k, v in initial.items()}
+    if state is not None:
+        start, stop, src = state
+        arrays["__offset__"] = 0
+        _apply_merge(template, meta_args, stored, arrays, start, stop, src)
+        arrays.pop("__offset__")
+    return arrays
+
+
+def _pick(mapping, name):
+    return mapping[name]
+
+
+__all__ = ["Run", "normalize_roi", "input_dtype", "TILE_MAX", "Slice"]

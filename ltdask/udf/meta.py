@@ -1,0 +1,92 @@
+"""`UDFMeta`: what a UDF knows about the data it is processing (``self.meta``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ltdask.common import Shape, Slice
+
+
+class UDFMeta:
+    """Context of a UDF call, as ``self.meta``.
+
+    Attributes
+    ----------
+    dataset_shape : Shape
+        Shape of the whole scan (nav dims as opened).
+    partition_shape : Shape
+        Flat-nav shape of the current partition, ROI applied (the whole scan, ROI applied,
+        on the main node).
+    dataset_dtype, input_dtype : numpy.dtype
+        The data's native dtype and the dtype the UDF receives.
+    roi : numpy.ndarray or None
+        Nav-shaped boolean ROI.
+    slice : Slice
+        The current frame/tile/partition in flat, ROI-compressed nav coordinates.
+    sig_slice : Slice
+        The signal part of the current tile.
+    tiling_scheme, tiling_scheme_idx
+        The negotiated scheme and the index of the current signal slice in it.
+    device_class, array_backend, threads_per_worker
+        ``"cpu"``, ``"numpy"`` and 1: each task runs on one thread of the dask scheduler.
+    """
+
+    def __init__(
+        self,
+        dataset_shape: Shape,
+        dataset_dtype,
+        input_dtype,
+        roi: np.ndarray | None = None,
+        partition_shape: Shape | None = None,
+        tiling_scheme=None,
+        positions: np.ndarray | None = None,
+        slice_origin: int = 0,
+    ):
+        self.dataset_shape = dataset_shape
+        self.dataset_dtype = np.dtype(dataset_dtype)
+        self.input_dtype = np.dtype(input_dtype)
+        self.roi = roi
+        self.partition_shape = partition_shape
+        self.tiling_scheme = tiling_scheme
+        self.tiling_scheme_idx = None
+        self.sig_slice = None
+        self.slice = None
+        self.device_class = "cpu"
+        self.array_backend = "numpy"
+        self.threads_per_worker = 1
+        self.corrections = None
+        # flat nav positions (true coordinates) of the partition's selected frames
+        self._positions = positions
+        self._slice_origin = slice_origin
+        self._valid_nav_mask = None
+        self._valid_nav_mask_full = None
+
+    @property
+    def coordinates(self) -> np.ndarray:
+        """True nav coordinates ``(n, nav_dims)`` of the frames in the current slice."""
+        if self._positions is None or self.slice is None:
+            return np.zeros((0, len(self.dataset_shape.nav)), dtype=np.int64)
+        a = self.slice.origin[0] - self._slice_origin
+        flat = self._positions[a : a + self.slice.shape[0]]
+        return np.stack(np.unravel_index(flat, tuple(self.dataset_shape.nav)), axis=-1)
+
+    def set_slice(self, origin: int, count: int, sig_slice: Slice, scheme_idx: int | None):
+        sig = tuple(sig_slice.shape)
+        self.slice = Slice((origin, *sig_slice.origin), Shape((count, *sig), sig_dims=len(sig)))
+        self.sig_slice = sig_slice
+        self.tiling_scheme_idx = scheme_idx
+
+    def get_valid_nav_mask(self, full_nav: bool = False) -> np.ndarray | None:
+        """Flat boolean mask of the nav positions holding valid results so far.
+
+        None while processing data; in ``merge`` the positions merged before; in
+        ``get_results`` every position that holds data. ROI-compressed unless `full_nav`.
+        """
+        return self._valid_nav_mask_full if full_nav else self._valid_nav_mask
+
+    def _set_valid_nav_mask(self, full: np.ndarray | None, roi_flat: np.ndarray | None):
+        self._valid_nav_mask_full = full
+        if full is None:
+            self._valid_nav_mask = None
+        else:
+            self._valid_nav_mask = full if roi_flat is None else full[roi_flat]

@@ -1,0 +1,165 @@
+"""The partition task: stream a partition's tiles through every UDF of a run."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ltdask.common import Shape, Slice
+from ltdask.exceptions import UDFError
+from ltdask.io.dataset import DataSet
+from ltdask.io.partition import Partition
+from ltdask.io.tiling import TilingScheme
+from ltdask.udf.base import UDF, AuxData, UDFMethod
+from ltdask.udf.buffers import BufferSpec, Namespace
+from ltdask.udf.meta import UDFMeta
+
+
+def selected_positions(partition: Partition, roi_flat: np.ndarray | None) -> np.ndarray:
+    """Flat nav positions of the partition inside the ROI."""
+    positions = np.arange(partition.start, partition.stop, dtype=np.int64)
+    if roi_flat is None:
+        return positions
+    return positions[roi_flat[partition.start : partition.stop]]
+
+
+def declared_buffers(udf: UDF) -> dict[str, BufferSpec]:
+    buffers = udf.get_result_buffers()
+    if not isinstance(buffers, dict):
+        raise UDFError(
+            f"{type(udf).__name__}.get_result_buffers must return a dict of buffers, "
+            f"got {type(buffers).__name__}"
+        )
+    for name, spec in buffers.items():
+        if not isinstance(spec, BufferSpec):
+            raise UDFError(
+                f"{type(udf).__name__}.get_result_buffers: {name!r} is not declared with "
+                f"self.buffer(...) (got {type(spec).__name__})"
+            )
+    return buffers
+
+
+class _Bound:
+    """One UDF instance at work on one partition."""
+
+    def __init__(self, template: UDF, meta: UDFMeta, n_sel: int, sig_shape, sig_dims):
+        udf = type(template)(**template._kwargs)
+        udf.meta = meta
+        self.udf = udf
+        self.method = udf.get_method()
+        self.specs = {k: s for k, s in declared_buffers(udf).items() if s.use != "result_only"}
+        self.arrays = {k: s.allocate(n_sel, sig_shape) for k, s in self.specs.items()}
+        self.aux = {
+            k: v.flat(meta.dataset_shape)
+            for k, v in template._kwargs.items()
+            if isinstance(v, AuxData)
+        }
+        self.aux_specs = {k: v.spec for k, v in template._kwargs.items() if isinstance(v, AuxData)}
+        self.sig_dims = sig_dims
+
+    def select_aux(self, selected: np.ndarray):
+        for k, spec in self.aux_specs.items():
+            if spec.kind == "nav":
+                self.aux[k] = self.aux[k][selected]
+
+    def set_views(self, nav: slice | int | None, sig_index: tuple | None, frame: bool = False):
+        """Point ``results`` and aux ``params`` at a part of the partition's buffers."""
+        self.udf.results = Namespace(
+            {k: _view(self.specs[k], a, nav, sig_index, frame) for k, a in self.arrays.items()},
+            assign_in_place=True,
+        )
+        if self.aux:
+            params = dict(self.udf._kwargs)
+            for k, a in self.aux.items():
+                params[k] = _view(self.aux_specs[k], a, nav, sig_index, frame)
+            self.udf.params = Namespace(params)
+
+
+def _view(spec: BufferSpec, arr: np.ndarray, nav, sig_index, frame: bool):
+    if spec.kind == "nav":
+        if nav is None:
+            return arr
+        if frame and spec.extra_shape:
+            return arr[nav.start]
+        return arr[nav]
+    if spec.kind == "sig" and sig_index is not None:
+        return arr[sig_index]
+    return arr
+
+
+def run_partition(
+    dataset: DataSet,
+    partition: Partition,
+    udfs: list[UDF],
+    scheme: TilingScheme,
+    read_dtype,
+    roi_flat: np.ndarray | None,
+    block=None,
+) -> list[dict[str, np.ndarray]]:
+    """Process one partition with every UDF of a run; returns each UDF's partial buffers
+    (nav buffers ROI-compressed and partition sized)."""
+    read_dtype = np.dtype(read_dtype)
+    sig_shape = tuple(dataset.sig_shape)
+    sig_dims = len(sig_shape)
+    selected = selected_positions(partition, roi_flat)
+    n_sel = selected.size
+    origin = (
+        partition.start if roi_flat is None else int(np.count_nonzero(roi_flat[: partition.start]))
+    )
+    pstart, pstop = dataset.present_range
+    k0, k1 = np.searchsorted(selected, [pstart, pstop])
+    present = selected[k0:k1]
+    roi_nd = None if roi_flat is None else roi_flat.reshape(dataset.nav_shape)
+    full_sig = Slice.full(Shape(sig_shape, sig_dims=sig_dims))
+
+    bound = []
+    for template in udfs:
+        meta = UDFMeta(
+            dataset.shape,
+            dataset.dtype,
+            read_dtype,
+            roi=roi_nd,
+            partition_shape=Shape((n_sel, *sig_shape), sig_dims=sig_dims),
+            tiling_scheme=scheme,
+            positions=selected,
+            slice_origin=origin,
+        )
+        b = _Bound(template, meta, n_sel, sig_shape, sig_dims)
+        b.select_aux(selected)
+        meta.set_slice(origin, n_sel, full_sig, None)
+        b.set_views(None, None)
+        b.udf.task_data = Namespace(b.udf.get_task_data() or {})
+        if hasattr(b.udf, "preprocess"):
+            b.udf.preprocess()
+        bound.append(b)
+
+    if present.size:
+        for data, first, s in dataset.iter_tiles(present, scheme, read_dtype, block):
+            n = data.shape[0]
+            sig_slice = scheme.slices[s]
+            sig_index = sig_slice.get()
+            at = int(k0) + first
+            for b in bound:
+                udf, meta = b.udf, b.udf.meta
+                if b.method is UDFMethod.TILE:
+                    meta.set_slice(origin + at, n, sig_slice, s)
+                    b.set_views(slice(at, at + n), sig_index)
+                    udf.process_tile(data)
+                elif b.method is UDFMethod.FRAME:
+                    for i in range(n):
+                        meta.set_slice(origin + at + i, 1, sig_slice, s)
+                        b.set_views(slice(at + i, at + i + 1), sig_index, frame=True)
+                        udf.process_frame(data[i])
+                else:
+                    meta.set_slice(origin + at, n, sig_slice, s)
+                    b.set_views(slice(at, at + n), sig_index)
+                    udf.process_partition(data)
+
+    out = []
+    for b in bound:
+        b.udf.meta.set_slice(origin, n_sel, full_sig, None)
+        b.set_views(None, None)
+        if hasattr(b.udf, "postprocess"):
+            b.udf.postprocess()
+        b.udf.cleanup()
+        out.append(b.arrays)
+    return out
