@@ -15,9 +15,11 @@ from ltdask.io import (
 
 __version__ = "0.1.0.dev0"
 
+from ltdask import udf  # noqa: E402
 from ltdask.udf import UDF  # noqa: E402
 from ltdask.udf.api import compute, lazy  # noqa: E402
 from ltdask.udf.api import iter_results as iter
+from ltdask.udf.builtin import map  # noqa: E402
 
 __all__ = [
     "DataSet",
@@ -35,6 +37,8 @@ __all__ = [
     "compute",
     "iter",
     "lazy",
+    "map",
+    "udf",
     "from_array",
     "open_npy",
     "open_raw",

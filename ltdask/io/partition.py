@@ -49,7 +49,8 @@ def nav_grid(nav_shape: Sequence[int], frame_bytes: int, target_frames: int | No
     total = math.prod(nav)
     if target_frames is None:
         target_frames = max(1, _config.partition_bytes() // max(1, frame_bytes))
-        target_frames = min(target_frames, -(-total // _config.min_partitions()))
+        # rounding down: ceil(12 / 5) = 3 frames would give 4 partitions, not at least 5
+        target_frames = min(target_frames, max(1, total // _config.min_partitions()))
     target_frames = max(1, int(target_frames))
     chunks: list[tuple[int, ...]] = []
     # find the split dim: the first dim whose trailing block fits the target

@@ -110,11 +110,30 @@ def compute(dataset: DataSet, udfs: list[UDF] | UDF, roi=None, progress: bool = 
     >>> float(total["intensity"].sum()), float(per_frame["intensity"].sum())
     (96.0, 96.0)
     """
-    import dask
-
     results = lazy(dataset, udfs, roi)
     with _progress(progress):
-        return list(dask.compute(*results))
+        return compute_datasets(results)
+
+
+def compute_datasets(datasets: list) -> list:
+    """Compute lazy Datasets together, sharing their tasks.
+
+    (``dask.compute(*datasets)`` would do the same, but with dask 2026.8 / xarray 2026.9 it
+    fails when one variable is computed from another.)
+    """
+    import dask
+
+    slots, arrays = [], []
+    for i, d in enumerate(datasets):
+        for name, var in d.variables.items():
+            if dask.is_dask_collection(var.data):
+                slots.append((i, name))
+                arrays.append(var.data)
+    values = dask.compute(*arrays)
+    out = [d.copy(deep=False) for d in datasets]
+    for (i, name), value in zip(slots, values, strict=True):
+        out[i].variables[name].data = value
+    return out
 
 
 def iter_results(dataset: DataSet, udfs: list[UDF] | UDF, roi=None):
@@ -137,7 +156,7 @@ def iter_results(dataset: DataSet, udfs: list[UDF] | UDF, roi=None):
         for i, c in zip(idx, computed, strict=True):
             cells[i] = c[0]
             done[i] = True
-        yield [r.compute() for r in _partial_datasets(run, cells, done)]
+        yield compute_datasets(_partial_datasets(run, cells, done))
 
 
 def _partial_datasets(run: Run, cells: np.ndarray, done: np.ndarray):

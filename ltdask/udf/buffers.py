@@ -148,3 +148,25 @@ class Namespace:
 
 def nbytes(spec: BufferSpec, nav_len: int, sig_shape) -> int:
     return math.prod(spec.shape(nav_len, tuple(sig_shape))) * spec.dtype.itemsize
+
+
+class BufferView:
+    """A merged result as LiberTEM's ``BufferWrapper`` shows it in ``get_results``:
+    ``raw_data`` (flat, ROI-compressed for nav buffers), ``data`` (nav-shaped, fill values
+    outside the ROI) and ``valid_mask``."""
+
+    def __init__(self, raw_data, data, valid_mask):
+        self.raw_data = raw_data
+        self.data = data
+        self.valid_mask = valid_mask
+
+
+class ResultsNamespace(Namespace):
+    """``self.results`` in ``get_results``: raw arrays by name, and `get_buffer`."""
+
+    def __init__(self, arrays: dict, views: dict):
+        super().__init__(arrays)
+        object.__setattr__(self, "_views", views)
+
+    def get_buffer(self, name) -> BufferView:
+        return self._views[name]

@@ -26,7 +26,14 @@ from ltdask.exceptions import MergeNotImplementedError, UDFError
 from ltdask.io.dataset import DataSet
 from ltdask.io.tiling import TILE_MAX, TilingPreferences
 from ltdask.udf.base import UDF, AuxData, MaskedResult, UDFMethod, overrides
-from ltdask.udf.buffers import BufferSpec, Namespace, expand_nav
+from ltdask.udf.buffers import (
+    BufferSpec,
+    BufferView,
+    Namespace,
+    ResultsNamespace,
+    expand_nav,
+    filled,
+)
 from ltdask.udf.meta import UDFMeta
 from ltdask.udf.runner import declared_buffers, run_partition, selected_positions
 
@@ -268,8 +275,13 @@ class Run:
 
         if self.roi_flat is None:
             return da.asarray(compressed)
-        compressed = da.asarray(compressed).rechunk((self.counts, *compressed.shape[1:]))
-        extra = compressed.shape[1:]
+        extra = tuple(compressed.shape[1:])
+        if self.n_sel == 0:
+            # dask leaves a zero-length axis in one chunk instead of one empty chunk per
+            # partition, so there is nothing to map over: the result is all fill values
+            full = filled((self.roi_flat.size, *extra), spec.dtype)
+            return da.from_array(full, chunks=(self.sizes, *((e,) for e in extra)))
+        compressed = da.asarray(compressed).rechunk((self.counts, *extra))
         return compressed.map_blocks(
             _expand_block,
             chunks=(self.sizes, *((e,) for e in extra)),
@@ -396,13 +408,19 @@ class Run:
         if merged is None:
             return {}
         raw = {}
+        views = {}
+        nav_shape = self.dataset.nav_shape
         for name, value in merged.items():
             spec = self.specs[u][name]
             if spec.kind == "nav":
                 raw[name] = value if self.roi_flat is None else value[self.roi_flat]
+                data = value.reshape(nav_shape + spec.extra_shape)
+                valid = self.valid_flat.reshape(nav_shape)
             else:
-                raw[name] = value
-        udf.results = Namespace(raw)
+                raw[name] = data = value
+                valid = np.ones(value.shape, dtype=bool)
+            views[name] = BufferView(raw[name], data, valid)
+        udf.results = ResultsNamespace(raw, views)
         return raw
 
     def result_arrays(self, u: int) -> dict[str, tuple]:

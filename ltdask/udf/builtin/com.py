@@ -1,0 +1,226 @@
+"""`CoMUDF`: centre of mass of each frame, and the field, divergence and curl it gives."""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from ltdask.udf.base import UDF
+from ltdask.udf.builtin._kernels import c_frames, masked_moments
+
+NO_REGRESSION = -1
+
+
+class CoMParams(NamedTuple):
+    """Parameters of `CoMUDF` (see there)."""
+
+    cy: float | None = None
+    cx: float | None = None
+    r: float = float("inf")
+    ri: float = 0.0
+    scan_rotation: float = 0.0
+    flip_y: bool = False
+    regression: int | np.ndarray = NO_REGRESSION
+
+
+def apply_correction(y, x, scan_rotation: float, flip_y: bool):
+    """Shifts in detector coordinates → field in scan coordinates.
+
+    ``flip_y`` negates the y component first; then both are rotated by `scan_rotation`
+    degrees: ``y' = cos·y - sin·x``, ``x' = sin·y + cos·x``.
+    """
+    if flip_y:
+        y = -y
+    angle = math.radians(scan_rotation)
+    c, s = math.cos(angle), math.sin(angle)
+    return c * y - s * x, s * y + c * x
+
+
+class CoMUDF(UDF):
+    """Centre of mass of each frame inside a disk or ring.
+
+    Results (nav-shaped): ``raw_com`` (y, x of the centre of mass, detector pixels),
+    ``raw_shifts`` (``raw_com - (cy, cx)``), ``field`` (the shifts minus the regression,
+    flipped and rotated into scan coordinates), ``field_y``, ``field_x``, ``magnitude``,
+    ``divergence`` and ``curl`` of the field; and ``regression`` (3×2: offset and changes
+    per scan row and column of the (y, x) shifts that were subtracted).
+
+    Parameters
+    ----------
+    com_params : CoMParams, optional
+        Or the same fields as keywords (see :meth:`with_params`).
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> data = np.zeros((2, 2, 8, 8), dtype=np.float32); data[..., 5, 2] = 1
+    >>> res = ltdask.udf.CoMUDF.with_params(cy=4, cx=4).compute(ltdask.from_array(data))
+    >>> res["raw_shifts"].values[0, 0].tolist()
+    [1.0, -2.0]
+    """
+
+    def __init__(self, com_params: CoMParams | None = None, **kwargs):
+        if com_params is None:
+            com_params = CoMParams(**kwargs)
+        elif kwargs:
+            com_params = com_params._replace(**kwargs)
+        super().__init__(com_params=com_params)
+
+    @classmethod
+    def with_params(
+        cls,
+        *,
+        cy=None,
+        cx=None,
+        r=float("inf"),
+        ri=0.0,
+        scan_rotation=0.0,
+        flip_y=False,
+        regression=NO_REGRESSION,
+    ) -> CoMUDF:
+        return cls(CoMParams(cy, cx, r, ri, scan_rotation, flip_y, regression))
+
+    def _validate(self):
+        shape = self.meta.dataset_shape
+        if len(shape.nav) != 2 or len(shape.sig) != 2:
+            raise ValueError(
+                f"CoMUDF needs 2-D nav and 2-D sig dims, the data has shape {tuple(shape)} "
+                f"(nav {tuple(shape.nav)}, sig {tuple(shape.sig)})"
+            )
+        p = self.params.com_params
+        if p.r < p.ri:
+            raise ValueError(f"CoMUDF: outer radius r={p.r} is smaller than inner ri={p.ri}")
+        reg = p.regression
+        if not isinstance(reg, (int, np.integer)):
+            if np.asarray(reg).shape != (3, 2):
+                raise ValueError(f"CoMUDF: regression must be -1, 0, 1 or a 3×2 array, not {reg!r}")
+        elif reg not in (-1, 0, 1):
+            raise ValueError(f"CoMUDF: regression must be -1, 0, 1 or a 3×2 array, not {reg!r}")
+
+    def _center(self):
+        sy, sx = tuple(self.meta.dataset_shape.sig)
+        p = self.params.com_params
+        return (sy / 2 if p.cy is None else p.cy), (sx / 2 if p.cx is None else p.cx)
+
+    def get_result_buffers(self):
+        self._validate()
+        nav = lambda **kw: self.buffer(kind="nav", use="result_only", **kw)  # noqa: E731
+        return {
+            "raw_mask_result": self.buffer(
+                kind="nav", extra_shape=(3,), dtype=np.float64, use="private"
+            ),
+            "raw_com": nav(extra_shape=(2,), dtype=np.float32),
+            "raw_shifts": nav(extra_shape=(2,), dtype=np.float32),
+            "field": nav(extra_shape=(2,), dtype=np.float32),
+            "field_y": nav(dtype=np.float32),
+            "field_x": nav(dtype=np.float32),
+            "magnitude": nav(dtype=np.float32),
+            "divergence": nav(dtype=np.float32),
+            "curl": nav(dtype=np.float32),
+            "regression": self.buffer(
+                kind="single", extra_shape=(3, 2), dtype=np.float64, use="result_only"
+            ),
+        }
+
+    def get_task_data(self):
+        sy, sx = tuple(self.meta.dataset_shape.sig)
+        cy, cx = self._center()
+        p = self.params.com_params
+        y, x = np.mgrid[:sy, :sx]
+        d2 = (y - cy) ** 2 + (x - cx) ** 2
+        mask = d2 < p.r**2
+        if p.ri > 0:
+            mask &= d2 >= p.ri**2
+        return {
+            "mask": mask.astype(np.float64),
+            "y": y.astype(np.float64),
+            "x": x.astype(np.float64),
+            "slices": {},
+        }
+
+    def _slice_arrays(self):
+        key = self.meta.tiling_scheme_idx
+        cached = self.task_data.slices.get(key)
+        if cached is None:
+            index = self.meta.sig_slice.get()
+            cached = tuple(
+                np.ascontiguousarray(a[index]).reshape(-1)
+                for a in (self.task_data.mask, self.task_data.y, self.task_data.x)
+            )
+            self.task_data.slices[key] = cached
+        return cached
+
+    def process_tile(self, tile):
+        mask, ys, xs = self._slice_arrays()
+        out = self.results.raw_mask_result
+        for i, piece in c_frames(tile):
+            masked_moments(piece, mask, ys, xs, out[i : i + piece.shape[0]])
+
+    def get_results(self):
+        import dask.array as da
+
+        p = self.params.com_params
+        nav_shape = tuple(self.meta.dataset_shape.nav)
+        raw = self.results.get_buffer("raw_mask_result").data
+        raw = da.asarray(raw).rechunk((nav_shape[0], nav_shape[1], 3))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            com = raw[..., 1:] / raw[..., :1]
+        cy, cx = self._center()
+        shifts = com - np.array([cy, cx])
+        regression = self._regression(shifts, nav_shape)
+        yy, xx = np.mgrid[: nav_shape[0], : nav_shape[1]]
+        fit_y = regression[0, 0] + regression[1, 0] * yy + regression[2, 0] * xx
+        fit_x = regression[0, 1] + regression[1, 1] * yy + regression[2, 1] * xx
+        fy, fx = apply_correction(
+            shifts[..., 0] - fit_y, shifts[..., 1] - fit_x, p.scan_rotation, p.flip_y
+        )
+        field = da.stack([fy, fx], axis=-1)
+        div = _gradient(fy, 0) + _gradient(fx, 1)
+        curl = _gradient(fy, 1) - _gradient(fx, 0)
+        f32 = np.float32
+        return {
+            "raw_com": com.astype(f32),
+            "raw_shifts": shifts.astype(f32),
+            "field": field.astype(f32),
+            "field_y": fy.astype(f32),
+            "field_x": fx.astype(f32),
+            "magnitude": da.sqrt(fy**2 + fx**2).astype(f32),
+            "divergence": div.astype(f32),
+            "curl": curl.astype(f32),
+            "regression": regression,
+        }
+
+    def _regression(self, shifts, nav_shape):
+        import dask.array as da
+
+        reg = self.params.com_params.regression
+        if not isinstance(reg, (int, np.integer)):
+            return da.asarray(np.asarray(reg, dtype=np.float64))
+        if reg == NO_REGRESSION:
+            return da.zeros((3, 2), dtype=np.float64)
+        valid = self.meta.get_valid_nav_mask(full_nav=True).reshape(-1)
+        values = shifts.reshape(-1, 2)[valid]
+        finite = da.isfinite(values).all(axis=1)
+        values = da.where(finite[:, None], values, 0)
+        yy, xx = np.mgrid[: nav_shape[0], : nav_shape[1]]
+        if reg == 0:
+            weights = finite.astype(np.float64)
+            mean = (values * weights[:, None]).sum(axis=0) / da.maximum(weights.sum(), 1)
+            return da.concatenate([mean[None], da.zeros((2, 2))], axis=0)
+        design = np.stack(
+            [np.ones(valid.sum()), yy.reshape(-1)[valid], xx.reshape(-1)[valid]], axis=1
+        )
+        design = da.from_array(design) * finite[:, None]
+        gram = design.T @ design
+        rhs = design.T @ values
+        return da.linalg.solve(gram, rhs)
+
+
+def _gradient(arr, axis):
+    import dask.array as da
+
+    if arr.shape[axis] < 2:
+        return da.zeros_like(arr)
+    return da.gradient(arr, axis=axis)

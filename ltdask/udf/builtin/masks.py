@@ -1,0 +1,183 @@
+"""`ApplyMasksUDF`: virtual detectors, the dot product of each frame with a mask stack."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse
+
+from ltdask.common import Slice
+from ltdask.exceptions import UDFError
+from ltdask.udf.base import UDF
+from ltdask.udf.builtin._kernels import c_frames
+
+
+def _is_sparse(m) -> bool:
+    return scipy.sparse.issparse(m) or type(m).__module__.startswith("sparse")
+
+
+def _dense(m) -> np.ndarray:
+    if scipy.sparse.issparse(m):
+        return m.toarray()
+    if hasattr(m, "todense"):
+        return np.asarray(m.todense())
+    return np.asarray(m)
+
+
+class MaskContainer:
+    """A mask stack, computed once per task, cut per signal slice into the layout the
+    product wants: ``(pixels, masks)`` dense (C order) or scipy CSC, cached per slice."""
+
+    def __init__(self, factories, sig_shape, dtype=None, use_sparse=None, count=None):
+        self.sig_shape = tuple(sig_shape)
+        masks, sparse_in = self._evaluate(factories)
+        if count is not None and masks.shape[0] != count:
+            raise UDFError(
+                f"ApplyMasksUDF: mask_count={count} but the factories give {masks.shape[0]} masks"
+            )
+        if use_sparse is None:
+            use_sparse = sparse_in
+        self.use_sparse = bool(use_sparse)
+        self.dtype = np.dtype(dtype) if dtype is not None else masks.dtype
+        if self.dtype.kind == "b":
+            self.dtype = np.dtype(np.float32)
+        self.count = masks.shape[0]
+        flat = masks.reshape(self.count, -1)
+        if self.use_sparse:
+            self._stack = scipy.sparse.csr_matrix(flat, dtype=self.dtype)
+        else:
+            self._stack = np.asarray(flat, dtype=self.dtype)
+        self._cache: dict = {}
+
+    def _evaluate(self, factories):
+        if callable(factories):
+            stack = factories()
+            sparse_in = _is_sparse(stack)
+            stack = _dense(stack)
+            if stack.shape == self.sig_shape:
+                stack = stack[np.newaxis]
+        else:
+            masks = [f() for f in factories]
+            if not masks:
+                raise UDFError("ApplyMasksUDF: mask_factories is empty")
+            sparse_in = all(_is_sparse(m) for m in masks)
+            stack = np.stack([_dense(m) for m in masks])
+        if stack.shape[1:] != self.sig_shape:
+            raise UDFError(
+                f"ApplyMasksUDF: masks have shape {stack.shape[1:]}, the frames {self.sig_shape}"
+            )
+        return stack, sparse_in
+
+    def get(self, sig_slice: Slice, key):
+        """The masks for `sig_slice` as ``(pixels, masks)``."""
+        cached = self._cache.get(key)
+        if cached is None:
+            index = np.arange(int(np.prod(self.sig_shape))).reshape(self.sig_shape)
+            cols = index[sig_slice.get()].reshape(-1)
+            part = self._stack[:, cols]
+            cached = part.T.tocsc() if self.use_sparse else np.ascontiguousarray(part.T)
+            self._cache[key] = cached
+        return cached
+
+
+class ApplyMasksUDF(UDF):
+    """Dot product of every frame with each mask of a stack: result ``intensity``,
+    nav-shaped with a last dim over the masks.
+
+    Parameters
+    ----------
+    mask_factories : callable or list of callables
+        A function returning a stack ``(n, *sig)`` or a list of functions each returning
+        one mask (numpy, scipy.sparse or ``sparse`` arrays).
+    use_sparse : None, bool or str
+        Apply the masks as a sparse matrix (default: when the factories return sparse
+        masks).
+    mask_count : int, optional
+        Number of masks, to avoid calling the factories on the main node.
+    mask_dtype : dtype, optional
+        dtype of the masks (default: theirs).
+    preferred_dtype : dtype, optional
+        Preferred input dtype (default float32).
+    shifts : array-like (2,) or aux data, optional
+        Shift ``(y, x)`` of the masks relative to the frame, constant or per frame
+        (``UDF.aux_data(..., kind="nav", extra_shape=(2,), dtype=int)``).
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> data = np.ones((2, 3, 4, 4), dtype=np.float32)
+    >>> udf = ltdask.udf.ApplyMasksUDF([lambda: np.eye(4), lambda: np.ones((4, 4))])
+    >>> udf.compute(ltdask.from_array(data))["intensity"].values[0, 0].tolist()
+    [4.0, 16.0]
+    """
+
+    def __init__(
+        self,
+        mask_factories,
+        use_torch=True,
+        use_sparse=None,
+        mask_count=None,
+        mask_dtype=None,
+        preferred_dtype=None,
+        backends=None,
+        shifts=None,
+    ):
+        super().__init__(
+            mask_factories=mask_factories,
+            use_torch=use_torch,
+            use_sparse=use_sparse,
+            mask_count=mask_count,
+            mask_dtype=mask_dtype,
+            preferred_dtype=preferred_dtype,
+            backends=backends,
+            shifts=shifts,
+        )
+
+    def get_method(self):
+        return self.UDF_METHOD.FRAME if self.params.shifts is not None else self.UDF_METHOD.TILE
+
+    def get_preferred_input_dtype(self):
+        if self.params.preferred_dtype is None:
+            return super().get_preferred_input_dtype()
+        return self.params.preferred_dtype
+
+    def _container(self) -> MaskContainer:
+        return MaskContainer(
+            self.params.mask_factories,
+            tuple(self.meta.dataset_shape.sig),
+            dtype=self.params.mask_dtype,
+            use_sparse=self.params.use_sparse,
+            count=self.params.mask_count,
+        )
+
+    def get_result_buffers(self):
+        if self.params.mask_count is not None and self.params.mask_dtype is not None:
+            count, mdt = self.params.mask_count, np.dtype(self.params.mask_dtype)
+        else:
+            c = self._container()
+            count, mdt = c.count, c.dtype
+        dtype = np.result_type(self.meta.input_dtype, mdt)
+        return {"intensity": self.buffer(kind="nav", extra_shape=(count,), dtype=dtype)}
+
+    def get_task_data(self):
+        return {"masks": self._container()}
+
+    def process_tile(self, tile):
+        masks = self.task_data.masks.get(self.meta.sig_slice, self.meta.tiling_scheme_idx)
+        out = self.results.intensity
+        for i, piece in c_frames(tile):
+            prod = piece @ masks
+            out[i : i + piece.shape[0]] += np.asarray(prod).reshape(piece.shape[0], -1)
+
+    def process_frame(self, frame):
+        shifts = np.asarray(self.params.shifts, dtype=np.int64).reshape(-1)
+        stack = self.task_data.masks._stack
+        sig = frame.shape
+        dy, dx = int(shifts[0]), int(shifts[1])
+        # mask pixel (y, x) sits over frame pixel (y + dy, x + dx)
+        fy = slice(max(0, dy), min(sig[0], sig[0] + dy))
+        fx = slice(max(0, dx), min(sig[1], sig[1] + dx))
+        my = slice(max(0, -dy), min(sig[0], sig[0] - dy))
+        mx = slice(max(0, -dx), min(sig[1], sig[1] - dx))
+        masks = _dense(stack).reshape(-1, *sig)[:, my, mx]
+        part = frame[fy, fx]
+        self.results.intensity[:] = (masks * part[np.newaxis]).reshape(masks.shape[0], -1).sum(-1)

@@ -1,0 +1,91 @@
+"""`PickUDF` (frames under a ROI) and `AutoUDF` / `map` (any per-frame function)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ltdask.udf.base import UDF
+
+
+class PickUDF(UDF):
+    """The frames inside the ROI, in flat nav order: result ``intensity`` of shape
+    ``(n_selected, *sig)`` (kind ``"single"``), in the data's native dtype.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> data = np.arange(2 * 3 * 2 * 2).reshape(2, 3, 2, 2)
+    >>> roi = np.zeros((2, 3), dtype=bool); roi[1, 2] = True
+    >>> res = ltdask.udf.PickUDF().compute(ltdask.from_array(data), roi=roi)
+    >>> res["intensity"].values.tolist()
+    [[[20, 21], [22, 23]]]
+    """
+
+    def get_preferred_input_dtype(self):
+        return self.USE_NATIVE_DTYPE
+
+    def get_result_buffers(self):
+        roi = self.meta.roi
+        count = int(np.prod(self.meta.dataset_shape.nav)) if roi is None else int(roi.sum())
+        sig = tuple(self.meta.dataset_shape.sig)
+        return {
+            "intensity": self.buffer(
+                kind="single", extra_shape=(count, *sig), dtype=self.meta.input_dtype
+            )
+        }
+
+    def process_tile(self, tile):
+        at = self.meta.slice.origin[0]
+        index = (slice(at, at + tile.shape[0]), *self.meta.sig_slice.get())
+        self.results.intensity[index] = tile
+
+    def merge(self, dest, src):
+        dest.intensity[:] += src.intensity
+
+    def merge_all(self, ordered_results):
+        pieces = [
+            b.intensity[key.origin[0] : key.origin[0] + key.shape[0]]
+            for key, b in ordered_results.items()
+        ]
+        return {"intensity": np.concatenate(pieces, axis=0)}
+
+
+class AutoUDF(UDF):
+    """Apply ``f(frame)`` to every frame: result ``result``, nav-shaped, with the shape and
+    dtype of what `f` returns for a frame of ones (found once, on the main node).
+
+    Parameters
+    ----------
+    f : callable
+        ``f(frame) -> array-like``; small results work best.
+    monitor : bool
+        Accepted for LiberTEM compatibility (ignored).
+    """
+
+    def __init__(self, f, monitor=False):
+        super().__init__(f=f, monitor=monitor)
+
+    def _probe(self):
+        sig = tuple(self.meta.dataset_shape.sig)
+        return np.asarray(self.params.f(np.ones(sig, dtype=self.meta.input_dtype)))
+
+    def get_result_buffers(self):
+        probe = self._probe()
+        return {"result": self.buffer(kind="nav", extra_shape=probe.shape, dtype=probe.dtype)}
+
+    def process_frame(self, frame):
+        self.results.result[:] = np.asarray(self.params.f(frame))
+
+
+def map(dataset, f, roi=None):  # noqa: A001  (LiberTEM's name)
+    """``f(frame)`` for every frame (inside `roi`), as an `xarray.DataArray` with a
+    ``result_valid`` coordinate.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> ds = ltdask.from_array(np.ones((2, 3, 4, 4), dtype=np.float32))
+    >>> ltdask.map(ds, lambda frame: frame.max()).values.tolist()
+    [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
+    """
+    return AutoUDF(f=f).compute(dataset, roi=roi)["result"]

@@ -1,0 +1,93 @@
+"""`SumUDF` (sum of frames) and `SumSigUDF` (sum of each frame)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ltdask.udf.base import UDF
+from ltdask.udf.builtin._kernels import c_frames, sum_frames, sum_pixels
+
+
+def _accumulator_dtype(dtype) -> np.dtype:
+    dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        return np.dtype(np.complex128)
+    if dtype.kind == "f":
+        return np.dtype(np.float64)
+    return np.dtype(np.int64) if dtype.kind in "iub" else dtype
+
+
+class SumUDF(UDF):
+    """Sum of all frames (inside the ROI): result ``intensity``, signal-shaped.
+
+    Parameters
+    ----------
+    dtype
+        Preferred input dtype (combined with the data's by ``numpy.result_type``); the
+        result has the input dtype.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> data = np.ones((2, 3, 4, 5), dtype=np.uint16)
+    >>> ltdask.udf.SumUDF().compute(ltdask.from_array(data))["intensity"].shape
+    (4, 5)
+    """
+
+    def __init__(self, dtype="float32"):
+        super().__init__(dtype=dtype)
+
+    def get_preferred_input_dtype(self):
+        return self.params.dtype
+
+    def get_result_buffers(self):
+        return {"intensity": self.buffer(kind="sig", dtype=self.meta.input_dtype)}
+
+    def get_task_data(self):
+        # one contiguous float64 accumulator per signal slice of the tiling scheme
+        return {"acc": {}}
+
+    def process_tile(self, tile):
+        acc = self.task_data.acc.get(self.meta.tiling_scheme_idx)
+        if acc is None:
+            px = tile[0].size if tile.shape[0] else 0
+            acc = np.zeros(px, _accumulator_dtype(self.meta.input_dtype))
+            self.task_data.acc[self.meta.tiling_scheme_idx] = acc
+        for _, piece in c_frames(tile):
+            sum_frames(piece, acc)
+
+    def postprocess(self):
+        scheme = self.meta.tiling_scheme
+        out = self.results.intensity
+        for idx, acc in self.task_data.acc.items():
+            view = out[scheme[idx].get()]
+            view += acc.reshape(view.shape).astype(out.dtype, copy=False)
+
+    def merge(self, dest, src):
+        dest.intensity[:] += src.intensity
+
+    def merge_all(self, ordered_results):
+        parts = [b.intensity for b in ordered_results.values()]
+        return {"intensity": np.stack(parts).sum(axis=0)}
+
+
+class SumSigUDF(UDF):
+    """Sum over the signal of each frame: result ``intensity``, nav-shaped.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> data = np.ones((2, 3, 4, 5), dtype=np.float32)
+    >>> ltdask.udf.SumSigUDF().compute(ltdask.from_array(data))["intensity"].values[0, 0]
+    np.float32(20.0)
+    """
+
+    def get_result_buffers(self):
+        dtype = np.result_type(self.meta.input_dtype, np.float32)
+        return {"intensity": self.buffer(kind="nav", dtype=dtype)}
+
+    def process_tile(self, tile):
+        sums = np.zeros(tile.shape[0], _accumulator_dtype(self.meta.input_dtype))
+        for i, piece in c_frames(tile):
+            sum_pixels(piece, sums[i : i + piece.shape[0]])
+        self.results.intensity[:] += sums.astype(self.results.intensity.dtype, copy=False)
