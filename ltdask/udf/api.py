@@ -141,6 +141,13 @@ def iter_results(dataset: DataSet, udfs: list[UDF] | UDF, roi=None):
 
     Each step's ``NAME_valid`` coordinates mark what is done; the last step is complete.
     """
+    for datasets, _ in iter_with_damage(dataset, udfs, roi):
+        yield datasets
+
+
+def iter_with_damage(dataset: DataSet, udfs: list[UDF] | UDF, roi=None):
+    """Like `iter_results`, yielding ``(datasets, damage)``: damage is the flat boolean
+    mask of the nav positions whose partitions are done."""
     import dask
 
     if isinstance(udfs, UDF):
@@ -156,7 +163,10 @@ def iter_results(dataset: DataSet, udfs: list[UDF] | UDF, roi=None):
         for i, c in zip(idx, computed, strict=True):
             cells[i] = c[0]
             done[i] = True
-        yield compute_datasets(_partial_datasets(run, cells, done))
+        damage = np.zeros(dataset.num_frames, dtype=bool)
+        for i, p in enumerate(run.partitions):
+            damage[p.start : p.stop] = done[i]
+        yield compute_datasets(_partial_datasets(run, cells, done)), damage
 
 
 def _partial_datasets(run: Run, cells: np.ndarray, done: np.ndarray):
