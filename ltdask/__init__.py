@@ -15,7 +15,7 @@ from ltdask.io import (
 
 __version__ = "0.1.0.dev0"
 
-from ltdask import compat, udf  # noqa: E402
+from ltdask import compat, masks, udf  # noqa: E402
 from ltdask.udf import UDF  # noqa: E402
 from ltdask.udf.api import compute, lazy  # noqa: E402
 from ltdask.udf.api import iter_results as iter
@@ -39,6 +39,7 @@ __all__ = [
     "iter",
     "lazy",
     "map",
+    "masks",
     "udf",
     "from_array",
     "open_npy",

@@ -8,8 +8,8 @@ key                        default     meaning
                                        native dtype
 ``ltdask.min-partitions``  ``auto``    at least this many partitions (``auto``: one per
                                        CPU core of this machine)
-``ltdask.tile-bytes``      ``auto``    tile size the negotiator aims for (``auto``: a
-                                       quarter of the L3 cache per core, 1 to 4 MiB)
+``ltdask.tile-bytes``      ``auto``    tile size the negotiator aims for (``auto``: half
+                                       the L3 cache per core, 1 to 8 MiB)
 =========================  ==========  ==================================================
 
 Set them like any dask option: ``dask.config.set({"ltdask.partition-bytes": "256MiB"})``
@@ -89,5 +89,5 @@ def _count_cpus(cpu_list: str) -> int:
 def tile_bytes() -> int:
     value = dask.config.get("ltdask.tile-bytes")
     if value in (None, "auto"):
-        return int(min(4 * MIB, max(MIB, l3_bytes_per_core() // 4)))
+        return int(min(8 * MIB, max(MIB, l3_bytes_per_core() // 2)))
     return max(1, _bytes(value))

@@ -166,9 +166,11 @@ class Negotiator:
         partition_bytes = partition_frames * frame_px * itemsize
         need_decode = dataset.need_decode(read_dtype, roi)
 
+        # Tiles are L3-sized whether they are decoded into a buffer or handed out as views
+        # of the files: several UDFs in one run then find each tile still in cache.
         io_max = max_io_size if max_io_size is not None else dataset.get_max_io_size()
         if io_max is None:
-            io_max = self.tile_bytes if need_decode else partition_bytes
+            io_max = self.tile_bytes
 
         methods = {c.method for c in consumers}
         if "partition" in methods:
@@ -196,6 +198,10 @@ class Negotiator:
 
         if intent == "tile":
             base = tuple(dataset.get_base_shape(roi))
+            if not need_decode and frame_px * itemsize <= min(self.tile_bytes, io_max):
+                # views of the files: cutting the frame saves no buffer space, and whole
+                # frames keep each tile one contiguous block
+                base = sig
         else:
             base = sig
         base = tuple(min(b, s) for b, s in zip(base, sig, strict=True))
@@ -219,10 +225,10 @@ class Negotiator:
             depth = partition_frames
         else:
             depth = min(depth, max(1, size_px // math.prod(sig_tile)))
-            if intent == "frame":
-                depth = 1 if len(methods) > 1 else depth
         tileshape = [depth, *sig_tile]
-        if intent == "tile":
+        if intent == "tile" or methods == {"frame"}:
+            # frame consumers alone still get stacks of frames (fewer, larger reads);
+            # mixed with tile consumers they get one frame at a time
             tileshape = self._scale(tileshape, (partition_frames, *sig), (1, *base), size_px)
         tileshape = list(dataset.adjust_tileshape(tuple(tileshape), roi))
         self._validate(tileshape, sig, base)

@@ -355,7 +355,9 @@ class Run:
         udf_template = self.udfs[u]
         leaves = [
             dask.delayed(_leaf_state)(cell, u, i, self.counts)
-            for i, cell in enumerate(self.cells.to_delayed())
+            # unoptimised: optimising here would fuse each partition task into its leaf
+            # under a new key, and a run with other UDFs would read every tile twice
+            for i, cell in enumerate(self.cells.to_delayed(optimize_graph=False))
         ]
         level = 0
         while len(leaves) > 1:

@@ -1,7 +1,8 @@
 """numba kernels of the shipped UDFs, on C-contiguous ``(frames, pixels)`` tiles.
 
-Each has a pure-numpy reference in the tests. They accumulate in float64 (or the result
-dtype, when wider) and run with ``fastmath`` re-association so the inner loops vectorise.
+Each has a pure-numpy reference in the tests. They run with ``fastmath`` re-association
+so the inner loops vectorise, and loop over contiguous slices from 0 (absolute bounds or
+strided views keep LLVM from vectorising).
 """
 
 from __future__ import annotations
@@ -10,15 +11,8 @@ import numba
 import numpy as np
 
 _FAST = {"reassoc", "contract", "nsz", "arcp"}
-
-
-@numba.njit(nogil=True, cache=True, fastmath=_FAST)
-def sum_frames(tile, acc):
-    """``acc[j] += sum_i tile[i, j]``."""
-    for i in range(tile.shape[0]):
-        row = tile[i]
-        for j in range(row.shape[0]):
-            acc[j] += row[j]
+#: pixels per block in the two-pass kernels: ``depth * BLOCK`` values stay in L2
+BLOCK = 1024
 
 
 @numba.njit(nogil=True, cache=True, fastmath=_FAST)
@@ -36,57 +30,144 @@ def sum_pixels(tile, out):
 def moments(tile, count, mean, m2, scratch):
     """Merge a tile's per-pixel count / mean / centred sum of squares into running ones.
 
-    Two passes over the (cache-hot) tile: its mean, then the squares centred on it; the
-    tile's statistics are combined with the running ones by Chan et al.'s formula.
+    Per block of pixels, two passes over the tile's values (which stay in L2 between
+    them): their mean, then the squares centred on it; the block's statistics join the
+    running ones by Chan et al.'s formula. Exact for data with a large mean, unlike sums
+    of squares. Returns the new count.
     """
     n = tile.shape[0]
     if n == 0:
         return count
     px = tile.shape[1]
-    for j in range(px):
-        scratch[j] = 0.0
-    for i in range(n):
-        row = tile[i]
-        for j in range(px):
-            scratch[j] += row[j]
-    inv = 1.0 / n
-    for j in range(px):
-        scratch[j] *= inv
     total = count + n
-    for i in range(n):
-        row = tile[i]
-        for j in range(px):
-            d = row[j] - scratch[j]
-            m2[j] += d * d
-    # combine (count, mean, m2) with (n, scratch, tile's m2 already added)
+    inv = 1.0 / n
     w = count * n / total
-    for j in range(px):
-        delta = scratch[j] - mean[j]
-        m2[j] += delta * delta * w
-        mean[j] += delta * n / total
+    frac = n / total
+    for j0 in range(0, px, BLOCK):
+        j1 = min(px, j0 + BLOCK)
+        s = scratch[: j1 - j0]
+        mu = mean[j0:j1]
+        q = m2[j0:j1]
+        for k in range(s.shape[0]):
+            s[k] = 0.0
+        for i in range(n):
+            row = tile[i][j0:j1]
+            for k in range(s.shape[0]):
+                s[k] += row[k]
+        for k in range(s.shape[0]):
+            s[k] *= inv
+        for i in range(n):
+            row = tile[i][j0:j1]
+            for k in range(s.shape[0]):
+                d = row[k] - s[k]
+                q[k] += d * d
+        for k in range(s.shape[0]):
+            delta = s[k] - mu[k]
+            q[k] += delta * delta * w
+            mu[k] += delta * frac
     return total
 
 
 @numba.njit(nogil=True, cache=True, fastmath=_FAST)
-def masked_moments(tile, mask, ys, xs, out):
-    """Per frame: ``out[i] += (sum I*m, sum I*m*y, sum I*m*x)`` over the tile's pixels."""
-    for i in range(tile.shape[0]):
-        row = tile[i]
+def interval_moments(tile, width, row0, starts, stops, cols, out):
+    """Per frame: ``out[i] += (sum I, sum I*y, sum I*x)`` over a mask given as column
+    intervals per row.
+
+    ``tile`` is ``(frames, rows * width)``, rows ``row0 ..`` of full-width frames;
+    ``starts[r, k]:stops[r, k]`` are the mask's column intervals in frame row ``r``
+    (empty when equal); ``cols`` is ``0 .. width - 1`` in the tile's dtype. Only the
+    pixels inside the mask are read.
+    """
+    n = tile.shape[0]
+    rows = tile.shape[1] // width
+    for i in range(n):
+        frame = tile[i]
         s0 = 0.0
         sy = 0.0
         sx = 0.0
-        for j in range(row.shape[0]):
-            v = row[j] * mask[j]
-            s0 += v
-            sy += v * ys[j]
-            sx += v * xs[j]
+        for r in range(rows):
+            y = row0 + r
+            for k in range(starts.shape[1]):
+                a = starts[y, k]
+                b = stops[y, k]
+                if a >= b:
+                    continue
+                seg = frame[r * width + a : r * width + b]
+                xs = cols[a:b]
+                rs = seg[0] - seg[0]
+                rx = rs
+                for c in range(seg.shape[0]):
+                    v = seg[c]
+                    rs += v
+                    rx += v * xs[c]
+                s0 += rs
+                sy += rs * y
+                sx += rx
         out[i, 0] += s0
         out[i, 1] += sy
         out[i, 2] += sx
 
 
+@numba.njit(nogil=True, cache=True, fastmath=_FAST)
+def dot_masks(tile, masks, out):
+    """``out[i, m] += sum_j tile[i, j] * masks[m, j]``, two frames × four masks at a time.
+
+    Each pass over a pixel block reads 2 frame rows and 4 mask rows for 8 sums, so the
+    work is bound by arithmetic, not by reloading the masks.
+    """
+    n, px = tile.shape
+    nm = masks.shape[0]
+    for i0 in range(0, n, 2):
+        two = i0 + 1 < n
+        a = tile[i0]
+        b = tile[i0 + 1] if two else tile[i0]
+        for m0 in range(0, nm, 4):
+            k0 = masks[m0]
+            k1 = masks[min(m0 + 1, nm - 1)]
+            k2 = masks[min(m0 + 2, nm - 1)]
+            k3 = masks[min(m0 + 3, nm - 1)]
+            z = a[0] * k0[0] - a[0] * k0[0]  # zero in the product's dtype
+            s00 = s01 = s02 = s03 = z
+            s10 = s11 = s12 = s13 = z
+            for j in range(px):
+                va = a[j]
+                vb = b[j]
+                s00 += va * k0[j]
+                s01 += va * k1[j]
+                s02 += va * k2[j]
+                s03 += va * k3[j]
+                s10 += vb * k0[j]
+                s11 += vb * k1[j]
+                s12 += vb * k2[j]
+                s13 += vb * k3[j]
+            sums_a = (s00, s01, s02, s03)
+            sums_b = (s10, s11, s12, s13)
+            for q in range(4):
+                m = m0 + q
+                if m < nm:
+                    out[i0, m] += sums_a[q]
+                    if two:
+                        out[i0 + 1, m] += sums_b[q]
+
+
+@numba.njit(nogil=True, cache=True, fastmath=_FAST)
+def dot_runs(tile, run_start, run_len, run_weight, run_mask, weights, out):
+    """Sparse masks as runs of consecutive pixels: ``out[i, run_mask[r]] += sum_c
+    tile[i, run_start[r] + c] * weights[run_weight[r] + c]`` (contiguous, vectorised)."""
+    for i in range(tile.shape[0]):
+        frame = tile[i]
+        for r in range(run_start.shape[0]):
+            seg = frame[run_start[r] : run_start[r] + run_len[r]]
+            w = weights[run_weight[r] : run_weight[r] + run_len[r]]
+            s = 0.0
+            for c in range(seg.shape[0]):
+                s += seg[c] * w[c]
+            out[i, run_mask[r]] += s
+
+
 def c_frames(tile: np.ndarray):
-    """The tile as C-contiguous ``(frames, pixels)`` pieces (views where possible)."""
+    """The tile as C-contiguous ``(frames, pixels)`` pieces: ``(first_frame, piece)``,
+    views where possible (one per frame when only each frame is contiguous)."""
     n = tile.shape[0]
     if tile.flags.c_contiguous:
         yield 0, tile.reshape(n, -1)
@@ -98,4 +179,12 @@ def c_frames(tile: np.ndarray):
     yield 0, np.ascontiguousarray(tile).reshape(n, -1)
 
 
-__all__ = ["sum_frames", "sum_pixels", "moments", "masked_moments", "c_frames"]
+__all__ = [
+    "BLOCK",
+    "c_frames",
+    "dot_masks",
+    "dot_runs",
+    "interval_moments",
+    "moments",
+    "sum_pixels",
+]

@@ -8,7 +8,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ltdask.udf.base import UDF
-from ltdask.udf.builtin._kernels import c_frames, masked_moments
+from ltdask.udf.builtin._kernels import c_frames, interval_moments
 
 NO_REGRESSION = -1
 
@@ -133,30 +133,36 @@ class CoMUDF(UDF):
         mask = d2 < p.r**2
         if p.ri > 0:
             mask &= d2 >= p.ri**2
-        return {
-            "mask": mask.astype(np.float64),
-            "y": y.astype(np.float64),
-            "x": x.astype(np.float64),
-            "slices": {},
-        }
-
-    def _slice_arrays(self):
-        key = self.meta.tiling_scheme_idx
-        cached = self.task_data.slices.get(key)
-        if cached is None:
-            index = self.meta.sig_slice.get()
-            cached = tuple(
-                np.ascontiguousarray(a[index]).reshape(-1)
-                for a in (self.task_data.mask, self.task_data.y, self.task_data.x)
-            )
-            self.task_data.slices[key] = cached
-        return cached
+        starts, stops = _row_intervals(mask)
+        return {"mask": mask, "starts": starts, "stops": stops, "cols": {}}
 
     def process_tile(self, tile):
-        mask, ys, xs = self._slice_arrays()
+        sig = self.meta.sig_slice
+        width = self.meta.dataset_shape.sig[1]
         out = self.results.raw_mask_result
-        for i, piece in c_frames(tile):
-            masked_moments(piece, mask, ys, xs, out[i : i + piece.shape[0]])
+        td = self.task_data
+        if sig.origin[1] == 0 and sig.shape[1] == width:
+            cols = td.cols.get(tile.dtype)
+            if cols is None:
+                cols = td.cols[tile.dtype] = np.arange(width, dtype=tile.dtype)
+            for i, piece in c_frames(tile):
+                interval_moments(
+                    piece,
+                    width,
+                    sig.origin[0],
+                    td.starts,
+                    td.stops,
+                    cols,
+                    out[i : i + piece.shape[0]],
+                )
+            return
+        # a tile that does not span whole rows: plain numpy
+        y, x = np.mgrid[sig.get()]
+        m = td.mask[sig.get()]
+        weighted = tile * m
+        out[:, 0] += weighted.sum(axis=(1, 2))
+        out[:, 1] += (weighted * y).sum(axis=(1, 2))
+        out[:, 2] += (weighted * x).sum(axis=(1, 2))
 
     def get_results(self):
         import dask.array as da
@@ -165,8 +171,9 @@ class CoMUDF(UDF):
         nav_shape = tuple(self.meta.dataset_shape.nav)
         raw = self.results.get_buffer("raw_mask_result").data
         raw = da.asarray(raw).rechunk((nav_shape[0], nav_shape[1], 3))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            com = raw[..., 1:] / raw[..., :1]
+        total = raw[..., :1]
+        # frames with no intensity in the mask have no centre of mass (NaN, no warning)
+        com = da.where(total != 0, raw[..., 1:] / da.where(total != 0, total, 1), np.nan)
         cy, cx = self._center()
         shifts = com - np.array([cy, cx])
         regression = self._regression(shifts, nav_shape)
@@ -224,3 +231,22 @@ def _gradient(arr, axis):
     if arr.shape[axis] < 2:
         return da.zeros_like(arr)
     return da.gradient(arr, axis=axis)
+
+
+def _row_intervals(mask: np.ndarray):
+    """Per row, the column intervals ``[start, stop)`` where `mask` is True."""
+    padded = np.zeros((mask.shape[0], mask.shape[1] + 2), dtype=np.int8)
+    padded[:, 1:-1] = mask
+    edges = np.diff(padded, axis=1)
+    rows_up, cols_up = np.nonzero(edges == 1)
+    _, cols_down = np.nonzero(edges == -1)
+    per_row = np.bincount(rows_up, minlength=mask.shape[0])
+    k = max(1, int(per_row.max()) if per_row.size else 1)
+    starts = np.zeros((mask.shape[0], k), dtype=np.int64)
+    stops = np.zeros((mask.shape[0], k), dtype=np.int64)
+    slot = np.zeros(mask.shape[0], dtype=np.int64)
+    for r, a, b in zip(rows_up, cols_up, cols_down, strict=True):
+        starts[r, slot[r]] = a
+        stops[r, slot[r]] = b
+        slot[r] += 1
+    return starts, stops

@@ -8,7 +8,7 @@ import scipy.sparse
 from ltdask.common import Slice
 from ltdask.exceptions import UDFError
 from ltdask.udf.base import UDF
-from ltdask.udf.builtin._kernels import c_frames
+from ltdask.udf.builtin._kernels import c_frames, dot_masks, dot_runs
 
 
 def _is_sparse(m) -> bool:
@@ -68,15 +68,78 @@ class MaskContainer:
         return stack, sparse_in
 
     def get(self, sig_slice: Slice, key):
-        """The masks for `sig_slice` as ``(pixels, masks)``."""
+        """The masks for `sig_slice`: ``("dense", (masks, pixels) array)`` or, for sparse
+        masks, ``("runs", arrays for dot_runs)``; cached per `key`."""
         cached = self._cache.get(key)
         if cached is None:
             index = np.arange(int(np.prod(self.sig_shape))).reshape(self.sig_shape)
             cols = index[sig_slice.get()].reshape(-1)
             part = self._stack[:, cols]
-            cached = part.T.tocsc() if self.use_sparse else np.ascontiguousarray(part.T)
+            if self.use_sparse:
+                cached = ("runs", _runs(scipy.sparse.csr_matrix(part)))
+            else:
+                cached = ("dense", np.ascontiguousarray(part))
             self._cache[key] = cached
         return cached
+
+    def apply(self, sig_slice: Slice, key, piece: np.ndarray, out: np.ndarray):
+        """``out += piece @ masks.T`` for a C-contiguous ``(frames, pixels)`` piece."""
+        kind, masks = self.get(sig_slice, key)
+        real = piece.dtype.kind != "c" and self.dtype.kind != "c"
+        if kind == "dense" and real and out.flags.c_contiguous:
+            dot_masks(piece, masks, out)
+        elif kind == "runs" and real and out.flags.c_contiguous:
+            dot_runs(piece, *masks[:5], out)
+        elif kind == "dense":
+            out += piece @ masks.T
+        else:
+            out += np.asarray((_runs_matrix(masks, piece.shape[1]) @ piece.T).T)
+
+
+def _runs(csr: scipy.sparse.csr_matrix):
+    """Runs of consecutive non-zero pixels per mask, for `dot_runs`."""
+    csr = csr.copy()
+    csr.sort_indices()
+    starts, lens, woffs, masks = [], [], [], []
+    for m in range(csr.shape[0]):
+        a, b = csr.indptr[m], csr.indptr[m + 1]
+        idx = csr.indices[a:b]
+        if idx.size == 0:
+            continue
+        breaks = np.flatnonzero(np.diff(idx) != 1) + 1
+        first = np.concatenate([[0], breaks])
+        last = np.concatenate([breaks, [idx.size]])
+        starts.append(idx[first])
+        lens.append(last - first)
+        woffs.append(a + first)
+        masks.append(np.full(first.size, m))
+    cat = (
+        (lambda xs: np.concatenate(xs).astype(np.int64))
+        if starts
+        else (lambda xs: np.zeros(0, np.int64))
+    )
+    return (
+        cat(starts),
+        cat(lens),
+        cat(woffs),
+        cat(masks),
+        np.ascontiguousarray(csr.data),
+        csr.shape,
+    )
+
+
+def _runs_matrix(runs, px):
+    starts, lens, woffs, masks, weights, shape = runs
+    rows, cols, vals = [], [], []
+    for s, n, w, m in zip(starts, lens, woffs, masks, strict=True):
+        rows.append(np.full(n, m))
+        cols.append(np.arange(s, s + n))
+        vals.append(weights[w : w + n])
+    if not rows:
+        return scipy.sparse.csr_matrix(shape)
+    return scipy.sparse.csr_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=shape
+    )
 
 
 class ApplyMasksUDF(UDF):
@@ -162,11 +225,12 @@ class ApplyMasksUDF(UDF):
         return {"masks": self._container()}
 
     def process_tile(self, tile):
-        masks = self.task_data.masks.get(self.meta.sig_slice, self.meta.tiling_scheme_idx)
+        container = self.task_data.masks
         out = self.results.intensity
         for i, piece in c_frames(tile):
-            prod = piece @ masks
-            out[i : i + piece.shape[0]] += np.asarray(prod).reshape(piece.shape[0], -1)
+            container.apply(
+                self.meta.sig_slice, self.meta.tiling_scheme_idx, piece, out[i : i + piece.shape[0]]
+            )
 
     def process_frame(self, frame):
         shifts = np.asarray(self.params.shifts, dtype=np.int64).reshape(-1)

@@ -6,7 +6,7 @@ import numpy as np
 
 from ltdask.exceptions import UDFError
 from ltdask.udf.base import UDF
-from ltdask.udf.builtin._kernels import c_frames, moments
+from ltdask.udf.builtin._kernels import BLOCK, c_frames, moments
 
 
 def _np_moments(tile, count, mean, m2):
@@ -76,7 +76,7 @@ class StdDevUDF(UDF):
         complex_ = np.iscomplexobj(tile)
         if stats is None:
             mdt = np.complex128 if complex_ else np.float64
-            stats = [0, np.zeros(px, mdt), np.zeros(px), np.zeros(px, mdt)]
+            stats = [0, np.zeros(px, mdt), np.zeros(px), np.zeros(BLOCK)]
             self.task_data.stats[idx] = stats
         for _, piece in c_frames(tile):
             if complex_:
@@ -130,7 +130,10 @@ class StdDevUDF(UDF):
         }
 
     def get_results(self):
+        import dask.array as da
+
         n = self.results.num_frames[0]
+        n = da.where(n > 0, n, np.nan)  # no frames: NaN statistics, without a warning
         mean = self.results.sum / n
         var = self.results.varsum / n
         return {"mean": mean, "var": var, "std": np.sqrt(var)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ltdask.udf.base import UDF
-from ltdask.udf.builtin._kernels import c_frames, sum_frames, sum_pixels
+from ltdask.udf.builtin._kernels import c_frames, sum_pixels
 
 
 def _accumulator_dtype(dtype) -> np.dtype:
@@ -50,11 +50,9 @@ class SumUDF(UDF):
     def process_tile(self, tile):
         acc = self.task_data.acc.get(self.meta.tiling_scheme_idx)
         if acc is None:
-            px = tile[0].size if tile.shape[0] else 0
-            acc = np.zeros(px, _accumulator_dtype(self.meta.input_dtype))
+            acc = np.zeros(tile.shape[1:], _accumulator_dtype(self.meta.input_dtype))
             self.task_data.acc[self.meta.tiling_scheme_idx] = acc
-        for _, piece in c_frames(tile):
-            sum_frames(piece, acc)
+        acc += tile.sum(axis=0)
 
     def postprocess(self):
         scheme = self.meta.tiling_scheme
