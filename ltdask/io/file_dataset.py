@@ -104,16 +104,16 @@ class FileDataSet(DataSet):
             yield from _tiles_from_views(pieces, scheme)
             return
         tiles, ranges = self.fileset.read_ranges(frames, scheme.depth, scheme.slices_array)
-        slice_px = [math.prod(s.shape) for s in scheme.slices]
+        shapes = [tuple(s.shape) for s in scheme.slices]
+        slice_px = [math.prod(shape) for shape in shapes]
         buf = np.empty(scheme.depth * max(slice_px), dtype=dtype)
         clear = self.decoder.clear_first
-        for t in range(tiles.shape[0]):
-            first, n, s = (int(v) for v in tiles[t])
+        for t, (first, n, s) in enumerate(tiles.tolist()):
             out = buf[: n * slice_px[s]]
             if clear:
                 out[:] = 0
             self.decoder.decode(maps, ranges[t], out)
-            yield out.reshape((n, *scheme.slices[s].shape)), first, s
+            yield out.reshape((n, *shapes[s])), first, s
 
     def _token_fields(self) -> tuple:
         return (
@@ -125,22 +125,25 @@ class FileDataSet(DataSet):
 
 def _tiles_from_views(pieces: list[np.ndarray], scheme: TilingScheme):
     """Tiles cut from file views; a tile that spans two files is copied together."""
-    total = sum(p.shape[0] for p in pieces)
-    bounds = np.cumsum([0] + [p.shape[0] for p in pieces])
+    index = [(slice(None), *sl.get()) for sl in scheme.slices]
+    bounds = np.cumsum([0] + [p.shape[0] for p in pieces]).tolist()
+    total = bounds[-1]
+    i = 0
     for first in range(0, total, scheme.depth):
         stop = min(total, first + scheme.depth)
-        i = int(np.searchsorted(bounds, first, side="right") - 1)
-        for s, sl in enumerate(scheme.slices):
-            index = (slice(None), *sl.get())
-            if stop <= bounds[i + 1]:
-                a = first - bounds[i]
-                yield pieces[i][a : a + stop - first][index], first, s
-            else:
-                parts = []
-                j, pos = i, first
-                while pos < stop:
-                    end = min(stop, bounds[j + 1])
-                    parts.append(pieces[j][pos - bounds[j] : end - bounds[j]][index])
-                    pos = end
-                    j += 1
-                yield np.concatenate(parts), first, s
+        while bounds[i + 1] <= first:
+            i += 1
+        if stop <= bounds[i + 1]:
+            block = pieces[i][first - bounds[i] : stop - bounds[i]]
+            for s, idx in enumerate(index):
+                yield block[idx], first, s
+            continue
+        for s, idx in enumerate(index):
+            parts = []
+            j, pos = i, first
+            while pos < stop:
+                end = min(stop, bounds[j + 1])
+                parts.append(pieces[j][pos - bounds[j] : end - bounds[j]][idx])
+                pos = end
+                j += 1
+            yield np.concatenate(parts), first, s

@@ -100,10 +100,12 @@ class Namespace:
         object.__setattr__(self, "_in_place", assign_in_place)
 
     def __getattr__(self, name):
-        try:
-            return self._arrays[name]
-        except KeyError:
-            raise AttributeError(f"no buffer or parameter named {name!r}") from None
+        # through __dict__: while unpickling, _arrays is not set yet and pickle asks for
+        # __setstate__; self._arrays would recurse into __getattr__ forever
+        arrays = self.__dict__.get("_arrays")
+        if arrays is None or name not in arrays:
+            raise AttributeError(f"no buffer or parameter named {name!r}")
+        return arrays[name]
 
     def __setattr__(self, name, value):
         current = self._arrays.get(name)

@@ -355,18 +355,20 @@ class Run:
         udf_template = self.udfs[u]
         leaves = [
             dask.delayed(_leaf_state)(cell, u, i, self.counts)
-            # unoptimised: optimising here would fuse each partition task into its leaf
-            # under a new key, and a run with other UDFs would read every tile twice
+            # unoptimised, for the same reason as below
             for i, cell in enumerate(self.cells.to_delayed(optimize_graph=False))
         ]
         level = 0
         while len(leaves) > 1:
             leaves = [
+                # the states as separate arguments: dask.delayed optimises Delayed objects
+                # inside a list on its own, fusing the partition tasks into the leaves under
+                # new keys, so that a run with other UDFs would read every tile twice
                 dask.delayed(_combine_states, pure=True)(
-                    leaves[i : i + MERGE_SPLIT_EVERY],
                     udf_template,
                     self._meta_args(),
                     stored,
+                    *leaves[i : i + MERGE_SPLIT_EVERY],
                     dask_key_name=f"ltdask-merge-{u}-{level}-{i}-{self.token}",
                 )
                 for i in range(0, len(leaves), MERGE_SPLIT_EVERY)
@@ -598,7 +600,7 @@ def _apply_merge(template, meta_args, stored, dest_arrays, start, stop, src):
     dest_arrays["__offset__"] = offset
 
 
-def _combine_states(states, template, meta_args, stored):
+def _combine_states(template, meta_args, stored, *states):
     start, stop, first = states[0]
     arrays = {k: np.array(v, copy=True) for k, v in first.items()}
     arrays["__offset__"] = start

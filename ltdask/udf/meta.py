@@ -50,7 +50,9 @@ class UDFMeta:
         self.tiling_scheme = tiling_scheme
         self.tiling_scheme_idx = None
         self.sig_slice = None
-        self.slice = None
+        self._slice = None
+        self._origin = None
+        self._count = 0
         self.device_class = "cpu"
         self.array_backend = "numpy"
         self.threads_per_worker = 1
@@ -64,15 +66,28 @@ class UDFMeta:
     @property
     def coordinates(self) -> np.ndarray:
         """True nav coordinates ``(n, nav_dims)`` of the frames in the current slice."""
-        if self._positions is None or self.slice is None:
+        if self._positions is None or self._origin is None:
             return np.zeros((0, len(self.dataset_shape.nav)), dtype=np.int64)
-        a = self.slice.origin[0] - self._slice_origin
-        flat = self._positions[a : a + self.slice.shape[0]]
+        a = self._origin - self._slice_origin
+        flat = self._positions[a : a + self._count]
         return np.stack(np.unravel_index(flat, tuple(self.dataset_shape.nav)), axis=-1)
 
+    @property
+    def slice(self) -> Slice | None:
+        """The current frame/tile/partition in flat, ROI-compressed nav coordinates."""
+        if self._slice is None and self._origin is not None:
+            sig = self.sig_slice
+            self._slice = Slice(
+                (self._origin, *sig.origin),
+                Shape((self._count, *sig.shape), sig_dims=sig.shape.sig_dims),
+            )
+        return self._slice
+
     def set_slice(self, origin: int, count: int, sig_slice: Slice, scheme_idx: int | None):
-        sig = tuple(sig_slice.shape)
-        self.slice = Slice((origin, *sig_slice.origin), Shape((count, *sig), sig_dims=len(sig)))
+        # per tile, so cheap: the Slice is only built when a UDF asks for it
+        self._origin = origin
+        self._count = count
+        self._slice = None
         self.sig_slice = sig_slice
         self.tiling_scheme_idx = scheme_idx
 

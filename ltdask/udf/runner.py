@@ -55,23 +55,53 @@ class _Bound:
         }
         self.aux_specs = {k: v.spec for k, v in template._kwargs.items() if isinstance(v, AuxData)}
         self.sig_dims = sig_dims
+        self._sig_cache: dict = {}
+        self._nav_names = [k for k, sp in self.specs.items() if sp.kind == "nav"]
+        self._other_names = [k for k, sp in self.specs.items() if sp.kind != "nav"]
+        self._results = Namespace({}, assign_in_place=True)
+        self._params = Namespace(dict(template._kwargs))
 
     def select_aux(self, selected: np.ndarray):
         for k, spec in self.aux_specs.items():
             if spec.kind == "nav":
                 self.aux[k] = self.aux[k][selected]
 
-    def set_views(self, nav: slice | int | None, sig_index: tuple | None, frame: bool = False):
-        """Point ``results`` and aux ``params`` at a part of the partition's buffers."""
-        self.udf.results = Namespace(
-            {k: _view(self.specs[k], a, nav, sig_index, frame) for k, a in self.arrays.items()},
-            assign_in_place=True,
-        )
+    def set_views(
+        self, nav: slice | None, sig_index: tuple | None, scheme_idx=None, frame: bool = False
+    ):
+        """Point ``results`` and aux ``params`` at a part of the partition's buffers.
+
+        Called per tile (and per frame), so the namespaces are reused and the signal views
+        are cached per signal slice.
+        """
+        sig_views = self._sig_cache.get(scheme_idx) if sig_index is not None else None
+        if sig_views is None:
+            sig_views = {
+                k: _view(self.specs[k], a, None, sig_index, False)
+                for k, a in self.arrays.items()
+                if self.specs[k].kind != "nav"
+            }
+            sig_views.update(
+                (k, _view(self.aux_specs[k], a, None, sig_index, False))
+                for k, a in self.aux.items()
+                if self.aux_specs[k].kind != "nav"
+            )
+            if sig_index is not None:
+                self._sig_cache[scheme_idx] = sig_views
+        results = self._results._arrays
+        for k in self._nav_names:
+            results[k] = _view(self.specs[k], self.arrays[k], nav, None, frame)
+        for k in self._other_names:
+            results[k] = sig_views[k]
+        self.udf.results = self._results
         if self.aux:
-            params = dict(self.udf._kwargs)
+            params = self._params._arrays
             for k, a in self.aux.items():
-                params[k] = _view(self.aux_specs[k], a, nav, sig_index, frame)
-            self.udf.params = Namespace(params)
+                spec = self.aux_specs[k]
+                params[k] = (
+                    _view(spec, a, nav, None, frame) if spec.kind == "nav" else (sig_views[k])
+                )
+            self.udf.params = self._params
 
 
 def _view(spec: BufferSpec, arr: np.ndarray, nav, sig_index, frame: bool):
@@ -142,16 +172,16 @@ def run_partition(
                 udf, meta = b.udf, b.udf.meta
                 if b.method is UDFMethod.TILE:
                     meta.set_slice(origin + at, n, sig_slice, s)
-                    b.set_views(slice(at, at + n), sig_index)
+                    b.set_views(slice(at, at + n), sig_index, s)
                     udf.process_tile(data)
                 elif b.method is UDFMethod.FRAME:
                     for i in range(n):
                         meta.set_slice(origin + at + i, 1, sig_slice, s)
-                        b.set_views(slice(at + i, at + i + 1), sig_index, frame=True)
+                        b.set_views(slice(at + i, at + i + 1), sig_index, s, frame=True)
                         udf.process_frame(data[i])
                 else:
                     meta.set_slice(origin + at, n, sig_slice, s)
-                    b.set_views(slice(at, at + n), sig_index)
+                    b.set_views(slice(at, at + n), sig_index, s)
                     udf.process_partition(data)
 
     out = []

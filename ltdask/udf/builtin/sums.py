@@ -44,15 +44,16 @@ class SumUDF(UDF):
         return {"intensity": self.buffer(kind="sig", dtype=self.meta.input_dtype)}
 
     def get_task_data(self):
-        # one contiguous float64 accumulator per signal slice of the tiling scheme
+        # one accumulator per signal slice of the tiling scheme; sums of a partition's frames
+        # stay in the input dtype (as numpy sums them), partitions are merged in the result
         return {"acc": {}}
 
     def process_tile(self, tile):
         acc = self.task_data.acc.get(self.meta.tiling_scheme_idx)
         if acc is None:
-            acc = np.zeros(tile.shape[1:], _accumulator_dtype(self.meta.input_dtype))
-            self.task_data.acc[self.meta.tiling_scheme_idx] = acc
-        acc += tile.sum(axis=0)
+            acc = self.task_data.acc[self.meta.tiling_scheme_idx] = tile.sum(axis=0)
+        else:
+            acc += tile.sum(axis=0)
 
     def postprocess(self):
         scheme = self.meta.tiling_scheme
