@@ -68,7 +68,7 @@ class FileDataSet(DataSet):
         return pieces
 
     def read_frames(self, positions: np.ndarray, sig_slice: Slice, dtype) -> np.ndarray:
-        dtype = np.dtype(dtype)
+        dtype = np.dtype(dtype).newbyteorder("=")
         frames = self.stream_frames(positions)
         maps = self.fileset.open()
         sig_index = sig_slice.get()
@@ -94,7 +94,7 @@ class FileDataSet(DataSet):
     def iter_tiles(
         self, positions: np.ndarray, scheme: TilingScheme, dtype, block=None
     ) -> Iterator[tuple[np.ndarray, int, int]]:
-        dtype = np.dtype(dtype)
+        dtype = np.dtype(dtype).newbyteorder("=")
         frames = self.stream_frames(positions)
         if frames.size == 0:
             return

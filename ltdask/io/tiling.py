@@ -137,7 +137,10 @@ class Negotiator:
     >>> ds = ltdask.from_array(np.zeros((16, 16, 128, 128), dtype=np.float32))
     >>> Negotiator(tile_bytes=2**20).get_scheme(
     ...     [TilingPreferences()], ds, np.float32, partition_frames=128).tileshape
-    (64, 32, 128)
+    (16, 128, 128)
+    >>> Negotiator(tile_bytes=2**20).get_scheme(  # decoding uint16 to float32: row blocks
+    ...     [TilingPreferences()], ds, np.float64, partition_frames=128).tileshape
+    (32, 32, 128)
     """
 
     def __init__(self, tile_bytes: int | None = None):
@@ -227,8 +230,8 @@ class Negotiator:
             depth = min(depth, max(1, size_px // math.prod(sig_tile)))
         tileshape = [depth, *sig_tile]
         if intent == "tile" or methods == {"frame"}:
-            # frame consumers alone still get stacks of frames (fewer, larger reads);
-            # mixed with tile consumers they get one frame at a time
+            # frame consumers alone get stacks of frames (fewer, larger reads); mixed with
+            # tile consumers they get the tile consumers' depth, in whole frames
             tileshape = self._scale(tileshape, (partition_frames, *sig), (1, *base), size_px)
         tileshape = list(dataset.adjust_tileshape(tuple(tileshape), roi))
         self._validate(tileshape, sig, base)

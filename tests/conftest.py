@@ -1,0 +1,82 @@
+"""Shared fixtures: dask schedulers, small partitions, hypothesis settings."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+
+import dask
+import pytest
+from hypothesis import HealthCheck, settings
+
+# helper modules next to this file (``rawfiles``) import the same way in every pytest import mode
+sys.path.insert(0, os.path.dirname(__file__))
+
+settings.register_profile(
+    "ltdask",
+    max_examples=25,
+    # the first example of a run may compile (or load) numba kernels
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "ltdask-thorough", parent=settings.get_profile("ltdask"), max_examples=500
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ltdask"))
+
+
+SCHEDULERS = [
+    pytest.param("sync", id="sync"),
+    pytest.param("threads", id="threads"),
+    pytest.param("processes", id="processes", marks=pytest.mark.slow),
+    pytest.param("distributed", id="distributed", marks=pytest.mark.slow),
+]
+
+
+@pytest.fixture(scope="session")
+def process_pool():
+    """One pool of two spawned worker processes for every test on the processes scheduler."""
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=2, mp_context=context) as pool:
+        yield pool
+
+
+@pytest.fixture(scope="session")
+def distributed_client():
+    """A two-process LocalCluster; not the default client, so other tests do not use it."""
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+        ) as cluster,
+        Client(cluster, set_as_default=False) as client,
+    ):
+        yield client
+    assert client.status == "closed"
+
+
+@pytest.fixture(params=SCHEDULERS)
+def scheduler(request):
+    """Runs the test with the named dask scheduler active (``dask.config`` ``scheduler``)."""
+    name = request.param
+    if name == "processes":
+        config = {"scheduler": "processes", "pool": request.getfixturevalue("process_pool")}
+    elif name == "distributed":
+        config = {"scheduler": request.getfixturevalue("distributed_client")}
+    else:
+        config = {"scheduler": name}
+    with dask.config.set(config):
+        yield name
+
+
+@pytest.fixture
+def small_partitions():
+    """Partitions of a few hundred bytes, so that tiny test scans have several of them."""
+    with dask.config.set({"ltdask.partition-bytes": 500, "ltdask.min-partitions": 1}):
+        yield 500

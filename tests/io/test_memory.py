@@ -1,0 +1,137 @@
+"""from_array: numpy and dask arrays as datasets."""
+
+from __future__ import annotations
+
+import pickle
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+
+import ltdask
+from ltdask.io.tiling import TilingScheme
+
+DATA = np.random.default_rng(0).standard_normal((6, 7, 5, 4)).astype(np.float32)
+
+
+def as_input(kind):
+    if kind == "numpy":
+        return DATA
+    if kind == "dask-frames":
+        return da.from_array(DATA, chunks=(2, 3, 5, 4))
+    if kind == "dask-sig-chunks":
+        return da.from_array(DATA, chunks=(4, 7, 2, 3))
+    raise ValueError(kind)
+
+
+INPUTS = [pytest.param(k, id=k) for k in ("numpy", "dask-frames", "dask-sig-chunks")]
+
+
+@pytest.mark.parametrize("kind", INPUTS)
+@pytest.mark.parametrize(
+    "dtype", [pytest.param(None, id="native"), "float64", "int32", "complex64"]
+)
+def test_from_array_to_dask(small_partitions, kind, dtype):
+    ds = ltdask.from_array(as_input(kind))
+    assert ds.shape == DATA.shape
+    assert ds.nav_shape == (6, 7) and ds.sig_shape == (5, 4)
+    arr = ds.to_dask(dtype=dtype)
+    expected = DATA if dtype is None else DATA.astype(dtype)
+    assert arr.dtype == expected.dtype
+    assert arr.npartitions > 1
+    np.testing.assert_array_equal(arr.compute(), expected)
+
+
+@pytest.mark.parametrize("kind", INPUTS)
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        pytest.param((3, 3, 5, 4), id="nav-blocks"),
+        pytest.param((6, 7, 2, 4), id="sig-rows"),
+        pytest.param(((1, 5), (7,), (1, 1, 3), (4,)), id="irregular"),
+    ],
+)
+def test_from_array_chunks(kind, chunks):
+    ds = ltdask.from_array(as_input(kind))
+    arr = ds.to_dask(chunks=chunks)
+    assert arr.chunks == da.core.normalize_chunks(chunks, DATA.shape)
+    np.testing.assert_array_equal(arr.compute(), DATA)
+
+
+@pytest.mark.parametrize("sig_dims", [1, 2, 3])
+def test_from_array_sig_dims(sig_dims):
+    ds = ltdask.from_array(DATA, sig_dims=sig_dims)
+    assert ds.sig_shape == DATA.shape[4 - sig_dims :]
+    assert len(ds.to_xarray().dims) == 4
+    np.testing.assert_array_equal(ds.to_dask().compute(), DATA)
+
+
+def test_from_array_xarray_dims():
+    assert ltdask.from_array(DATA).to_xarray().dims == ("scan_y", "scan_x", "det_y", "det_x")
+    ds = ltdask.from_array(DATA.reshape(42, 20), sig_dims=1)
+    assert ds.to_xarray().dims == ("frame", "sig_0")
+
+
+def test_from_array_names_deterministic():
+    a = ltdask.from_array(DATA).to_dask()
+    assert a.name == ltdask.from_array(DATA.copy()).to_dask().name
+    assert a.name != ltdask.from_array(DATA).to_dask(dtype="float64").name
+    assert a.name != ltdask.from_array(DATA + 1).to_dask().name
+    lazy = as_input("dask-frames")
+    assert ltdask.from_array(lazy).to_dask().name == ltdask.from_array(lazy).to_dask().name
+
+
+def test_from_array_graph_size(small_partitions):
+    data = np.zeros((32, 32, 4, 4), dtype=np.float32)
+    ds = ltdask.from_array(data)
+    arr = ds.to_dask(dtype="float64")
+    # the array's chunks plus one conversion task per chunk
+    assert len(arr.__dask_graph__()) <= 2 * arr.npartitions + 2
+
+
+def test_from_array_lazy_input_not_computed():
+    calls = []
+
+    def record(block):
+        calls.append(block.shape)
+        return block
+
+    lazy = da.from_array(DATA, chunks=(2, 7, 5, 4)).map_blocks(record, meta=DATA[:0, :0, :0, :0])
+    ds = ltdask.from_array(lazy)
+    ds.to_dask()
+    ds.to_xarray()
+    assert calls == []
+
+
+def test_from_array_pickles_without_data():
+    big = np.zeros((16, 16, 32, 32), dtype=np.float32)
+    ds = ltdask.from_array(big)
+    assert len(pickle.dumps(ds.for_task())) < 10_000
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("roi", [pytest.param(False, id="all"), pytest.param(True, id="roi")])
+def test_from_array_iter_tiles(dtype, roi):
+    rng = np.random.default_rng(1)
+    with dask.config.set({"ltdask.partition-bytes": 5 * 4 * 4 * 9, "ltdask.min-partitions": 1}):
+        ds = ltdask.from_array(DATA)
+        blocks = ds.partition_blocks()
+        flat = DATA.reshape(42, 5, 4)
+        seen = np.zeros(flat.shape, dtype=int)
+        out = np.zeros(flat.shape, dtype=dtype)
+        scheme = TilingScheme.make_for_shape((4, 2, 4), (5, 4))
+        selected = rng.random(42) < 0.5 if roi else np.ones(42, dtype=bool)
+        for p in ds.get_partitions():
+            positions = np.flatnonzero(selected[p.start : p.stop]) + p.start
+            block = blocks.blocks[p.block].compute()
+            for tile, first, s in ds.iter_tiles(positions, scheme, dtype, block=block):
+                assert tile.dtype == np.dtype(dtype)
+                assert tile.shape[0] <= scheme.depth
+                pos = positions[first : first + tile.shape[0]]
+                index = (pos, *scheme[s].get())
+                seen[index] += 1
+                out[index] = tile
+    np.testing.assert_array_equal(seen[selected], 1)
+    np.testing.assert_array_equal(seen[~selected], 0)
+    np.testing.assert_array_equal(out[selected], flat[selected].astype(dtype))

@@ -1,0 +1,499 @@
+"""Tests for ltdask.masks against plain-numpy references."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse
+import sparse
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ltdask import masks
+
+# -- independent references ----------------------------------------------------------------
+
+
+def grid(sx, sy):
+    """Row (y) and column (x) coordinates of every pixel centre."""
+    return np.mgrid[0:sy, 0:sx]
+
+
+def distance(cx, cy, sx, sy):
+    y, x = grid(sx, sy)
+    return np.sqrt((x - cx) ** 2 + (y - cy) ** 2)
+
+
+def ref_disk(cx, cy, sx, sy, r):
+    y, x = grid(sx, sy)
+    return (x - cx) ** 2 + (y - cy) ** 2 <= r**2
+
+
+def ref_ring(cx, cy, sx, sy, r, ri):
+    y, x = grid(sx, sy)
+    d2 = (x - cx) ** 2 + (y - cy) ** 2
+    return (d2 > ri**2) & (d2 <= r**2)
+
+
+def ref_ramp(d, inner, outer):
+    """LiberTEM's documented antialiasing ramp for a band at least one pixel wide."""
+    return np.clip(np.minimum(d - inner, outer - d) + 0.5, 0, 1)
+
+
+def ref_rectangle(X, Y, W, H, sx, sy):
+    y, x = grid(sx, sy)
+    if W == 0 or H == 0:
+        return np.zeros((sy, sx), dtype=bool)
+    x0, x1 = sorted((int(X), int(X + W)))
+    y0, y1 = sorted((int(Y), int(Y + H)))
+    return (x >= x0) & (x <= x1) & (y >= y0) & (y <= y1)
+
+
+sizes = st.integers(1, 23)
+centres = st.floats(-8, 30, allow_nan=False)
+radii = st.floats(0, 20, allow_nan=False)
+
+
+# -- circular ------------------------------------------------------------------------------
+
+
+@given(sx=sizes, sy=sizes, cx=centres, cy=centres, r=radii)
+def test_circular_matches_numpy(sx, sy, cx, cy, r):
+    mask = masks.circular(cx, cy, sx, sy, r)
+    assert mask.dtype == bool
+    assert mask.shape == (sy, sx)
+    np.testing.assert_array_equal(mask, ref_disk(cx, cy, sx, sy, r))
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param(
+            (1, 1, 3, 3, 1),
+            [[0, 1, 0], [1, 1, 1], [0, 1, 0]],
+            id="radius-1-includes-boundary",
+        ),
+        pytest.param(
+            (1.5, 0.5, 4, 2, 0.75),
+            [[0, 1, 1, 0], [0, 1, 1, 0]],
+            id="off-grid-centre",
+        ),
+        pytest.param(
+            (-1, 1, 3, 3, 1),
+            [[0, 0, 0], [1, 0, 0], [0, 0, 0]],
+            id="centre-outside-touching",
+        ),
+        pytest.param(
+            (-1, 1, 3, 3, 1.5),
+            [[1, 0, 0], [1, 0, 0], [1, 0, 0]],
+            id="centre-outside-overlapping",
+        ),
+        pytest.param((-1, 1, 3, 3, 0.9), np.zeros((3, 3)), id="centre-outside-missing"),
+        pytest.param((2, 2, 5, 3, 0), [[0] * 5, [0] * 5, [0, 0, 1, 0, 0]], id="radius-0"),
+        pytest.param((2.5, 2, 5, 3, 0), np.zeros((3, 5)), id="radius-0-off-grid"),
+    ],
+)
+def test_circular_small_cases(args, expected):
+    np.testing.assert_array_equal(masks.circular(*args), np.array(expected, dtype=bool))
+
+
+def test_circular_odd_size_is_symmetric():
+    mask = masks.circular(6, 4, 13, 9, 3.7)
+    np.testing.assert_array_equal(mask, mask[::-1, :])
+    np.testing.assert_array_equal(mask, mask[:, ::-1])
+
+
+# -- ring ----------------------------------------------------------------------------------
+
+
+@given(sx=sizes, sy=sizes, cx=centres, cy=centres, r=radii, fraction=st.floats(0, 1))
+def test_ring_matches_numpy(sx, sy, cx, cy, r, fraction):
+    ri = r * fraction
+    mask = masks.ring(cx, cy, sx, sy, r, ri)
+    assert mask.dtype == bool
+    np.testing.assert_array_equal(mask, ref_ring(cx, cy, sx, sy, r, ri))
+    np.testing.assert_array_equal(
+        mask, masks.circular(cx, cy, sx, sy, r) & ~masks.circular(cx, cy, sx, sy, ri)
+    )
+
+
+@given(sx=sizes, sy=sizes, cx=centres, cy=centres, r=radii)
+def test_ring_with_equal_radii_is_empty(sx, sy, cx, cy, r):
+    assert not masks.ring(cx, cy, sx, sy, r, r).any()
+    assert masks.ring(cx, cy, sx, sy, r, r, antialiased=True).sum() == 0
+
+
+def test_ring_with_zero_inner_radius_leaves_out_exact_centre():
+    # LiberTEM's convention: ring = circular(radius) & ~circular(radius_inner), both `<=`
+    mask = masks.ring(2, 2, 5, 5, 2, 0)
+    assert not mask[2, 2]
+    assert mask.sum() == masks.circular(2, 2, 5, 5, 2).sum() - 1
+
+
+# -- antialiasing --------------------------------------------------------------------------
+
+
+@given(sx=sizes, sy=sizes, cx=centres, cy=centres, r=st.floats(0.01, 20))
+def test_antialiased_circle_is_coverage_consistent_with_hard_mask(sx, sy, cx, cy, r):
+    soft = masks.circular(cx, cy, sx, sy, r, antialiased=True)
+    hard = masks.circular(cx, cy, sx, sy, r)
+    assert soft.dtype == np.float64
+    assert soft.shape == (sy, sx)
+    assert soft.min() >= 0 and soft.max() <= 1
+    assert hard[soft == 1].all()
+    assert not hard[soft == 0].any()
+    d = distance(cx, cy, sx, sy)
+    np.testing.assert_array_equal(soft[(d >= 0.5) & (d <= r - 0.5)], 1)
+    # the pixel on the centre stands for radii 0..1
+    np.testing.assert_array_equal(soft[d < 0.5], min(r, 1))
+    np.testing.assert_array_equal(soft[d >= r + 0.5], 0)
+
+
+@given(
+    cx=st.floats(30, 34),
+    cy=st.floats(30, 34),
+    r=st.floats(3, 25),
+)
+def test_antialiased_circle_area(cx, cy, r):
+    # away from the border the sum approximates the disk's area far better than the hard mask
+    soft = masks.circular(cx, cy, 64, 64, r, antialiased=True)
+    assert abs(soft.sum() - math.pi * r**2) <= 0.25 * r + 0.5
+
+
+@given(cx=centres, cy=centres, r=st.floats(1, 20))
+def test_antialiased_circle_matches_libertem_ramp(cx, cy, r):
+    soft = masks.circular(cx, cy, 23, 17, r, antialiased=True)
+    d = distance(cx, cy, 23, 17)
+    away = d >= 0.5
+    np.testing.assert_allclose(soft[away], ref_ramp(d[away], 0, r), atol=1e-12)
+    # LiberTEM sets the pixel on the centre to 1
+    np.testing.assert_array_equal(soft[~away], 1)
+
+
+@given(cx=centres, cy=centres, r=st.floats(1, 20), ri=st.floats(1, 20))
+def test_antialiased_ring_matches_libertem_ramp(cx, cy, r, ri):
+    r, ri = ri + r, ri  # at least one pixel wide
+    soft = masks.ring(cx, cy, 23, 17, r, ri, antialiased=True)
+    d = distance(cx, cy, 23, 17)
+    np.testing.assert_allclose(soft, ref_ramp(d, ri, r), atol=1e-12)
+
+
+def test_antialiased_small_case():
+    soft = masks.circular(2, 2, 5, 5, 1.7, antialiased=True)
+    e = 1.7 + 0.5 - math.sqrt(2)  # diagonal neighbours reach from sqrt(2) - 0.5 to sqrt(2) + 0.5
+    expected = np.array(
+        [
+            [0, 0, 0.2, 0, 0],
+            [0, e, 1, e, 0],
+            [0.2, 1, 1, 1, 0.2],
+            [0, e, 1, e, 0],
+            [0, 0, 0.2, 0, 0],
+        ]
+    )
+    np.testing.assert_allclose(soft, expected)
+
+
+def test_antialiased_radius_0_is_empty():
+    # zero area: unlike the hard mask, which keeps a pixel sitting exactly on the centre
+    assert masks.circular(2, 2, 5, 5, 0, antialiased=True).sum() == 0
+    assert masks.circular(2, 2, 5, 5, 0).sum() == 1
+
+
+# -- rectangular ---------------------------------------------------------------------------
+
+
+@given(
+    sx=sizes,
+    sy=sizes,
+    X=st.floats(-10, 30),
+    Y=st.floats(-10, 30),
+    W=st.floats(-15, 15),
+    H=st.floats(-15, 15),
+)
+def test_rectangular_matches_numpy(sx, sy, X, Y, W, H):
+    mask = masks.rectangular(X, Y, W, H, sx, sy)
+    assert mask.dtype == bool
+    assert mask.shape == (sy, sx)
+    np.testing.assert_array_equal(mask, ref_rectangle(X, Y, W, H, sx, sy))
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param(
+            (1, 1, 1, 1, 4, 3), [[0, 0, 0, 0], [0, 1, 1, 0], [0, 1, 1, 0]], id="both-ends"
+        ),
+        pytest.param((2, 2, -1, -2, 4, 3), [[0, 1, 1, 0], [0, 1, 1, 0], [0, 1, 1, 0]], id="neg"),
+        pytest.param((1, 0, 0, 2, 4, 3), np.zeros((3, 4)), id="zero-width"),
+        pytest.param((-5, -5, 2, 2, 4, 3), np.zeros((3, 4)), id="outside-above-left"),
+        pytest.param((3, 2, 5, 5, 4, 3), [[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 1]], id="clip"),
+    ],
+)
+def test_rectangular_small_cases(args, expected):
+    np.testing.assert_array_equal(masks.rectangular(*args), np.array(expected, dtype=bool))
+
+
+# -- point and gradients -------------------------------------------------------------------
+
+
+@given(sx=sizes, sy=sizes, data=st.data())
+def test_point(sx, sy, data):
+    cx = data.draw(st.floats(0, sx, exclude_max=True))
+    cy = data.draw(st.floats(0, sy, exclude_max=True))
+    mask = masks.point(sx, sy, cx, cy)
+    assert mask.dtype == bool
+    assert mask.shape == (sy, sx)
+    assert mask.sum() == 1
+    assert mask[int(cy), int(cx)]
+
+
+@given(sx=sizes, sy=sizes)
+def test_gradients_match_mgrid(sx, sy):
+    y, x = grid(sx, sy)
+    gx, gy = masks.gradient_x(sx, sy), masks.gradient_y(sx, sy)
+    assert gx.dtype == gy.dtype == np.float32
+    np.testing.assert_array_equal(gx, x)
+    np.testing.assert_array_equal(gy, y)
+    assert masks.gradient_x(sx, sy, dtype=np.int64).dtype == np.int64
+    gy64 = masks.gradient_y(sx, sy, dtype=np.float64)
+    assert gy64.dtype == np.float64 and gy64.flags.writeable
+
+
+# -- polar_map -----------------------------------------------------------------------------
+
+
+@given(cx=centres, cy=centres, sx=sizes, sy=sizes)
+def test_polar_map_matches_numpy(cx, cy, sx, sy):
+    y, x = grid(sx, sy)
+    r, phi = masks.polar_map(cx, cy, sx, sy)
+    np.testing.assert_allclose(r, np.sqrt((x - cx) ** 2 + (y - cy) ** 2), atol=1e-12)
+    np.testing.assert_allclose(phi, np.arctan2(y - cy, x - cx), atol=1e-12)
+
+
+def test_polar_map_stretch():
+    y, x = grid(9, 7)
+    r, _ = masks.polar_map(4, 3, 9, 7, stretchY=2.0)
+    np.testing.assert_allclose(r, np.hypot((y - 3) / 2, x - 4))
+    r_rotated, _ = masks.polar_map(4, 3, 9, 7, stretchY=1.0, angle=0.7)
+    np.testing.assert_allclose(r_rotated, np.hypot(y - 3, x - 4))
+    # stretching along x (angle pi/2) divides the x distance instead
+    r_x, _ = masks.polar_map(4, 3, 9, 7, stretchY=2.0, angle=np.pi / 2)
+    np.testing.assert_allclose(r_x, np.hypot(y - 3, (x - 4) / 2))
+
+
+# -- radial_bins ---------------------------------------------------------------------------
+
+
+@given(
+    sx=sizes,
+    sy=sizes,
+    cx=centres,
+    cy=centres,
+    r=st.floats(0.1, 20),
+    fraction=st.floats(0, 1),
+    n_bins=st.integers(1, 30),
+)
+def test_radial_bins_partition_the_ring(sx, sy, cx, cy, r, fraction, n_bins):
+    ri = r * fraction
+    bins = masks.radial_bins(cx, cy, sx, sy, r, ri, n_bins=n_bins, use_sparse=False)
+    assert isinstance(bins, np.ndarray)
+    assert bins.shape == (n_bins, sy, sx)
+    assert bins.dtype == np.float64
+    assert bins.min() >= 0 and bins.max() <= 1
+    ring = masks.ring(cx, cy, sx, sy, r, ri, antialiased=True)
+    np.testing.assert_allclose(bins.sum(axis=0), ring, atol=1e-12)
+    # every pixel wholly in range is counted exactly once
+    d = distance(cx, cy, sx, sy)
+    inside = (d - 0.5 >= ri) & (d + 0.5 <= r)
+    np.testing.assert_allclose(bins.sum(axis=0)[inside], 1)
+
+
+@given(
+    sx=sizes,
+    sy=sizes,
+    cx=centres,
+    cy=centres,
+    r=st.floats(0.1, 20),
+    n_bins=st.integers(1, 30),
+)
+def test_radial_bins_sparse_equals_dense(sx, sy, cx, cy, r, n_bins):
+    for normalize in (False, True):
+        dense = masks.radial_bins(
+            cx, cy, sx, sy, r, n_bins=n_bins, normalize=normalize, use_sparse=False
+        )
+        coo = masks.radial_bins(
+            cx, cy, sx, sy, r, n_bins=n_bins, normalize=normalize, use_sparse=True
+        )
+        assert isinstance(coo, sparse.COO)
+        assert coo.shape == dense.shape
+        assert (coo.data != 0).all()
+        np.testing.assert_array_equal(coo.todense(), dense)
+
+
+@given(cx=centres, cy=centres, r=st.floats(0.1, 20), n_bins=st.integers(1, 30))
+def test_radial_bins_normalize(cx, cy, r, n_bins):
+    plain = masks.radial_bins(cx, cy, 23, 17, r, n_bins=n_bins, use_sparse=False)
+    normed = masks.radial_bins(cx, cy, 23, 17, r, n_bins=n_bins, normalize=True, use_sparse=False)
+    sums = plain.sum(axis=(1, 2))
+    filled = ~np.isclose(sums, 0)
+    np.testing.assert_allclose(normed.sum(axis=(1, 2))[filled], 1)
+    np.testing.assert_allclose(normed * np.where(filled, sums, 1)[:, None, None], plain)
+    np.testing.assert_array_equal(normed[~filled], plain[~filled])
+
+
+def test_radial_bins_match_libertem_ramp_for_wide_bins():
+    cx, cy, r = 10.3, 8.6, 12.0
+    bins = masks.radial_bins(cx, cy, 21, 19, r, radius_inner=2, n_bins=5, use_sparse=False)
+    d = distance(cx, cy, 21, 19)
+    edges = np.linspace(2, r, 6)
+    for i in range(5):
+        np.testing.assert_allclose(bins[i], ref_ramp(d, edges[i], edges[i + 1]), atol=1e-12)
+
+
+def test_radial_bins_default_covers_whole_frame():
+    # the default radius reaches past every pixel; LiberTEM's own test of radial_bins
+    bins = masks.radial_bins(35, 37, 80, 80, n_bins=42)
+    assert isinstance(bins, sparse.COO)
+    assert bins.shape == (42, 80, 80)
+    np.testing.assert_allclose(bins.sum(axis=0).todense(), 1)
+    dense = masks.radial_bins(40, 41, 80, 80, n_bins=2)
+    assert isinstance(dense, np.ndarray)
+    np.testing.assert_allclose(dense.sum(axis=0), 1)
+
+
+def test_radial_bins_default_bin_count_and_dtype():
+    bins = masks.radial_bins(8, 8, 17, 17, radius=6.4, radius_inner=1, dtype=np.float32)
+    assert bins.shape == (5, 17, 17)
+    assert bins.dtype == np.float32
+    assert masks.radial_bins(8, 8, 17, 17, radius=3, radius_inner=3).shape == (1, 17, 17)
+    assert masks.radial_bins(8, 8, 17, 17, radius=3, radius_inner=3).sum() == 0
+
+
+def test_radial_bins_small_case():
+    bins = masks.radial_bins(1, 1, 3, 3, radius=2, n_bins=2, use_sparse=False)
+    s = 1.5 - math.sqrt(2)  # corner pixels reach from sqrt(2) - 0.5 to sqrt(2) + 0.5
+    np.testing.assert_allclose(bins[0], [[s, 0.5, s], [0.5, 1, 0.5], [s, 0.5, s]])
+    np.testing.assert_allclose(bins[1], [[1 - s, 0.5, 1 - s], [0.5, 0, 0.5], [1 - s, 0.5, 1 - s]])
+
+
+# -- sparse helpers ------------------------------------------------------------------------
+
+
+@given(
+    sx=sizes,
+    sy=sizes,
+    stamps=st.lists(
+        st.tuples(st.integers(0, 3), st.integers(-6, 25), st.integers(-6, 25)),
+        min_size=1,
+        max_size=6,
+    ),
+)
+def test_sparse_template_multi_stack_matches_loop(sx, sy, stamps):
+    template = np.arange(1, 13, dtype=np.float32).reshape(3, 4)
+    index, ox, oy = (list(column) for column in zip(*stamps, strict=True))
+    stack = masks.sparse_template_multi_stack(index, ox, oy, template, sx, sy)
+    expected = np.zeros((max(index) + 1, sy, sx), dtype=np.float32)
+    for i, x0, y0 in stamps:
+        for ty in range(3):
+            for tx in range(4):
+                if 0 <= y0 + ty < sy and 0 <= x0 + tx < sx:
+                    expected[i, y0 + ty, x0 + tx] += template[ty, tx]
+    assert isinstance(stack, sparse.COO)
+    assert stack.dtype == np.float32
+    np.testing.assert_array_equal(stack.todense(), expected)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda a: a, id="numpy"),
+        pytest.param(sparse.COO.from_numpy, id="pydata-coo"),
+        pytest.param(lambda a: sparse.GCXS.from_numpy(a), id="pydata-gcxs"),
+        pytest.param(scipy.sparse.csr_matrix, id="scipy-csr"),
+        pytest.param(scipy.sparse.coo_array, id="scipy-coo-array"),
+    ],
+)
+def test_sparse_conversions(make):
+    a = masks.circular(3, 2, 7, 5, 2).astype(np.float64)
+    converted = make(a)
+    assert masks.is_sparse(converted) == (not isinstance(converted, np.ndarray))
+    dense = masks.to_dense(converted)
+    assert isinstance(dense, np.ndarray)
+    np.testing.assert_array_equal(dense, a)
+    coo = masks.to_sparse(converted)
+    assert isinstance(coo, sparse.COO)
+    np.testing.assert_array_equal(coo.todense(), a)
+    assert masks.is_sparse(coo)
+
+
+# -- bad arguments -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        pytest.param(lambda: masks.circular(2, 2, 5, 5, -1), r"radius must be >= 0", id="c-neg"),
+        pytest.param(lambda: masks.ring(2, 2, 5, 5, -1, 0), r"radius must be >= 0", id="r-neg"),
+        pytest.param(
+            lambda: masks.ring(2, 2, 5, 5, 2, -1), r"radius_inner must be >= 0", id="ri-neg"
+        ),
+        pytest.param(
+            lambda: masks.ring(2, 2, 5, 5, 2, 3, antialiased=True),
+            r"radius_inner \(3\) must not be larger than radius \(2\)",
+            id="ring-inner-larger",
+        ),
+        pytest.param(
+            lambda: masks.radial_bins(2, 2, 5, 5, radius=2, radius_inner=3),
+            r"radius_inner \(3\) must not be larger than radius \(2\)",
+            id="bins-inner-larger",
+        ),
+        pytest.param(
+            lambda: masks.radial_bins(2, 2, 5, 5, radius=-2), r"radius must be >= 0", id="b-neg"
+        ),
+        pytest.param(
+            lambda: masks.radial_bins(2, 2, 5, 5, radius=2, n_bins=0),
+            r"n_bins must be a positive integer, got 0",
+            id="n-bins-0",
+        ),
+        pytest.param(
+            lambda: masks.circular(2, 2, 0, 5, 1),
+            r"imageSizeX must be a positive integer, got 0",
+            id="size-0",
+        ),
+        pytest.param(
+            lambda: masks.gradient_y(5, 2.5),
+            r"imageSizeY must be a positive integer, got 2.5",
+            id="size-fractional",
+        ),
+        pytest.param(
+            lambda: masks.circular(np.nan, 2, 5, 5, 1),
+            r"centerX must be a finite number",
+            id="centre-nan",
+        ),
+        pytest.param(
+            lambda: masks.point(4, 3, 4, 0),
+            r"point \(cx=4, cy=0\) lies outside the image of 4 x 3 pixels",
+            id="point-outside",
+        ),
+        pytest.param(
+            lambda: masks.point(4, 3, 0, -0.5),
+            r"lies outside the image",
+            id="point-negative",
+        ),
+        pytest.param(
+            lambda: masks.sparse_template_multi_stack([0, 1], [0], [0], np.ones((2, 2)), 4, 4),
+            r"equal length, got lengths 2, 1 and 1",
+            id="stack-lengths",
+        ),
+        pytest.param(
+            lambda: masks.sparse_template_multi_stack([0], [0], [0], np.ones(2), 4, 4),
+            r"template must be 2D",
+            id="stack-template-1d",
+        ),
+    ],
+)
+def test_bad_arguments(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
