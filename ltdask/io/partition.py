@@ -41,8 +41,8 @@ def nav_grid(nav_shape: Sequence[int], frame_bytes: int, target_frames: int | No
     """Chunk sizes per nav dim such that every block is one contiguous flat-nav range.
 
     Trailing dims stay whole as long as a block of them fits ``ltdask.partition-bytes``
-    (counted as float32 pixels); the next dim is cut into even pieces, leading dims into
-    pieces of one. There are at least ``ltdask.min-partitions`` blocks where the scan has
+    (counted as float32 pixels); the next dim is cut into pieces of one size (the last may
+    be smaller, as Zarr chunks), leading dims into pieces of one. There are at least ``ltdask.min-partitions`` blocks where the scan has
     that many frames.
     """
     nav = tuple(int(n) for n in nav_shape)
@@ -68,16 +68,19 @@ def nav_grid(nav_shape: Sequence[int], frame_bytes: int, target_frames: int | No
         if j < cut:
             chunks.append((1,) * n)
         elif j == cut:
-            chunks.append(_even(n, pieces))
+            chunks.append(_uniform(n, pieces))
         else:
             chunks.append((n,))
     return tuple(chunks)
 
 
-def _even(n: int, pieces: int) -> tuple[int, ...]:
+def _uniform(n: int, pieces: int) -> tuple[int, ...]:
+    """`n` in at least `pieces` chunks of one size (the last may be smaller), so that the
+    partitions map one to one onto the chunks of a Zarr array."""
     pieces = max(1, min(n, pieces))
-    base, extra = divmod(n, pieces)
-    return tuple(base + 1 if i < extra else base for i in range(pieces))
+    size = max(1, n // pieces)  # at least `pieces` chunks
+    full, rest = divmod(n, size)
+    return (size,) * full + ((rest,) if rest else ())
 
 
 def partitions_for_grid(nav_chunks: Sequence[Sequence[int]]) -> list[Partition]:
