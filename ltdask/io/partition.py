@@ -42,8 +42,8 @@ def nav_grid(nav_shape: Sequence[int], frame_bytes: int, target_frames: int | No
 
     Trailing dims stay whole as long as a block of them fits ``ltdask.partition-bytes``
     (counted as float32 pixels); the next dim is cut into pieces of one size (the last may
-    be smaller, as Zarr chunks), leading dims into pieces of one. There are at least ``ltdask.min-partitions`` blocks where the scan has
-    that many frames.
+    be smaller, as Zarr chunks), leading dims into pieces of one. There are at least
+    ``ltdask.min-partitions`` blocks where the scan has that many frames.
     """
     nav = tuple(int(n) for n in nav_shape)
     total = math.prod(nav)
@@ -63,22 +63,20 @@ def nav_grid(nav_shape: Sequence[int], frame_bytes: int, target_frames: int | No
         return tuple((n,) for n in nav)
     cut = split - 1
     per = max(1, target_frames // max(1, math.prod(nav[split:])))
-    pieces = -(-nav[cut] // per)
     for j, n in enumerate(nav):
         if j < cut:
             chunks.append((1,) * n)
         elif j == cut:
-            chunks.append(_uniform(n, pieces))
+            chunks.append(_uniform(n, per))
         else:
             chunks.append((n,))
     return tuple(chunks)
 
 
-def _uniform(n: int, pieces: int) -> tuple[int, ...]:
-    """`n` in at least `pieces` chunks of one size (the last may be smaller), so that the
-    partitions map one to one onto the chunks of a Zarr array."""
-    pieces = max(1, min(n, pieces))
-    size = max(1, n // pieces)  # at least `pieces` chunks
+def _uniform(n: int, size: int) -> tuple[int, ...]:
+    """`n` in chunks of `size` (the last may be smaller), so that the partitions map one
+    to one onto the chunks of a Zarr array."""
+    size = max(1, min(n, size))
     full, rest = divmod(n, size)
     return (size,) * full + ((rest,) if rest else ())
 

@@ -238,9 +238,9 @@ def test_dataset_negotiate_uses_largest_partition(raw_u16):
 
     with dask.config.set({"ltdask.partition-bytes": 64 * 64 * 4 * 12, "ltdask.min-partitions": 1}):
         ds = raw_u16("<u2")
-        assert [p.num_frames for p in ds.get_partitions()] == [11, 11, 10]
+        assert [p.num_frames for p in ds.get_partitions()] == [12, 12, 8]
         scheme = ds.negotiate([PARTITION], "u2", negotiator=Negotiator(tile_bytes=MIB))
-    assert scheme.tileshape == (11, 64, 64)
+    assert scheme.tileshape == (12, 64, 64)
 
 
 def test_default_negotiator_uses_config():

@@ -1,0 +1,314 @@
+"""Numba read ranges and decoders for Merlin "raw" (``R64``) frames.
+
+In raw mode the detector writes its counters in 64-bit big-endian words: pixel ``k`` of a
+word (counting along the row) is field ``k`` from the least significant end. A field is 1 bit
+(counter depth 1), 8 bits (depth 6) or 16 bits (depth 12); depth 24 is stored as two 12-bit
+sub-frames, the most significant half first. In a 2x2 ("quad") layout each raw row holds one
+row of every chip, in the order [chip 4 | chip 3 | chip 2 | chip 1]: chips 1 and 2 are the top
+half of the image as is, chips 3 and 4 the bottom half rotated by 180 degrees. A ``G`` layout
+puts two gap pixels (zeros) between the chips, in both directions.
+
+A read range here describes a block of up to ``rows`` rows of ``n`` pixels each:
+
+====  ============  ===================================================================
+col   name          meaning
+====  ============  ===================================================================
+0     file_idx      file to read from
+1     start         first byte: the word that holds the block's first pixel
+2     stop          end of the last word of the block (``start == stop``: padding row)
+3     dest          output index of the first pixel
+4     skip          pixels of the first word before the block's first pixel
+5     n             pixels per row
+6     rows          rows in the block
+7     src_stride    pixels of the raw stream from one block row to the next
+8     step          output index step from one pixel to the next (+1, or -1: flipped)
+9     dest_stride   output index step from one block row to the next
+10    shift         left shift of the decoded value (12 for the high half of depth 24)
+====  ============  ===================================================================
+
+Depth 24 emits each block twice (high half with ``shift=12``, then low half): the decoder
+adds them up, so its output must start zeroed.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ltdask.io.read_ranges import _find_file, _run_offset, _runs_for_slice
+
+RAW_COLUMNS = 11
+
+
+@numba.njit(nogil=True, cache=True)
+def _emit(ranges, t, row, f, data_start, q, block, ppw, shift):
+    """Write one range for `block` = (n, rows, src_stride, dest, step, dest_stride) whose
+    first pixel is pixel `q` of the frame's raw stream; returns the next free row."""
+    n, rows, src_stride, dest, step, dest_stride = block
+    first_word = q // ppw
+    last_px = q + (rows - 1) * src_stride + n - 1
+    r = ranges[t, row]
+    r[0] = f
+    r[1] = data_start + 8 * first_word
+    r[2] = data_start + 8 * (last_px // ppw + 1)
+    r[3] = dest
+    r[4] = q - first_word * ppw
+    r[5] = n
+    r[6] = rows
+    r[7] = src_stride
+    r[8] = step
+    r[9] = dest_stride
+    r[10] = shift
+    return row + 1
+
+
+@numba.njit(nogil=True, cache=True)
+def _emit_both(ranges, t, row, f, data_start, q, block, layout):
+    """One block; for depth 24 (``low_offset > 0``) the high half, then the low half."""
+    ppw = layout[2]
+    low_offset = layout[3]
+    if low_offset == 0:
+        return _emit(ranges, t, row, f, data_start, q, block, ppw, 0)
+    row = _emit(ranges, t, row, f, data_start, q, block, ppw, 12)
+    return _emit(ranges, t, row, f, data_start + low_offset, q, block, ppw, 0)
+
+
+@numba.njit(nogil=True, cache=True)
+def raw_read_ranges(frames, depth, slices, files, sig_shape, layout):
+    """Read ranges of raw frames, in the layout of :mod:`ltdask.io.read_ranges`.
+
+    Parameters
+    ----------
+    frames, depth, slices, files, sig_shape
+        As for :func:`ltdask.io.read_ranges.strided_read_ranges`.
+    layout : int64[8]
+        ``(frame_header, frame_stride, ppw, low_offset, quad, gap, chip_h, chip_w)``: bytes
+        of each frame's header and from one frame's header to the next; pixels per 64-bit
+        word (64, 8 or 4); for depth 24 the bytes from the high to the low sub-frame, else 0;
+        1 for a 2x2 chip layout (2-D signal only), 0 when the pixels are one raw stream in C
+        order; for quad data the gap pixels between chips and one chip's rows and columns.
+    """
+    frame_header, frame_stride = layout[0], layout[1]
+    quad = layout[4] != 0
+    gap, chip_h, chip_w = layout[5], layout[6], layout[7]
+    n_slots = frames.shape[0]
+    n_slices = slices.shape[0]
+    n_blocks = (n_slots + depth - 1) // depth
+    nd = sig_shape.shape[0]
+    halves = 2 if layout[3] > 0 else 1
+    raw_w = 4 * chip_w
+    out_h = sig_shape[0]
+
+    max_per_frame = 1
+    for s in range(n_slices):
+        if quad:
+            per = 4
+        elif nd <= 2:
+            per = 1
+        else:
+            per = _runs_for_slice(sig_shape, slices[s, 0], slices[s, 1])[2]
+        max_per_frame = max(max_per_frame, per)
+
+    tiles = np.zeros((n_blocks * n_slices, 3), dtype=np.int64)
+    ranges = np.zeros(
+        (n_blocks * n_slices, max(1, depth * max_per_frame * halves), RAW_COLUMNS), dtype=np.int64
+    )
+    for b in range(n_blocks):
+        first = b * depth
+        n = min(depth, n_slots - first)
+        for s in range(n_slices):
+            t = b * n_slices + s
+            tiles[t, 0] = first
+            tiles[t, 1] = n
+            tiles[t, 2] = s
+            origin = slices[s, 0]
+            shape = slices[s, 1]
+            slice_px = 1
+            for j in range(nd):
+                slice_px *= shape[j]
+            y0, h = origin[0], shape[0]
+            x0, w = origin[nd - 1], shape[nd - 1]
+            row = 0
+            for i in range(n):
+                frame = frames[first + i]
+                if frame < 0:
+                    continue
+                f = _find_file(files, frame)
+                data_start = files[f, 2] + (frame - files[f, 0]) * frame_stride + frame_header
+                base = i * slice_px
+                if quad:
+                    # the slice cut into the four chips: top (chips 1, 2), bottom (3, 4)
+                    for half in range(2):
+                        if half == 0:
+                            ya, yb = max(y0, 0), min(y0 + h, chip_h)
+                        else:
+                            ya, yb = max(y0, chip_h + gap), min(y0 + h, out_h)
+                        for side in range(2):
+                            cx0 = side * (chip_w + gap)
+                            xa, xb = max(x0, cx0), min(x0 + w, cx0 + chip_w)
+                            if ya >= yb or xa >= xb:
+                                continue
+                            if half == 0:
+                                # chip 1 is the last block of a raw row, chip 2 the one before
+                                q = ya * raw_w + (3 - side) * chip_w + (xa - cx0)
+                                dest = base + (ya - y0) * w + (xa - x0)
+                                blk = (xb - xa, yb - ya, raw_w, dest, 1, w)
+                            else:
+                                # chips 3 and 4 (blocks 1 and 0) are rotated by 180 degrees:
+                                # raw row r is output row out_h - 1 - r, read right to left
+                                q = (out_h - yb) * raw_w + (1 - side) * chip_w + (cx0 + chip_w - xb)
+                                dest = base + (yb - 1 - y0) * w + (xb - 1 - x0)
+                                blk = (xb - xa, yb - ya, raw_w, dest, -1, -w)
+                            row = _emit_both(ranges, t, row, f, data_start, q, blk, layout)
+                elif nd == 1:
+                    blk = (w, 1, 0, base, 1, 0)
+                    row = _emit_both(ranges, t, row, f, data_start, x0, blk, layout)
+                elif nd == 2:
+                    width = sig_shape[1]
+                    if w == width:  # whole rows: one run of pixels
+                        blk = (h * w, 1, 0, base, 1, 0)
+                    else:
+                        blk = (w, h, width, base, 1, w)
+                    row = _emit_both(ranges, t, row, f, data_start, y0 * width + x0, blk, layout)
+                else:
+                    k, run_len, n_runs = _runs_for_slice(sig_shape, origin, shape)
+                    for r in range(n_runs):
+                        q = _run_offset(sig_shape, origin, shape, k, r)
+                        blk = (run_len, 1, 0, base + r * run_len, 1, 0)
+                        row = _emit_both(ranges, t, row, f, data_start, q, blk, layout)
+    return tiles, ranges
+
+
+# -- decoders ----------------------------------------------------------------------------------
+# Each reads pixel ``p`` of a range (counted from the first word) from word ``p // ppw``,
+# field ``p % ppw``. Rows that start on a word boundary and cover whole words take a
+# word-by-word loop; anything else (cut columns) goes pixel by pixel.
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _r1_px(src, start, p):
+    b = start + 8 * (p >> 6) + 7 - ((p & 63) >> 3)
+    return (src[b] >> (p & 7)) & 1
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _r6_px(src, start, p):
+    return src[start + 8 * (p >> 3) + 7 - (p & 7)]
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _r12_px(src, start, p):
+    b = start + 8 * (p >> 2) + 6 - 2 * (p & 3)
+    return (np.uint32(src[b]) << 8) | np.uint32(src[b + 1])
+
+
+@numba.njit(nogil=True, cache=True)
+def _r1_row(src, start, p0, n, out, d, step):
+    if p0 & 63 == 0 and n & 63 == 0:
+        for wd in range(n >> 6):
+            wb = start + 8 * ((p0 >> 6) + wd)
+            o = d + step * 64 * wd
+            for byte in range(8):
+                v = src[wb + 7 - byte]
+                ob = o + step * 8 * byte
+                for bit in range(8):
+                    out[ob + step * bit] = (v >> bit) & 1
+    else:
+        for k in range(n):
+            out[d + step * k] = _r1_px(src, start, p0 + k)
+
+
+@numba.njit(nogil=True, cache=True)
+def _r6_row(src, start, p0, n, out, d, step):
+    if p0 & 7 == 0 and n & 7 == 0:
+        wb0 = start + p0
+        if step == 1:
+            for wd in range(n >> 3):
+                wb = wb0 + 8 * wd
+                o = d + 8 * wd
+                for j in range(8):
+                    out[o + j] = src[wb + 7 - j]
+        else:
+            for wd in range(n >> 3):
+                wb = wb0 + 8 * wd
+                o = d - 8 * wd
+                for j in range(8):
+                    out[o - j] = src[wb + 7 - j]
+    else:
+        for k in range(n):
+            out[d + step * k] = _r6_px(src, start, p0 + k)
+
+
+@numba.njit(nogil=True, cache=True)
+def _r12_row(src, start, p0, n, out, d, step):
+    if p0 & 3 == 0 and n & 3 == 0:
+        wb0 = start + 2 * p0
+        if step == 1:
+            for wd in range(n >> 2):
+                wb = wb0 + 8 * wd
+                o = d + 4 * wd
+                out[o] = (np.uint32(src[wb + 6]) << 8) | np.uint32(src[wb + 7])
+                out[o + 1] = (np.uint32(src[wb + 4]) << 8) | np.uint32(src[wb + 5])
+                out[o + 2] = (np.uint32(src[wb + 2]) << 8) | np.uint32(src[wb + 3])
+                out[o + 3] = (np.uint32(src[wb]) << 8) | np.uint32(src[wb + 1])
+        else:
+            for wd in range(n >> 2):
+                wb = wb0 + 8 * wd
+                o = d - 4 * wd
+                out[o] = (np.uint32(src[wb + 6]) << 8) | np.uint32(src[wb + 7])
+                out[o - 1] = (np.uint32(src[wb + 4]) << 8) | np.uint32(src[wb + 5])
+                out[o - 2] = (np.uint32(src[wb + 2]) << 8) | np.uint32(src[wb + 3])
+                out[o - 3] = (np.uint32(src[wb]) << 8) | np.uint32(src[wb + 1])
+    else:
+        for k in range(n):
+            out[d + step * k] = _r12_px(src, start, p0 + k)
+
+
+@numba.njit(nogil=True, cache=True)
+def _r12_row_add(src, start, p0, n, out, d, step, shift):
+    for k in range(n):
+        out[d + step * k] += _r12_px(src, start, p0 + k) << shift
+
+
+@numba.njit(nogil=True, cache=True)
+def decode_raw(src, file_idx, ranges, field_bits, out):
+    """Decode the raw ranges of file `file_idx` (depth 1, 6 or 12) into the flat `out`."""
+    for i in range(ranges.shape[0]):
+        start = ranges[i, 1]
+        if ranges[i, 0] != file_idx or start == ranges[i, 2]:
+            continue
+        dest = ranges[i, 3]
+        skip = ranges[i, 4]
+        n = ranges[i, 5]
+        src_stride = ranges[i, 7]
+        step = ranges[i, 8]
+        dest_stride = ranges[i, 9]
+        for r in range(ranges[i, 6]):
+            p0 = skip + r * src_stride
+            d = dest + r * dest_stride
+            if field_bits == 16:
+                _r12_row(src, start, p0, n, out, d, step)
+            elif field_bits == 8:
+                _r6_row(src, start, p0, n, out, d, step)
+            else:
+                _r1_row(src, start, p0, n, out, d, step)
+
+
+@numba.njit(nogil=True, cache=True)
+def decode_raw24(src, file_idx, ranges, out):
+    """Add the raw 12-bit halves of file `file_idx` (shifted by column 10) into zeroed `out`."""
+    for i in range(ranges.shape[0]):
+        start = ranges[i, 1]
+        if ranges[i, 0] != file_idx or start == ranges[i, 2]:
+            continue
+        dest = ranges[i, 3]
+        skip = ranges[i, 4]
+        n = ranges[i, 5]
+        src_stride = ranges[i, 7]
+        step = ranges[i, 8]
+        dest_stride = ranges[i, 9]
+        shift = np.uint32(ranges[i, 10])
+        for r in range(ranges[i, 6]):
+            _r12_row_add(
+                src, start, skip + r * src_stride, n, out, dest + r * dest_stride, step, shift
+            )
