@@ -16,6 +16,7 @@ from ltdask.io import (
 __version__ = "0.1.0.dev0"
 
 from ltdask import compat, masks, udf  # noqa: E402
+from ltdask.store import to_zarr  # noqa: E402
 from ltdask.udf import UDF  # noqa: E402
 from ltdask.udf.api import compute, lazy  # noqa: E402
 from ltdask.udf.api import iter_results as iter
@@ -40,6 +41,7 @@ __all__ = [
     "lazy",
     "map",
     "masks",
+    "to_zarr",
     "udf",
     "from_array",
     "open_npy",

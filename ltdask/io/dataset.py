@@ -258,6 +258,43 @@ class DataSet:
         arr = self.to_dask(dtype=dtype, chunks=chunks)
         return xr.DataArray(arr, dims=self.dims, name=type(self).__name__, attrs=self.attrs())
 
+    def to_zarr(
+        self,
+        store,
+        chunks=None,
+        dtype=None,
+        compressors="auto",
+        mode: str = "w-",
+        progress: bool = False,
+    ):
+        """Convert the scan to a Zarr (v3) array, in parallel on the active scheduler.
+
+        Shards hold one partition each (the chunks of :meth:`to_dask`), split into chunks of
+        whole frames of about 1 MiB, compressed with blosc/zstd. A path is written under a
+        temporary name and renamed when complete; an existing store is replaced only with
+        ``mode="w"``. Read it back with :func:`ltdask.open_zarr`.
+
+        Examples
+        --------
+        >>> import numpy as np, ltdask, tempfile, os, zarr
+        >>> data = np.arange(3 * 4 * 5 * 6, dtype=np.uint16).reshape(3, 4, 5, 6)
+        >>> path = os.path.join(tempfile.mkdtemp(), "scan.zarr")
+        >>> _ = ltdask.from_array(data).to_zarr(path)
+        >>> bool((zarr.open_array(path)[...] == data).all())
+        True
+        """
+        from ltdask.store import write_dataset
+
+        return write_dataset(
+            self,
+            store,
+            chunks=chunks,
+            dtype=dtype,
+            compressors=compressors,
+            mode=mode,
+            progress=progress,
+        )
+
     def attrs(self) -> dict:
         return {"path": str(self.path), "sync_offset": self.sync_offset}
 

@@ -27,6 +27,7 @@ def _dims(run: Run, name: str, spec, ndim: int) -> tuple[str, ...]:
 
 def to_datasets(run: Run) -> list:
     """The lazy `xarray.Dataset` of each UDF of `run`."""
+    import dask.array as da
     import xarray as xr
 
     out = []
@@ -36,6 +37,11 @@ def to_datasets(run: Run) -> list:
         for name, (value, valid) in run.result_arrays(u).items():
             dims = _dims(run, name, run.specs[u][name], value.ndim)
             data_vars[name] = xr.Variable(dims, value)
+            if isinstance(valid, np.ndarray):
+                # chunked like the data, so that writing to Zarr streams it as well
+                valid = da.from_array(
+                    valid, chunks=value.chunks, name=f"ltdask-valid-{name}-{u}-{run.token}"
+                )
             coords[f"{name}_valid"] = xr.Variable(dims, valid)
         attrs = {
             "udf": type(udf).__name__,

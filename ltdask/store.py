@@ -1,0 +1,259 @@
+"""Writing UDF results and whole datasets to Zarr stores.
+
+Every array is created by ltdask with chunks (or shards) that line up one to one with the
+dask chunks that fill it, and the alignment is checked before anything is written:
+``dask.array.to_zarr`` silently writes wrong data when chunks straddle store chunks (dask
+issue 12583). A store on the local file system is written under a temporary name and
+renamed into place when complete, so a failed run leaves nothing that looks complete, and
+an existing store is only replaced with ``mode="w"``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import shutil
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+
+import ltdask
+from ltdask.exceptions import LtdaskError
+
+MODES = ("w-", "w")
+
+
+def regular_chunks(chunks: Sequence[Sequence[int]]) -> bool:
+    """Whether every dim's chunks are one size except a smaller last one (Zarr's grid)."""
+    for c in chunks:
+        if len(c) > 1 and (len(set(c[:-1])) > 1 or c[-1] > c[0]):
+            return False
+    return True
+
+
+def zarr_aligned(arr):
+    """`arr` (dask) rechunked, if needed, onto a regular grid; returns ``(arr, chunks)``."""
+    if not regular_chunks(arr.chunks):
+        arr = arr.rechunk(tuple(max(c) if c else 1 for c in arr.chunks))
+    chunks = tuple(max(c[0], 1) if c else 1 for c in arr.chunks)
+    check_alignment(arr.chunks, chunks)
+    return arr, chunks
+
+
+def check_alignment(dask_chunks, store_chunks) -> None:
+    """Raise unless each dask chunk covers exactly one store chunk (or shard)."""
+    for dim, (dc, sc) in enumerate(zip(dask_chunks, store_chunks, strict=True)):
+        if any(c != sc for c in dc[:-1]) or (dc and dc[-1] > sc):
+            raise LtdaskError(
+                f"dask chunks {tuple(dc)} along dim {dim} do not line up with the store's "
+                f"chunks of {sc}; writing them would corrupt data (dask issue 12583)"
+            )
+
+
+def _local_path(store) -> str | None:
+    if isinstance(store, (str, os.PathLike)):
+        path = os.fspath(store)
+        if "://" not in path:
+            return os.path.abspath(path)
+    return None
+
+
+def _store_exists(store) -> bool:
+    path = _local_path(store)
+    if path is not None:
+        return os.path.exists(path)
+    import zarr
+
+    try:
+        zarr.open(store, mode="r")
+    except Exception:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def _atomic(store, mode: str) -> Iterator:
+    """Yield where to write; move it to `store` when the block completes."""
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r}: expected 'w-' (create, fail if it exists) or 'w'")
+    if mode == "w-" and _store_exists(store):
+        raise FileExistsError(
+            f"{store!s} already exists; pass mode='w' to replace it, or choose another path"
+        )
+    path = _local_path(store)
+    if path is None:
+        yield store
+        return
+    parent, name = os.path.split(path)
+    os.makedirs(parent or ".", exist_ok=True)
+    tmp = os.path.join(parent, f".{name}.partial-{uuid.uuid4().hex[:8]}")
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = None
+    if os.path.exists(path):
+        if mode == "w-":
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise FileExistsError(f"{path} appeared while writing; left it as it was")
+        old = os.path.join(parent, f".{name}.old-{uuid.uuid4().hex[:8]}")
+        os.rename(path, old)
+    os.rename(tmp, path)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _prepared(result):
+    """A copy of a results Dataset whose dask variables (and coordinates) sit on regular
+    grids, and the encoding that gives the store the same chunks."""
+    import dask.array as da
+
+    out = result.copy(deep=False)
+    encoding = {}
+    for name, var in out.variables.items():
+        if isinstance(var.data, da.Array):
+            arr, chunks = zarr_aligned(var.data)
+            var.data = arr
+            encoding[name] = {"chunks": chunks}
+    return out, encoding
+
+
+def _named(results) -> dict:
+    import xarray as xr
+
+    if isinstance(results, xr.Dataset):
+        return {None: results}
+    if isinstance(results, Mapping):
+        return dict(results)
+    named = {}
+    for i, r in enumerate(results):
+        base = r.attrs.get("udf", f"result{i}")
+        key = base if base not in named else f"{base}_{i}"
+        named[key] = r
+    return named
+
+
+def to_zarr(results, store, mode: str = "w-", progress: bool = False):
+    """Write UDF results (lazy or computed) to a Zarr store, partition by partition.
+
+    Parameters
+    ----------
+    results
+        An `xarray.Dataset` from ``udf.lazy``/``udf.compute``, or several (a list: one
+        group per UDF, named after it; a dict: one group per key).
+    store
+        A path (written atomically: a failed run leaves no store) or a zarr store.
+    mode
+        ``"w-"`` (default): fail if the store exists; ``"w"``: replace it.
+    progress
+        Show a progress bar.
+
+    Returns
+    -------
+    The store as given.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask, tempfile, os, xarray as xr
+    >>> ds = ltdask.from_array(np.ones((4, 4, 8, 8), dtype=np.float32))
+    >>> res = ltdask.udf.SumSigUDF().lazy(ds)
+    >>> path = os.path.join(tempfile.mkdtemp(), "res.zarr")
+    >>> _ = ltdask.to_zarr(res, path)
+    >>> float(xr.open_zarr(path)["intensity"].sum())
+    1024.0
+    """
+    from ltdask.udf.api import _progress
+
+    named = _named(results)
+    with _atomic(store, mode) as target, _progress(progress):
+        for group, result in named.items():
+            prepared, encoding = _prepared(result)
+            prepared.attrs.setdefault("ltdask_version", ltdask.__version__)
+            prepared.to_zarr(
+                target,
+                group=group,
+                mode="w" if group is None else "a",
+                encoding=encoding,
+                consolidated=False,
+            )
+        _consolidate(target)
+    return store
+
+
+def _consolidate(store) -> None:
+    """Consolidated metadata, which ``xarray.open_zarr`` looks for first (zarr warns that
+    it is not part of the v3 spec yet; xarray warns when it is missing)."""
+    import warnings
+
+    import zarr
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Consolidated metadata", category=UserWarning)
+        zarr.consolidate_metadata(store)
+
+
+def write_dataset(
+    dataset,
+    store,
+    chunks=None,
+    dtype=None,
+    compressors="auto",
+    mode: str = "w-",
+    progress: bool = False,
+):
+    """Write a dataset as one Zarr (v3) array (see :meth:`DataSet.to_zarr`)."""
+    import dask.array as da
+    import zarr
+    from zarr.codecs import BloscCodec
+
+    from ltdask.udf.api import _progress
+
+    arr = dataset.to_dask(dtype=dtype, chunks=chunks)
+    arr, shard = zarr_aligned(arr)
+    frame_bytes = math.prod(dataset.sig_shape) * arr.dtype.itemsize
+    # inner chunks: whole frames, about 1 MiB, inside shards of one dask chunk each
+    inner = list(shard)
+    nav_dims = len(dataset.nav_shape)
+    budget = max(1, 2**20 // max(1, frame_bytes))
+    for d in range(nav_dims - 1, -1, -1):
+        inner[d] = max(1, min(shard[d], budget))
+        budget = max(1, budget // max(1, inner[d]))
+        for e in range(d):
+            inner[e] = 1
+        if inner[d] < shard[d]:
+            break
+    inner = tuple(i if shard[d] % i == 0 else _divisor(shard[d], i) for d, i in enumerate(inner))
+    if compressors == "auto":
+        compressors = BloscCodec(
+            cname="zstd", clevel=3, shuffle="bitshuffle" if arr.dtype.itemsize == 1 else "shuffle"
+        )
+    attrs = {
+        "ltdask": {
+            "sig_dims": len(dataset.sig_shape),
+            "source": str(dataset.path),
+            "version": ltdask.__version__,
+        }
+    }
+    with _atomic(store, mode) as target, _progress(progress):
+        zarr_arr = zarr.create_array(
+            target,
+            shape=arr.shape,
+            dtype=arr.dtype,
+            chunks=inner,
+            shards=shard,
+            compressors=compressors,
+            dimension_names=list(dataset.dims),
+            attributes=attrs,
+        )
+        check_alignment(arr.chunks, shard)
+        da.store(arr, zarr_arr, lock=False)
+    return store
+
+
+def _divisor(n: int, at_most: int) -> int:
+    """The largest divisor of `n` not above `at_most` (shards must hold whole chunks)."""
+    for d in range(min(n, at_most), 0, -1):
+        if n % d == 0:
+            return d
+    return 1

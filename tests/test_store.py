@@ -1,0 +1,154 @@
+"""Results and datasets to Zarr: round trips, atomic writes, chunk alignment."""
+
+from __future__ import annotations
+
+import os
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+
+import ltdask
+from ltdask.exceptions import LtdaskError
+from ltdask.store import check_alignment, regular_chunks, zarr_aligned
+from ltdask.udf import UDF, PickUDF, StdDevUDF, SumSigUDF, SumUDF
+
+
+class RadialProfileUDF(UDF):
+    """A per-frame vector result (nav buffer with an extra dim)."""
+
+    def get_result_buffers(self):
+        return {"profile": self.buffer(kind="nav", extra_shape=(self.meta.dataset_shape.sig[0],))}
+
+    def process_frame(self, frame):
+        self.results.profile[:] = frame.sum(axis=1)
+
+
+class FailingUDF(UDF):
+    def get_result_buffers(self):
+        return {"x": self.buffer(kind="nav")}
+
+    def process_frame(self, frame):
+        raise RuntimeError("boom")
+
+
+@pytest.fixture
+def data():
+    return np.random.default_rng(0).random((7, 6, 5, 4)).astype(np.float32)
+
+
+@pytest.mark.parametrize("roi_kind", ["none", "random"])
+def test_results_round_trip(data, tmp_path, small_partitions, roi_kind):
+    ds = ltdask.from_array(data)
+    roi = None if roi_kind == "none" else np.random.default_rng(1).random((7, 6)) < 0.5
+    udfs = [SumUDF(), SumSigUDF(), StdDevUDF(), RadialProfileUDF(), PickUDF()]
+    computed = ltdask.compute(ds, udfs, roi=roi)
+    lazy = ltdask.lazy(ds, udfs, roi=roi)
+    path = tmp_path / "results.zarr"
+    ltdask.to_zarr(lazy, path)
+    for res in computed:
+        back = xr.open_zarr(path, group=res.attrs["udf"]).compute()
+        xr.testing.assert_identical(back, res)
+        for name in res.data_vars:
+            assert back[f"{name}_valid"].dtype == bool
+
+
+@pytest.mark.filterwarnings("ignore:Consolidated metadata:UserWarning")
+def test_single_result_and_lazy_to_zarr_method(data, tmp_path, small_partitions):
+    ds = ltdask.from_array(data)
+    lazy = RadialProfileUDF().lazy(ds)
+    path = tmp_path / "profile.zarr"
+    ltdask.to_zarr(lazy, path)
+    back = xr.open_zarr(path)
+    # streamed: the store's chunks are the partitions
+    assert back["profile"].encoding["chunks"][0] == ds.nav_chunks[0][0]
+    np.testing.assert_allclose(back["profile"].values, data.sum(axis=3))
+    # xarray's own to_zarr works on the lazy results too (regular chunks)
+    lazy.to_zarr(tmp_path / "direct.zarr")
+    xr.testing.assert_allclose(xr.open_zarr(tmp_path / "direct.zarr").compute(), lazy.compute())
+
+
+def test_existing_store_is_kept(data, tmp_path):
+    ds = ltdask.from_array(data)
+    path = tmp_path / "res.zarr"
+    ltdask.to_zarr(SumUDF().lazy(ds), path)
+    before = sorted(os.listdir(path))
+    with pytest.raises(FileExistsError, match="mode='w'"):
+        ltdask.to_zarr(SumSigUDF().lazy(ds), path)
+    assert sorted(os.listdir(path)) == before
+    np.testing.assert_allclose(
+        xr.open_zarr(path)["intensity"].values, data.sum(axis=(0, 1)), rtol=1e-6
+    )
+    ltdask.to_zarr(SumSigUDF().lazy(ds), path, mode="w")
+    assert xr.open_zarr(path)["intensity"].dims == ("scan_y", "scan_x")
+    assert [p for p in os.listdir(tmp_path) if p != "res.zarr"] == []
+
+
+def test_failed_run_leaves_no_store(data, tmp_path):
+    ds = ltdask.from_array(data)
+    path = tmp_path / "fail.zarr"
+    with pytest.raises(RuntimeError, match="boom"):
+        ltdask.to_zarr(FailingUDF().lazy(ds), path)
+    assert os.listdir(tmp_path) == []
+    # and a failed replacement keeps the old store
+    ltdask.to_zarr(SumUDF().lazy(ds), path)
+    with pytest.raises(RuntimeError, match="boom"):
+        ltdask.to_zarr(FailingUDF().lazy(ds), path, mode="w")
+    np.testing.assert_allclose(
+        xr.open_zarr(path)["intensity"].values, data.sum(axis=(0, 1)), rtol=1e-6
+    )
+
+
+def test_bad_mode(data, tmp_path):
+    with pytest.raises(ValueError, match="mode="):
+        ltdask.to_zarr(SumUDF().lazy(ltdask.from_array(data)), tmp_path / "x.zarr", mode="a")
+
+
+def test_misaligned_chunks_are_caught_or_fixed():
+    assert regular_chunks(((4, 4, 3), (5,)))
+    assert not regular_chunks(((3, 4, 4), (5,)))
+    with pytest.raises(LtdaskError, match="do not line up"):
+        check_alignment(((3, 4, 4),), (4,))
+    with pytest.raises(LtdaskError, match="do not line up"):
+        check_alignment(((4, 4, 3),), (3,))
+    x = da.arange(11, chunks=((3, 4, 4),))
+    fixed, chunks = zarr_aligned(x)
+    assert regular_chunks(fixed.chunks) and chunks == (4,)
+
+
+def test_misaligned_result_chunks_written_correctly(tmp_path):
+    """A result whose dask chunks are irregular is rechunked before writing, so the data
+    is right (dask.array.to_zarr would silently corrupt it, dask issue 12583)."""
+    values = np.arange(40, dtype=np.float64).reshape(10, 4)
+    arr = da.from_array(values, chunks=((3, 4, 3), (4,)))
+    res = xr.Dataset({"v": (("a", "b"), arr)})
+    ltdask.to_zarr(res, tmp_path / "m.zarr")
+    np.testing.assert_array_equal(xr.open_zarr(tmp_path / "m.zarr")["v"].values, values)
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "float32"])
+def test_dataset_to_zarr_round_trip(tmp_path, dtype, small_partitions):
+    data = (np.random.default_rng(2).random((9, 5, 6, 7)) * 1000).astype(dtype)
+    path = tmp_path / "scan.raw"
+    data.tofile(path)
+    ds = ltdask.open_raw(path, nav_shape=(9, 5), sig_shape=(6, 7), dtype=dtype)
+    out = tmp_path / "scan.zarr"
+    ds.to_zarr(out)
+    arr = zarr.open_array(out, mode="r")
+    np.testing.assert_array_equal(arr[...], data)
+    assert list(arr.metadata.dimension_names) == list(ds.dims)
+    assert arr.attrs["ltdask"]["sig_dims"] == 2
+    with pytest.raises(FileExistsError):
+        ds.to_zarr(out)
+    ds.to_zarr(out, mode="w", dtype="float32")
+    np.testing.assert_allclose(zarr.open_array(out, mode="r")[...], data.astype(np.float32))
+
+
+def test_dataset_to_zarr_threads_scheduler(tmp_path, small_partitions):
+    data = np.random.default_rng(3).random((6, 6, 8, 8)).astype(np.float32)
+    with dask.config.set(scheduler="threads"):
+        ltdask.from_array(data).to_zarr(tmp_path / "t.zarr")
+    np.testing.assert_array_equal(zarr.open_array(tmp_path / "t.zarr", mode="r")[...], data)
