@@ -165,18 +165,26 @@ def to_zarr(results, store, mode: str = "w-", progress: bool = False):
     """
     from ltdask.udf.api import _progress
 
+    import dask
+
     named = _named(results)
     with _atomic(store, mode) as target, _progress(progress):
+        writes = []
         for group, result in named.items():
             prepared, encoding = _prepared(result)
             prepared.attrs.setdefault("ltdask_version", ltdask.__version__)
-            prepared.to_zarr(
-                target,
-                group=group,
-                mode="w" if group is None else "a",
-                encoding=encoding,
-                consolidated=False,
+            writes.append(
+                prepared.to_zarr(
+                    target,
+                    group=group,
+                    mode="w" if group is None else "a",
+                    encoding=encoding,
+                    consolidated=False,
+                    compute=False,
+                )
             )
+        # one graph for all groups: the UDFs of one run share their partition tasks
+        dask.compute(*writes)
         _consolidate(target)
     return store
 
