@@ -163,9 +163,9 @@ def to_zarr(results, store, mode: str = "w-", progress: bool = False):
     >>> float(xr.open_zarr(path)["intensity"].sum())
     1024.0
     """
-    from ltdask.udf.api import _progress
-
     import dask
+
+    from ltdask.udf.api import _progress
 
     named = _named(results)
     with _atomic(store, mode) as target, _progress(progress):

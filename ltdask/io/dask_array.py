@@ -26,7 +26,7 @@ def dataset_to_dask(ds: DataSet, dtype=None, chunks=None):
         scheme = ds.negotiate(
             [consumer], dtype, max_io_size=largest * math.prod(ds.sig_shape) * dtype.itemsize
         )
-        chunks = (*ds.nav_chunks, *scheme.sig_chunks)
+        chunks = (*ds.dask_nav_chunks(dtype), *scheme.sig_chunks)
     else:
         chunks = da.core.normalize_chunks(chunks, tuple(ds.shape), dtype=dtype)
     name = f"ltdask-{type(ds).__name__.lower()}-{tokenize(ds, dtype.str, chunks)}"

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from ltdask import _config
 from ltdask.common import Shape, Slice
 from ltdask.exceptions import DataSetError
 from ltdask.io.partition import Partition, nav_grid, partitions_for_grid
@@ -15,6 +16,8 @@ from ltdask.io.tiling import Negotiator, TilingPreferences, TilingScheme
 
 #: bytes of raw data a signal slice should at least hold (LiberTEM's rule of thumb)
 MIN_SIG_BYTES = 4 * 4096
+#: partitions per ``to_dask`` chunk where chunks are views of the files
+VIEW_CHUNK_FACTOR = 4
 
 
 def default_dims(nav_dims: int, sig_dims: int) -> tuple[str, ...]:
@@ -184,6 +187,21 @@ class DataSet:
 
     def get_partitions(self) -> list[Partition]:
         return partitions_for_grid(self.nav_chunks)
+
+    def hands_out_views(self, dtype) -> bool:
+        """Whether reading as `dtype` gives views of the files rather than copies."""
+        return False
+
+    def dask_nav_chunks(self, dtype) -> tuple[tuple[int, ...], ...]:
+        """Nav chunks of :meth:`to_dask`: the partitions, or, where chunks are views of the
+        page cache (which cost no memory), blocks of ``VIEW_CHUNK_FACTOR`` partitions:
+        fewer, larger tasks make dask reductions faster."""
+        if not self.hands_out_views(dtype):
+            return self.nav_chunks
+        frame_bytes = math.prod(self.sig_shape) * max(4, self.dtype.itemsize)
+        target = VIEW_CHUNK_FACTOR * _config.partition_bytes() // frame_bytes
+        target = min(max(1, target), max(1, self.num_frames // _config.min_partitions()))
+        return nav_grid(self.nav_shape, frame_bytes, target_frames=target)
 
     def negotiate(
         self,

@@ -42,6 +42,15 @@ class FileDataSet(DataSet):
         )
 
     # -- reading -------------------------------------------------------------------------
+    def hands_out_views(self, dtype) -> bool:
+        f = self.fileset
+        item = self.raw_dtype.itemsize
+        aligned = all(
+            x % item == 0
+            for x in (f.frame_stride, f.frame_header_bytes, *(g.header_bytes for g in f.files))
+        )
+        return self._straight(dtype) and aligned and f.bits_per_px == item * 8
+
     def _straight(self, dtype) -> bool:
         return (
             self.decoder.is_plain
