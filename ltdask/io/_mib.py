@@ -35,7 +35,7 @@ import numpy as np
 
 from ltdask._types import PathLike
 from ltdask.exceptions import DataSetError
-from ltdask.io._mib_decode import decode_raw, decode_raw24, raw_read_ranges
+from ltdask.io._mib_decode import decode_raw, raw_read_ranges
 from ltdask.io._raw import check_file
 from ltdask.io.dataset import check_shape
 from ltdask.io.decode import Decoder
@@ -435,10 +435,7 @@ class MibRawDecoder(Decoder):
         return False
 
     def _decode_file(self, src, file_idx, ranges, out):
-        if self.counter_depth == 24:
-            decode_raw24(src, file_idx, ranges, out)
-        else:
-            decode_raw(src, file_idx, ranges, self.field_bits, out)
+        decode_raw(src, file_idx, ranges, self.field_bits, self.counter_depth == 24, out)
 
     def __dask_tokenize__(self):
         return (super().__dask_tokenize__(), self.field_bits, self.counter_depth, self.gap)

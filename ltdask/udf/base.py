@@ -73,6 +73,9 @@ class UDF:
     """
 
     UDF_METHOD = UDFMethod
+    #: ltdask extension: set to True when ``merge_all`` works on numpy arrays as well as
+    #: dask arrays; ltdask then runs it in one task on small partial results.
+    MERGE_ALL_ON_NUMPY = False
     USE_NATIVE_DTYPE = bool
     TILE_SIZE_BEST_FIT = TILE_SIZE_BEST_FIT
     TILE_SIZE_MAX = TILE_MAX

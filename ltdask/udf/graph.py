@@ -38,6 +38,8 @@ from ltdask.udf.meta import UDFMeta
 from ltdask.udf.runner import declared_buffers, run_partition, selected_positions
 
 MERGE_SPLIT_EVERY = 8
+#: merge_all runs in one task when all partial results together are at most this large
+MERGE_IN_ONE_TASK_BYTES = 256 * 2**20
 
 
 def normalize_roi(roi, dataset: DataSet) -> np.ndarray | None:
@@ -299,6 +301,15 @@ class Run:
         udf = self.mains[u]
         stored = self._stored(u)
         if overrides(udf, "merge_all"):
+            partial_bytes = sum(
+                math.prod(s.shape(0, self.sig_shape)) * s.dtype.itemsize for s in stored.values()
+            ) * len(self.partitions)
+            if (
+                getattr(udf, "MERGE_ALL_ON_NUMPY", False)
+                and all(s.kind != "nav" for s in stored.values())
+                and partial_bytes <= MERGE_IN_ONE_TASK_BYTES
+            ):
+                return self._merge_all_in_task(u, stored)
             return self._merge_all(u, stored)
         if overrides(udf, "merge"):
             return self._merge_tree(u, stored)
@@ -346,6 +357,35 @@ class Run:
             if spec.kind == "nav":
                 value = self.expand(value.reshape((-1, *spec.extra_shape)), spec)
             out[name] = value.astype(spec.dtype, copy=False)
+        return out
+
+    def _merge_all_in_task(self, u: int, stored) -> dict:
+        """``merge_all`` in one task on the partial results as numpy arrays: for UDFs that
+        say it works on numpy (``MERGE_ALL_ON_NUMPY``) and whose partials are small; a
+        graph of two layers instead of dozens."""
+        import dask
+        import dask.array as da
+
+        keys = [p.slice(self.sig_shape).adjust_for_roi(self.roi_flat) for p in self.partitions]
+        merged = dask.delayed(_run_merge_all, pure=True)(
+            self.udfs[u],
+            u,
+            keys,
+            self._meta_args(),
+            stored,
+            self._initial(u, stored),
+            *self.cells.to_delayed(optimize_graph=False).tolist(),
+            dask_key_name=f"ltdask-merge-all-{u}-{self.token}",
+        )
+        out = {}
+        for name, spec in stored.items():
+            shape = spec.shape(self.n_sel, self.sig_shape)
+            out[name] = da.from_delayed(
+                dask.delayed(_pick, pure=True)(merged, name),
+                shape=shape,
+                dtype=spec.dtype,
+                meta=np.empty((0,) * len(shape), dtype=spec.dtype),
+            )
         return out
 
     def _merge_tree(self, u: int, stored) -> dict:
@@ -627,6 +667,27 @@ def _finish_merge(state, template, meta_args, stored, initial):
 
 def _pick(mapping, name):
     return mapping[name]
+
+
+def _run_merge_all(template, u, keys, meta_args, stored, initial, *cells):
+    udf = _merge_udf(template, meta_args, np.zeros(meta_args[4], dtype=bool))
+    ordered = OrderedDict(
+        (key, Namespace({name: cell[0][u][name] for name in stored}))
+        for key, cell in zip(keys, cells, strict=True)
+    )
+    merged = udf.merge_all(ordered)
+    cls = type(template).__name__
+    if not isinstance(merged, dict):
+        raise UDFError(f"{cls}.merge_all must return a dict")
+    unknown = set(merged) - set(stored)
+    if unknown:
+        raise UDFError(f"{cls}.merge_all returned undeclared buffers {sorted(unknown)}")
+    return {
+        name: np.asarray(merged.get(name, initial[name]))
+        .astype(spec.dtype, copy=False)
+        .reshape(spec.shape(meta_args[4], meta_args[5]))
+        for name, spec in stored.items()
+    }
 
 
 __all__ = ["Run", "normalize_roi", "input_dtype", "TILE_MAX", "Slice"]

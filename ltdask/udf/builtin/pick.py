@@ -21,6 +21,8 @@ class PickUDF(UDF):
     [[[20, 21], [22, 23]]]
     """
 
+    MERGE_ALL_ON_NUMPY = True
+
     def get_preferred_input_dtype(self):
         return self.USE_NATIVE_DTYPE
 

@@ -47,6 +47,8 @@ class StdDevUDF(UDF):
     True
     """
 
+    MERGE_ALL_ON_NUMPY = True
+
     def __init__(self, dtype=None, use_numba=True):
         super().__init__(dtype=dtype, use_numba=use_numba)
 

@@ -34,6 +34,8 @@ class SumUDF(UDF):
     (4, 5)
     """
 
+    MERGE_ALL_ON_NUMPY = True
+
     def __init__(self, dtype="float32"):
         super().__init__(dtype=dtype)
 
