@@ -9,9 +9,14 @@ from ltdask.io import (
     TilingPreferences,
     TilingScheme,
     from_array,
+    open_hdf5,
+    open_mib,
     open_npy,
     open_raw,
+    open_raw_csr,
+    open_zarr,
 )
+from ltdask.io import open_dataset as open  # noqa: A004  (the documented name)
 
 __version__ = "0.1.0.dev0"
 
@@ -44,6 +49,11 @@ __all__ = [
     "to_zarr",
     "udf",
     "from_array",
+    "open",
+    "open_hdf5",
+    "open_mib",
     "open_npy",
     "open_raw",
+    "open_raw_csr",
+    "open_zarr",
 ]

@@ -10,6 +10,8 @@ key                        default     meaning
                                        CPU core of this machine)
 ``ltdask.tile-bytes``      ``auto``    tile size the negotiator aims for (``auto``: half
                                        the L3 cache per core, 1 to 8 MiB)
+``ltdask.view-chunk-       4           partitions per ``to_dask()`` chunk where chunks
+partitions``                           are views of the files (no copy, no memory)
 =========================  ==========  ==================================================
 
 Set them like any dask option: ``dask.config.set({"ltdask.partition-bytes": "256MiB"})``
@@ -30,6 +32,7 @@ DEFAULTS = {
         "partition-bytes": "128MiB",
         "min-partitions": "auto",
         "tile-bytes": "auto",
+        "view-chunk-partitions": 4,
     }
 }
 
@@ -47,6 +50,10 @@ def partition_bytes() -> int:
     if value <= 0:
         raise ValueError(f"ltdask.partition-bytes must be positive, got {value}")
     return value
+
+
+def view_chunk_partitions() -> int:
+    return max(1, int(dask.config.get("ltdask.view-chunk-partitions")))
 
 
 def min_partitions() -> int:

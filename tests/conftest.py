@@ -26,6 +26,11 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ltdask"))
 
+# to_dask() chunks are the partitions in the tests, so that tiny scans cut into small
+# partitions exercise chunk boundaries (the default joins views into larger chunks;
+# tests/io/test_raw.py::test_view_chunks_join_partitions checks that)
+dask.config.set({"ltdask.view-chunk-partitions": 1})
+
 
 SCHEDULERS = [
     pytest.param("sync", id="sync"),

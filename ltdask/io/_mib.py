@@ -357,6 +357,12 @@ def files_for_headers(headers: Sequence[MibHeader], geom: MibGeometry) -> list[F
                 f"{geom.data_bytes} pixel bytes for {h.pixel_type} {h.width} x {h.height}"
                 f"{'' if h.counter_depth is None else f', {h.counter_depth}-bit'}); "
                 f"{rest} bytes left over after {n} frames"
+                + (
+                    f"; to read the {n} whole frames of an interrupted acquisition, copy the "
+                    f"first {n * stride} bytes to a new file"
+                    if n
+                    else ""
+                )
             )
         with open(h.path, "rb") as f:
             f.seek((n - 1) * stride)

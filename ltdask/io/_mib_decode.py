@@ -212,7 +212,7 @@ def _px(src, start, p, field_bits):
 @numba.njit(nogil=True, cache=True, inline="always")
 def _f12(x, k):
     """Field `k` (0..3) of a 16-bit-field word: the stored big-endian u16 at bytes 6-2k."""
-    return ((x >> (40 - 16 * k)) & 0xFF00) | ((x >> (56 - 16 * k)) & 0xFF)
+    return (((x >> (48 - 16 * k)) & 0xFF) << 8) | ((x >> (56 - 16 * k)) & 0xFF)
 
 
 @numba.njit(nogil=True, cache=True, inline="always")

@@ -16,8 +16,6 @@ from ltdask.io.tiling import Negotiator, TilingPreferences, TilingScheme
 
 #: bytes of raw data a signal slice should at least hold (LiberTEM's rule of thumb)
 MIN_SIG_BYTES = 4 * 4096
-#: partitions per ``to_dask`` chunk where chunks are views of the files
-VIEW_CHUNK_FACTOR = 4
 
 
 def default_dims(nav_dims: int, sig_dims: int) -> tuple[str, ...]:
@@ -194,12 +192,12 @@ class DataSet:
 
     def dask_nav_chunks(self, dtype) -> tuple[tuple[int, ...], ...]:
         """Nav chunks of :meth:`to_dask`: the partitions, or, where chunks are views of the
-        page cache (which cost no memory), blocks of ``VIEW_CHUNK_FACTOR`` partitions:
-        fewer, larger tasks make dask reductions faster."""
+        page cache (which cost no memory), blocks of ``ltdask.view-chunk-partitions``
+        partitions: fewer, larger tasks make dask reductions faster."""
         if not self.hands_out_views(dtype):
             return self.nav_chunks
         frame_bytes = math.prod(self.sig_shape) * max(4, self.dtype.itemsize)
-        target = VIEW_CHUNK_FACTOR * _config.partition_bytes() // frame_bytes
+        target = _config.view_chunk_partitions() * _config.partition_bytes() // frame_bytes
         target = min(max(1, target), max(1, self.num_frames // _config.min_partitions()))
         return nav_grid(self.nav_shape, frame_bytes, target_frames=target)
 

@@ -28,29 +28,55 @@ def decode_plain(src, file_idx, ranges, proto, out):
             dest[k] = values[k]
 
 
-@numba.njit(nogil=True, cache=True)
-def decode_swapped(src, file_idx, ranges, proto, unit, out):
-    """Like `decode_plain` for data stored with the other byte order.
+@numba.njit(nogil=True, cache=True, inline="always")
+def _swap2(x):
+    return ((x >> 8) | (x << 8)) & 0xFFFF
 
-    `unit` is the byte-swap width: the itemsize, or half of it for complex numbers.
-    """
-    max_len = 0
-    for i in range(ranges.shape[0]):
-        max_len = max(max_len, ranges[i, 2] - ranges[i, 1])
-    scratch = np.empty(max_len, dtype=np.uint8)
-    for i in range(ranges.shape[0]):
-        start = ranges[i, 1]
-        stop = ranges[i, 2]
-        if ranges[i, 0] != file_idx or start == stop:
-            continue
-        n = stop - start
-        for w in range(0, n, unit):
-            for j in range(unit):
-                scratch[w + j] = src[start + w + unit - 1 - j]
-        values = scratch[:n].view(proto.dtype)
-        dest = out[ranges[i, 3] : ranges[i, 3] + values.shape[0]]
-        for k in range(values.shape[0]):
-            dest[k] = values[k]
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _swap4(x):
+    return (
+        ((x >> 24) & 0xFF) | ((x >> 8) & 0xFF00) | ((x << 8) & 0xFF0000) | ((x << 24) & 0xFF000000)
+    )
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _swap8(x):
+    return (_swap4(x & 0xFFFFFFFF) << 32) | _swap4((x >> 32) & 0xFFFFFFFF)
+
+
+def _make_swapped(swap):
+    def kernel(src, file_idx, ranges, uproto, proto, out):
+        max_len = 0
+        for i in range(ranges.shape[0]):
+            max_len = max(max_len, ranges[i, 2] - ranges[i, 1])
+        scratch = np.empty(max_len // uproto.itemsize, dtype=uproto.dtype)
+        for i in range(ranges.shape[0]):
+            start = ranges[i, 1]
+            stop = ranges[i, 2]
+            if ranges[i, 0] != file_idx or start == stop:
+                continue
+            raw = src[start:stop].view(uproto.dtype)
+            swapped = scratch[: raw.shape[0]]
+            for k in range(raw.shape[0]):
+                swapped[k] = swap(raw[k])
+            values = swapped.view(proto.dtype)
+            dest = out[ranges[i, 3] : ranges[i, 3] + values.shape[0]]
+            for k in range(values.shape[0]):
+                dest[k] = values[k]
+
+    return kernel
+
+
+# one module-level kernel per swap width, so that numba caches each (see the module doc)
+decode_swapped2 = numba.njit(nogil=True, cache=True)(_make_swapped(_swap2))
+decode_swapped4 = numba.njit(nogil=True, cache=True)(_make_swapped(_swap4))
+decode_swapped8 = numba.njit(nogil=True, cache=True)(_make_swapped(_swap8))
+_SWAPPED = {
+    2: (decode_swapped2, np.uint16),
+    4: (decode_swapped4, np.uint32),
+    8: (decode_swapped8, np.uint64),
+}
 
 
 class Decoder:
@@ -91,7 +117,8 @@ class Decoder:
 
     def _decode_file(self, src, file_idx, ranges, out):
         if self._swapped:
-            decode_swapped(src, file_idx, ranges, self._proto, self._unit, out)
+            kernel, utype = _SWAPPED[self._unit]
+            kernel(src, file_idx, ranges, np.empty(0, utype), self._proto, out)
         else:
             decode_plain(src, file_idx, ranges, self._proto, out)
 

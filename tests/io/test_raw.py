@@ -432,3 +432,25 @@ def test_graph_for_a_million_frames(tmp_path):
     assert len(arr.__dask_graph__()) == arr.npartitions
     assert arr.chunks[:2] == ((4,) * 256, (1024,))
     assert int(arr[1000, 5].sum().compute()) == 0
+
+
+def test_view_chunks_join_partitions(tmp_path):
+    """Chunks that are views of the files join several partitions (fewer, larger tasks);
+    chunks that need decoding stay one partition each."""
+    data = np.arange(16 * 6 * 4 * 4, dtype=np.float32).reshape(16, 6, 4, 4)
+    path = tmp_path / "scan.raw"
+    data.tofile(path)
+    config = {
+        "ltdask.partition-bytes": 6 * 16 * 4,
+        "ltdask.min-partitions": 1,
+        "ltdask.view-chunk-partitions": 4,
+    }
+    with dask.config.set(config):
+        ds = ltdask.open_raw(path, nav_shape=(16, 6), sig_shape=(4, 4), dtype="float32")
+        assert len(ds.get_partitions()) == 16
+        views = ds.to_dask()
+        decoded = ds.to_dask(dtype="float64")
+    assert views.chunks[0] == (4, 4, 4, 4)
+    assert decoded.chunks[0] == (1,) * 16
+    np.testing.assert_array_equal(views.compute(), data)
+    np.testing.assert_array_equal(decoded.compute(), data)
