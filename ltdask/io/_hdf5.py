@@ -31,7 +31,7 @@ from ltdask.io.chunked import ChunkedArrayDataSet, check_sig_dims
 from ltdask.io.dataset import check_dtype, check_shape
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
-from ltdask.io.fileset import File, FileSet, MappedFiles, map_file
+from ltdask.io.fileset import File, FileSet, MappedFiles
 
 #: at most this many runs of frames make a straight-read file set (more: read via h5py)
 MAX_RUNS = 8192
@@ -200,6 +200,13 @@ class SharedFileSet(FileSet):
     def open(self) -> MappedFiles:
         return SharedMappedFiles(self)
 
+    def bytes_needed(self) -> np.ndarray:
+        """Per entry, the bytes its file needs for the frames of every entry in it."""
+        needed = super().bytes_needed()
+        per_file = np.zeros(len(self.files), dtype=np.int64)
+        np.maximum.at(per_file, self.canonical, needed)
+        return per_file[self.canonical]
+
     def __dask_tokenize__(self):
         stats = []
         for path in dict.fromkeys(f.path for f in self.files):
@@ -218,12 +225,10 @@ class SharedFileSet(FileSet):
 
 
 class SharedMappedFiles(MappedFiles):
+    """One memory map per distinct file of a `SharedFileSet`."""
+
     def __getitem__(self, idx: int) -> np.ndarray:
-        idx = int(self._fileset.canonical[int(idx)])
-        buf = self._maps.get(idx)
-        if buf is None:
-            buf = self._maps[idx] = map_file(self._fileset.files[idx].path)
-        return buf
+        return super().__getitem__(int(self._fileset.canonical[int(idx)]))
 
 
 class HDF5MappedDataSet(FileDataSet):
@@ -311,7 +316,12 @@ class HDF5DataSet(ChunkedArrayDataSet):
             dset = f[self.key]
 
             def read(index, out):
-                dset.read_direct(out, source_sel=index)
+                try:
+                    dset.read_direct(out, source_sel=index)
+                except OSError as e:  # a damaged chunk, a failing filter
+                    raise DataSetError(
+                        f"cannot read {self.path!r} dataset {self.key!r} at {index}: {e}"
+                    ) from e
 
             yield read
 

@@ -25,8 +25,12 @@ def read_npy_header(path: str) -> tuple[tuple[int, ...], np.dtype, int]:
                 shape, fortran, dtype = fmt.read_array_header_1_0(f)
             else:
                 shape, fortran, dtype = fmt.read_array_header_2_0(f)
-        except ValueError as e:
-            raise DataSetError(f"{path!r} is not a valid .npy file: {e}") from None
+        except Exception as e:
+            # numpy's parser lets more than ValueError escape from malformed headers
+            # (tokenize.TokenError, IndexError, TypeError for odd 'descr' values...)
+            raise DataSetError(
+                f"{path!r} is not a valid .npy file: {type(e).__name__}: {e}"
+            ) from None
         offset = f.tell()
     if fortran:
         raise DataSetError(f"{path!r} stores a Fortran-ordered array; expected C order")

@@ -265,11 +265,20 @@ class RawCSRDataSet(DataSet):
     # -- reading (in tasks) -----------------------------------------------------------------
     def _arrays(self):
         f = self.files
-        return (
+        arrays = (
             _view(f.indptr, f.indptr_dtype),
             _view(f.indices, f.indices_dtype),
             _view(f.data, f.data_dtype),
         )
+        # the kernels trust the row pointers: files that shrank since opening must not be read
+        need = (self.image_count + 1, self.nnz, self.nnz)
+        for name, arr, n in zip((f.indptr, f.indices, f.data), arrays, need, strict=True):
+            if arr.size < n:
+                raise DataSetError(
+                    f"{name!r} holds {arr.size} items, but the dataset was opened with {n}; "
+                    "was the file truncated or replaced since? Open it again"
+                )
+        return arrays
 
     def _rows(self, arrays, frames: np.ndarray):
         """``(starts, stops, indices, values)`` for present `frames`: native arrays that
@@ -277,6 +286,15 @@ class RawCSRDataSet(DataSet):
         indptr, indices, values = arrays
         starts = indptr[frames].astype(np.int64)
         stops = indptr[frames + 1].astype(np.int64)
+        # the kernels trust the row pointers: damaged ones would read outside the files
+        bad = (starts > stops) | (starts < 0) | (stops > self.nnz)
+        if bad.any():
+            frame = int(frames[np.argmax(bad)])
+            raise DataSetError(
+                f"{self.files.indptr!r}: the row pointers of frame {frame} run from "
+                f"{int(indptr[frame])} to {int(indptr[frame + 1])}; expected "
+                f"0 <= start <= stop <= {self.nnz} (the file is damaged)"
+            )
         lo = int(starts.min()) if starts.size else 0
         hi = int(stops.max()) if stops.size else 0
         indices = indices[lo:hi]

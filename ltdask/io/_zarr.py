@@ -153,7 +153,15 @@ class ZarrDataSet(ChunkedArrayDataSet):
         arr = self.open_array()
 
         def read(index, out):
-            arr.get_basic_selection(index, out=NDBuffer.from_numpy_array(out))
+            try:
+                arr.get_basic_selection(index, out=NDBuffer.from_numpy_array(out))
+            except MemoryError:
+                raise
+            except Exception as e:  # codecs raise RuntimeError, ValueError, zlib.error...
+                raise DataSetError(
+                    f"cannot read {self.path} at {index}: {type(e).__name__}: {e} "
+                    "(a damaged or truncated chunk?)"
+                ) from e
 
         yield read
 
@@ -231,7 +239,9 @@ def open_zarr(
     import zarr
 
     if not isinstance(sig_dims, (int, np.integer)) or sig_dims < 1:
-        raise DataSetError(f"open_zarr: sig_dims={sig_dims!r} must be a positive integer")
+        raise DataSetError(
+            f"open_zarr({store!s}): sig_dims={sig_dims!r} must be a positive integer"
+        )
     if isinstance(store, zarr.Array):
         array = store
         where = repr(f"{array.store}/{array.path}".rstrip("/"))

@@ -203,13 +203,6 @@ class ChunkedArrayDataSet(DataSet):
         chunk_sig = self.read_chunks[-sig_dims:]
         return tuple(min(c, s) for c, s in zip(chunk_sig, self.sig_shape, strict=True))
 
-    def get_min_sig_size(self) -> int:
-        # tiles cut across chunks would decompress each chunk once per tile, so never
-        # grow them beyond whole chunks just to reach a minimum size
-        if self.read_chunks is None:
-            return super().get_min_sig_size()
-        return math.prod(self.get_base_shape())
-
     def get_nav_alignment(self) -> tuple[int, ...] | None:
         """Nav shape of the chunks (or shards) partitions start on; None if the scan's nav
         positions are not the stored array's (``nav_shape`` or ``sync_offset`` given)."""

@@ -120,6 +120,21 @@ class FileSet:
         )
         return view.reshape((n, *self.sig_shape))
 
+    def bytes_needed(self) -> np.ndarray:
+        """The size each entry of `files` needs for its frames (a file that shrank after
+        opening must not be read past its end: that reads other memory or crashes)."""
+        t = self.table
+        n = t[:, 1] - t[:, 0]
+        last_frame_end = self.frame_header_bytes + self.frame_bytes
+        needed = t[:, 2] + np.maximum(n - 1, 0) * self.frame_stride + (n > 0) * last_frame_end
+        paths = [f.path for f in self.files]
+        if len(set(paths)) < len(paths):  # runs in one file (HDF5 chunks): the furthest counts
+            furthest: dict[str, int] = {}
+            for path, end in zip(paths, needed.tolist(), strict=True):
+                furthest[path] = max(furthest.get(path, 0), end)
+            needed = np.array([furthest[path] for path in paths], dtype=np.int64)
+        return needed
+
     def open(self) -> MappedFiles:
         return MappedFiles(self)
 
@@ -149,20 +164,33 @@ class MappedFiles:
     def __init__(self, fileset: FileSet):
         self._fileset = fileset
         self._maps: dict[int, np.ndarray] = {}
+        self._needed: np.ndarray | None = None
 
     def __getitem__(self, idx: int) -> np.ndarray:
         idx = int(idx)
         buf = self._maps.get(idx)
         if buf is None:
-            buf = self._maps[idx] = map_file(self._fileset.files[idx].path)
+            if self._needed is None:
+                self._needed = self._fileset.bytes_needed()
+            path = self._fileset.files[idx].path
+            buf = self._maps[idx] = map_file(path, int(self._needed[idx]))
         return buf
 
 
-def map_file(path: str) -> np.ndarray:
-    """The whole file as a read-only uint8 array backed by a memory map."""
+def map_file(path: str, min_bytes: int = 0) -> np.ndarray:
+    """The whole file as a read-only uint8 array backed by a memory map.
+
+    Raises a `DataSetError` if the file now has fewer than `min_bytes` bytes (it was
+    truncated or replaced after the dataset was opened).
+    """
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
+            if size < min_bytes:
+                raise DataSetError(
+                    f"{path!r} has {size} bytes, but the dataset was opened with frames up to "
+                    f"byte {min_bytes}; was the file truncated or replaced since? Open it again"
+                )
             if size == 0:
                 return np.empty(0, dtype=np.uint8)
             mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)

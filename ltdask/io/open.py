@@ -177,15 +177,19 @@ def open_dataset(path, /, format: str | None = None, **kwargs) -> DataSet:
 
     Examples
     --------
-    >>> import numpy as np, ltdask, tempfile, os
+    >>> import numpy as np, tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "scan.npy")
     >>> np.save(path, np.zeros((2, 3, 4, 5), dtype=np.float32))
-    >>> ltdask.open(path)
-    <NpyDataSet ...: nav (2, 3), sig (4, 5), float32>
+    >>> ds = open_dataset(path)  # ltdask.open(path)
+    >>> type(ds).__name__, ds.nav_shape, ds.sig_shape
+    ('NpyDataSet', (2, 3), (4, 5))
     """
     fmt = format if format is not None else detect_format(path, kwargs)
     if fmt not in FORMATS:
-        raise DataSetError(f"format={fmt!r} is not known; supported: {', '.join(FORMATS)}")
+        where = os.fspath(path) if isinstance(path, (str, os.PathLike)) else path
+        raise DataSetError(
+            f"{where!r}: format={fmt!r} is not known; supported: {', '.join(FORMATS)}"
+        )
     if fmt == "zarr" and "key" in kwargs:
         if "path" in kwargs:
             raise TypeError("ltdask.open: give a Zarr array's path as path= or key=, not both")

@@ -117,6 +117,9 @@ def dot_masks(tile, masks, out):
     """
     n, px = tile.shape
     nm = masks.shape[0]
+    # zero in the product's dtype, not from the data: a NaN or inf first pixel of one
+    # frame must not turn its neighbour's sums into NaN
+    z = np.zeros(1, dtype=tile.dtype)[0] * np.zeros(1, dtype=masks.dtype)[0]
     for i0 in range(0, n, 2):
         two = i0 + 1 < n
         a = tile[i0]
@@ -126,7 +129,6 @@ def dot_masks(tile, masks, out):
             k1 = masks[min(m0 + 1, nm - 1)]
             k2 = masks[min(m0 + 2, nm - 1)]
             k3 = masks[min(m0 + 3, nm - 1)]
-            z = a[0] * k0[0] - a[0] * k0[0]  # zero in the product's dtype
             s00 = s01 = s02 = s03 = z
             s10 = s11 = s12 = s13 = z
             for j in range(px):

@@ -1,0 +1,218 @@
+"""Every dataset format, written from a known numpy array by the format's own writer.
+
+``FORMATS`` is the table the conformance tests run through: adding a format is one
+``Format(...)`` line (plus its writer). Writers use the format's own library (numpy, h5py,
+zarr, scipy for CSR); nothing here reads data back through ltdask.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse
+
+import ltdask
+from ltdask.io._hdf5 import open_hdf5
+from ltdask.io._raw_csr import open_raw_csr
+from ltdask.io._zarr import open_zarr
+
+#: odd shapes: they divide into no partition, chunk or tile size used below
+NAV = (5, 7)
+SIG = (9, 11)
+
+
+def make_data(dtype, sparse: bool = False, seed: int = 0, nav=NAV, sig=SIG) -> np.ndarray:
+    """A scan of values that `dtype` holds exactly; mostly zeros if `sparse`."""
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    shape = (*nav, *sig)
+    if dt.kind in "iu":
+        values = rng.integers(0, min(np.iinfo(dt).max, 4000), size=shape, endpoint=True)
+    else:
+        values = np.round(rng.standard_normal(shape) * 100, 2)
+    if sparse:
+        values = np.where(rng.random(shape) < 0.08, values, 0)
+    return values.astype(dt)
+
+
+# -- writers: (folder, data) -> (what to open, keywords for the opener) --------------------
+def write_raw(folder: Path, data):
+    path = folder / "scan.raw"
+    data.tofile(path)
+    return path, dict(nav_shape=data.shape[:2], sig_shape=data.shape[2:], dtype=data.dtype)
+
+
+def write_npy(folder: Path, data):
+    path = folder / "scan.npy"
+    np.save(path, data)
+    return path, {}
+
+
+def write_hdf5(folder: Path, data, **create):
+    import h5py
+
+    path = folder / "scan.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("entry/data", data=data, **create)
+        f.create_dataset("entry/dark", data=np.zeros(data.shape[2:], data.dtype))
+    return path, dict(key="entry/data")
+
+
+def write_zarr(folder: Path, data, **create):
+    import zarr
+
+    path = folder / "scan.zarr"
+    z = zarr.create_array(str(path), shape=data.shape, dtype=data.dtype, **create)
+    z[...] = data
+    return path, {}
+
+
+def write_raw_csr(
+    folder: Path,
+    data,
+    indptr_dtype="<i8",
+    indices_dtype="<i4",
+    sync_offset: int | None = None,
+    name: str = "scan",
+):
+    """LiberTEM's raw_csr layout: three raw files and a TOML descriptor, written by hand."""
+    frames = int(np.prod(data.shape[:2]))
+    native = data.astype(data.dtype.newbyteorder("="))  # scipy.sparse needs native dtypes
+    csr = scipy.sparse.csr_matrix(native.reshape(frames, -1))
+    files = {}
+    for part, arr, dtype in (
+        ("indptr", csr.indptr, indptr_dtype),
+        ("indices", csr.indices, indices_dtype),
+        ("data", csr.data, data.dtype.str),
+    ):
+        files[part] = f"{name}_{part}.raw"
+        np.asarray(arr).astype(dtype).tofile(folder / files[part])
+    extra = "" if sync_offset is None else f"sync_offset = {sync_offset}\n"
+    toml = (
+        "[params]\n"
+        'filetype = "raw_csr"\n'
+        f"nav_shape = {list(data.shape[:2])}\n"
+        f"sig_shape = {list(data.shape[2:])}\n"
+        f"{extra}"
+        "\n[raw_csr]\n"
+        f'indptr_file = "{files["indptr"]}"\n'
+        f'indptr_dtype = "{np.dtype(indptr_dtype).str}"\n'
+        f'indices_file = "{files["indices"]}"\n'
+        f'indices_dtype = "{np.dtype(indices_dtype).str}"\n'
+        f'data_file = "{files["data"]}"\n'
+        f'data_dtype = "{data.dtype.str}"\n'
+    )
+    path = folder / f"{name}.toml"
+    path.write_text(toml)
+    return path, {}
+
+
+def _in_memory(folder, data):
+    return data, {}
+
+
+def _in_dask(folder, data):
+    return da.from_array(data, chunks=(2, 3, 5, 11)), {}
+
+
+@dataclass(frozen=True)
+class Format:
+    """One dataset format: how to write a scan and open it again."""
+
+    id: str
+    dtype: str
+    write: Callable
+    opener: Callable
+    sparse: bool = False
+    #: lives in memory: nothing to open with ltdask.open or xarray
+    in_memory: bool = False
+    #: keywords for the writer
+    create: dict | None = None
+    #: frame shape, where the format needs another than ``SIG``
+    sig: tuple[int, ...] = SIG
+
+    def data(self, seed: int = 0) -> np.ndarray:
+        return make_data(self.dtype, sparse=self.sparse, seed=seed, sig=self.sig)
+
+    def write_to(self, folder: Path, data):
+        return self.write(folder, data, **(self.create or {}))
+
+    def open(self, folder: Path, data=None):
+        """``(dataset, truth)``: the scan written to `folder` and opened again."""
+        data = self.data() if data is None else data
+        target, kwargs = self.write_to(folder, data)
+        return self.opener(target, **kwargs), data
+
+
+FORMATS = [
+    Format("raw", "<u2", write_raw, ltdask.open_raw),
+    Format("npy", "<f4", write_npy, ltdask.open_npy),
+    Format("memory-numpy", "<f8", _in_memory, ltdask.from_array, in_memory=True),
+    Format("memory-dask", "<i4", _in_dask, ltdask.from_array, in_memory=True),
+    Format(
+        "hdf5-chunked-gzip",
+        "<u2",
+        write_hdf5,
+        open_hdf5,
+        create=dict(chunks=(2, 3, 4, 6), compression="gzip", shuffle=True),
+    ),
+    Format("hdf5-contiguous-bigendian", ">u2", write_hdf5, open_hdf5),
+    Format("hdf5-chunked-frames", "<f4", write_hdf5, open_hdf5, create=dict(chunks=(1, 3, 9, 11))),
+    Format(
+        "zarr-v2", "<i4", write_zarr, open_zarr, create=dict(chunks=(2, 3, 4, 6), zarr_format=2)
+    ),
+    Format("zarr-v3", "<f4", write_zarr, open_zarr, create=dict(chunks=(2, 3, 4, 6))),
+    Format(
+        "zarr-v3-sharded",
+        "<u2",
+        write_zarr,
+        open_zarr,
+        create=dict(chunks=(1, 3, 3, 11), shards=(2, 6, 9, 11)),
+    ),
+    Format("raw-csr", "<f4", write_raw_csr, open_raw_csr, sparse=True),
+]
+
+
+def write_mib(folder: Path, data, raw: bool = False, depth: int = 12):
+    """Merlin ``.mib`` + ``.hdr`` through the MIB tests' own writer (``tests/mibfiles.py``)."""
+    from mibfiles import write_hdr
+    from mibfiles import write_mib as write_frames
+
+    frames = data.reshape(-1, *data.shape[2:])
+    path = folder / "scan.mib"
+    write_frames(path, frames, depth=depth, raw=raw)
+    write_hdr(folder / "scan.hdr", len(frames), depth=depth, scan=data.shape[:2])
+    return path, {}
+
+
+def _mib_formats() -> list[Format]:
+    """MIB joins the table once ``ltdask.io._mib`` and ``tests/mibfiles.py`` exist."""
+    if importlib.util.find_spec("ltdask.io._mib") is None:
+        return []
+    try:
+        import mibfiles  # noqa: F401
+    except ImportError:
+        return []
+    from ltdask.io._mib import open_mib
+
+    return [
+        Format("mib-u16", ">u2", write_mib, open_mib),
+        # raw mode packs 4 pixels per 64-bit word: rows of a multiple of 4 pixels
+        Format("mib-raw-r12", ">u2", write_mib, open_mib, create=dict(raw=True), sig=(9, 12)),
+    ]
+
+
+FORMATS += _mib_formats()
+
+HAVE_H5PY = importlib.util.find_spec("h5py") is not None
+if not HAVE_H5PY:  # h5py is an optional dependency of ltdask
+    FORMATS = [f for f in FORMATS if f.opener is not open_hdf5]
+
+FORMAT_PARAMS = [pytest.param(f, id=f.id) for f in FORMATS]
+FILE_FORMAT_PARAMS = [pytest.param(f, id=f.id) for f in FORMATS if not f.in_memory]
