@@ -113,14 +113,23 @@ class Context:
         return cls()
 
     def load(self, filetype: str, *args, **kwargs):
-        """Open a dataset: ``"raw"``, ``"npy"``, ``"memory"``, ``"dask"`` (or ``"auto"``)."""
+        """Open a dataset: ``"raw"``, ``"npy"``, ``"hdf5"``, ``"zarr"``, ``"raw_csr"``,
+        ``"mib"``, ``"memory"``, ``"dask"`` or ``"auto"`` (by file contents)."""
         for key in _IGNORED_LOAD_KEYS:
             kwargs.pop(key, None)
         kind = filetype.lower()
-        if kind == "raw":
-            return ltdask.open_raw(*args, **kwargs)
-        if kind == "npy":
-            return ltdask.open_npy(*args, **kwargs)
+        openers = {
+            "raw": ltdask.open_raw,
+            "npy": ltdask.open_npy,
+            "hdf5": ltdask.open_hdf5,
+            "h5": ltdask.open_hdf5,
+            "zarr": ltdask.open_zarr,
+            "raw_csr": ltdask.open_raw_csr,
+            "mib": ltdask.open_mib,
+            "auto": ltdask.open,
+        }
+        if kind in openers:
+            return openers[kind](*args, **kwargs)
         if kind in ("memory", "dask"):
             data = kwargs.pop("data", args[0] if args else None)
             if data is None:
@@ -128,8 +137,6 @@ class Context:
                 data = np.zeros(shape, dtype=kwargs.pop("dtype", np.float32))
             sig_dims = kwargs.pop("sig_dims", 2)
             return ltdask.from_array(data, sig_dims=sig_dims, **kwargs)
-        if kind == "auto" and hasattr(ltdask, "open"):
-            return ltdask.open(*args, **kwargs)
         raise DataSetError(f"Context.load: unknown or unsupported file type {filetype!r}")
 
     def run_udf(self, dataset, udf, roi=None, progress: bool = False, **kwargs):
