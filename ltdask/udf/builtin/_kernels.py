@@ -27,44 +27,51 @@ def sum_pixels(tile, out):
 
 
 @numba.njit(nogil=True, cache=True, fastmath=_FAST)
-def moments(tile, count, mean, m2, scratch):
+def moments(tile, count, mean, m2, shift):
     """Merge a tile's per-pixel count / mean / centred sum of squares into running ones.
 
-    Per block of pixels, two passes over the tile's values (which stay in L2 between
-    them): their mean, then the squares centred on it; the block's statistics join the
-    running ones by Chan et al.'s formula. Exact for data with a large mean, unlike sums
-    of squares. Returns the new count.
+    One pass over the tile: sums of ``d = x - shift`` and ``d * d`` in float64, where
+    ``shift`` (float64: the running mean, or the first frame) is close to the data, so no
+    precision is lost to a large mean, unlike plain sums of squares; the tile's statistics
+    join the running ones by Chan et al.'s formula. ``shift`` is updated to the new mean.
+    Returns the new count.
     """
     n = tile.shape[0]
     if n == 0:
         return count
     px = tile.shape[1]
+    if count == 0:
+        first = tile[0]
+        for j in range(px):
+            shift[j] = first[j]
     total = count + n
-    inv = 1.0 / n
     w = count * n / total
     frac = n / total
+    inv = 1.0 / n
+    s1 = np.empty(BLOCK)
+    s2 = np.empty(BLOCK)
     for j0 in range(0, px, BLOCK):
         j1 = min(px, j0 + BLOCK)
-        s = scratch[: j1 - j0]
+        k_ = shift[j0:j1]
+        a = s1[: j1 - j0]
+        b = s2[: j1 - j0]
+        for k in range(a.shape[0]):
+            a[k] = 0.0
+            b[k] = 0.0
+        for i in range(n):
+            row = tile[i][j0:j1]
+            for k in range(a.shape[0]):
+                d = np.float64(row[k]) - k_[k]
+                a[k] += d
+                b[k] += d * d
         mu = mean[j0:j1]
         q = m2[j0:j1]
-        for k in range(s.shape[0]):
-            s[k] = 0.0
-        for i in range(n):
-            row = tile[i][j0:j1]
-            for k in range(s.shape[0]):
-                s[k] += row[k]
-        for k in range(s.shape[0]):
-            s[k] *= inv
-        for i in range(n):
-            row = tile[i][j0:j1]
-            for k in range(s.shape[0]):
-                d = row[k] - s[k]
-                q[k] += d * d
-        for k in range(s.shape[0]):
-            delta = s[k] - mu[k]
-            q[k] += delta * delta * w
+        for k in range(a.shape[0]):
+            tile_mean = k_[k] + a[k] * inv
+            delta = tile_mean - mu[k]
+            q[k] += b[k] - a[k] * a[k] * inv + delta * delta * w
             mu[k] += delta * frac
+            k_[k] = mu[k]
     return total
 
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from ltdask.exceptions import UDFError
 from ltdask.udf.base import UDF
-from ltdask.udf.builtin._kernels import BLOCK, c_frames, moments
+from ltdask.udf.builtin._kernels import c_frames, moments
 
 
 def _np_moments(tile, count, mean, m2):
@@ -28,8 +28,8 @@ class StdDevUDF(UDF):
 
     Results: ``sum``, ``mean``, ``var`` (population variance), ``std`` (signal-shaped),
     ``varsum`` (sum of squared deviations from the mean) and ``num_frames``. Each tile is
-    reduced exactly (mean, then squares centred on it) and merged with Chan's formula, so
-    data with a large mean loses no precision.
+    reduced in one pass around a shift close to the mean (the running mean) and merged
+    with Chan's formula, so data with a large mean loses no precision.
 
     Parameters
     ----------
@@ -78,7 +78,8 @@ class StdDevUDF(UDF):
         complex_ = np.iscomplexobj(tile)
         if stats is None:
             mdt = np.complex128 if complex_ else np.float64
-            stats = [0, np.zeros(px, mdt), np.zeros(px), np.zeros(BLOCK)]
+            # count, mean, centred sum of squares, shift (see the `moments` kernel)
+            stats = [0, np.zeros(px, mdt), np.zeros(px), np.zeros(px)]
             self.task_data.stats[idx] = stats
         for _, piece in c_frames(tile):
             if complex_:
