@@ -42,7 +42,14 @@ def scheduler_context(scheduler: str, workers: int | None):
         ):
             yield client
         return
-    with Client(scheduler) as client:
+    try:
+        client = Client(scheduler, timeout="10s")
+    except (OSError, ValueError, TypeError) as e:
+        raise click.ClickException(
+            f"--scheduler {scheduler!r}: not threads, processes, sync or distributed, and no "
+            f"scheduler answers at that address ({e})"
+        ) from None
+    with client:
         yield client
 
 
@@ -191,12 +198,16 @@ def convert(
     with _run_context(ctx):
         try:
             ds.to_zarr(output, dtype=out_dtype, mode="w" if overwrite else "w-", progress=progress)
-        except FileExistsError as e:
-            raise click.ClickException(str(e)) from None
+        except FileExistsError:
+            raise click.ClickException(_exists(output)) from None
     click.echo(
         f"wrote {output}: {ds.shape.to_tuple()} {out_dtype or ds.dtype} "
         f"in {time.perf_counter() - t0:.1f} s"
     )
+
+
+def _exists(path: str) -> str:
+    return f"{path} already exists; pass --overwrite to replace it, or choose another path"
 
 
 def _value(text: str):
@@ -237,7 +248,18 @@ def parse_roi(spec: str | None, nav_shape):
     if spec is None:
         return None
     if os.path.exists(spec):
-        return np.load(spec).astype(bool)
+        try:
+            roi = np.load(spec)
+        except (OSError, ValueError):
+            raise click.BadParameter(f"--roi {spec!r}: not a .npy file of booleans") from None
+        if roi.shape != tuple(nav_shape) and roi.shape != (int(np.prod(nav_shape)),):
+            raise click.BadParameter(
+                f"--roi {spec!r}: an array of shape {roi.shape}; expected the nav shape "
+                f"{tuple(nav_shape)}"
+            )
+        return roi.astype(bool)
+    if spec.lower().endswith(".npy"):
+        raise click.BadParameter(f"--roi {spec!r}: no such file")
     roi = np.zeros(nav_shape, dtype=bool)
     try:
         index = tuple(
@@ -285,14 +307,18 @@ def run(
             raise click.BadParameter(f"--param {p!r}: expected key=value")
         k, v = p.split("=", 1)
         params[k.strip()] = _value(v.strip())
-    udf = make_udf(udf_name, params, ds.sig_shape)
+    try:
+        udf = make_udf(udf_name, params, ds.sig_shape)
+    except (TypeError, ValueError) as e:
+        raise click.BadParameter(f"--param for {udf_name}: {e}") from None
+    roi_mask = parse_roi(roi, ds.nav_shape)
     t0 = time.perf_counter()
     with _run_context(ctx):
         try:
-            lazy = udf.lazy(ds, roi=parse_roi(roi, ds.nav_shape))
+            lazy = udf.lazy(ds, roi=roi_mask)
             ltdask.to_zarr(lazy, out, mode="w" if overwrite else "w-", progress=progress)
-        except FileExistsError as e:
-            raise click.ClickException(str(e)) from None
+        except FileExistsError:
+            raise click.ClickException(_exists(out)) from None
         except (ltdask.UDFError, TypeError, ValueError) as e:
             raise click.ClickException(f"{type(udf).__name__}: {e}") from None
     click.echo(f"wrote {out}: {', '.join(lazy.data_vars)} in {time.perf_counter() - t0:.1f} s")

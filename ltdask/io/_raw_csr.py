@@ -146,7 +146,7 @@ def read_descriptor(path: str) -> tuple[dict, CSRFiles]:
         value = section[f"{part}_dtype"]
         try:
             dt = np.dtype(value)
-        except TypeError:
+        except (TypeError, ValueError):
             raise DataSetError(f"{path!r}: {part}_dtype = {value!r} is not a numpy dtype") from None
         if part != "data" and dt.kind not in "iu":
             raise DataSetError(

@@ -52,7 +52,7 @@ def check_shape(value, what: str, where: str) -> tuple[int, ...]:
 def check_dtype(value, where: str) -> np.dtype:
     try:
         dt = np.dtype(value)
-    except TypeError as e:
+    except (TypeError, ValueError) as e:  # ValueError for e.g. "0\x1b"
         raise DataSetError(f"{where}: dtype={value!r} is not a numpy dtype ({e})") from None
     if dt.kind not in "biufc" or dt.fields is not None or dt.subdtype is not None:
         raise DataSetError(

@@ -9,6 +9,7 @@ import numpy as np
 import ltdask
 from ltdask.io.dataset import DataSet
 from ltdask.udf.base import UDF
+from ltdask.udf.buffers import filled as filled_buffer
 from ltdask.udf.graph import Run
 
 
@@ -188,8 +189,15 @@ def _partial_datasets(run: Run, cells: np.ndarray, done: np.ndarray):
         if done[i]:
             filled[i] = cells[i]
         else:
+            # not processed yet: nav values are fill values (NaN for floats), as outside
+            # the ROI; their valid masks are False
             filled[i] = [
-                {k: s.allocate(run.counts[i], run.sig_shape) for k, s in run._stored(u).items()}
+                {
+                    k: filled_buffer(s.shape(run.counts[i], run.sig_shape), s.dtype)
+                    if s.kind == "nav"
+                    else s.allocate(run.counts[i], run.sig_shape)
+                    for k, s in run._stored(u).items()
+                }
                 for u in range(len(run.udfs))
             ]
     wrapped = np.empty(len(cells), dtype=object)
