@@ -84,7 +84,9 @@ def ring_masks(n: int) -> np.ndarray:
     y, x = np.mgrid[: SIG[0], : SIG[1]]
     r = np.hypot(y - SIG[0] / 2, x - SIG[1] / 2)
     edges = np.linspace(0, SIG[0] / 2, n + 1)
-    return np.stack([(r >= a) & (r < b) for a, b in zip(edges[:-1], edges[1:])]).astype(np.float32)
+    return np.stack(
+        [(r >= a) & (r < b) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+    ).astype(np.float32)
 
 
 def udf_runs(path, dtype, nav, roi):
