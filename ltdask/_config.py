@@ -12,6 +12,9 @@ key                        default     meaning
                                        the L3 cache per core, 1 to 8 MiB)
 ``ltdask.view-chunk-       4           partitions per ``to_dask()`` chunk where chunks
 partitions``                           are views of the files (no copy, no memory)
+``ltdask.map-cache-bytes`` ``auto``    memory maps of files kept for reuse in a process
+                                       (``auto``: half the RAM; none in a distributed
+                                       worker, whose RSS they would inflate)
 =========================  ==========  ==================================================
 
 Set them like any dask option: ``dask.config.set({"ltdask.partition-bytes": "256MiB"})``
@@ -33,6 +36,7 @@ DEFAULTS = {
         "min-partitions": "auto",
         "tile-bytes": "auto",
         "view-chunk-partitions": 4,
+        "map-cache-bytes": "auto",
     }
 }
 
@@ -50,6 +54,28 @@ def partition_bytes() -> int:
     if value <= 0:
         raise ValueError(f"ltdask.partition-bytes must be positive, got {value}")
     return value
+
+
+def map_cache_bytes() -> int:
+    value = dask.config.get("ltdask.map-cache-bytes")
+    if value in (None, "auto"):
+        try:
+            from distributed import get_worker
+
+            get_worker()
+            return 0
+        except (ImportError, ValueError):
+            pass
+        return _total_memory() // 2
+    return _bytes(value)
+
+
+@functools.cache
+def _total_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 * 2**30
 
 
 def view_chunk_partitions() -> int:

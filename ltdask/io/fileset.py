@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import collections
 import math
 import mmap
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from ltdask import _config
 from ltdask.exceptions import DataSetError
 from ltdask.io.read_ranges import strided_read_ranges
 
@@ -180,12 +183,16 @@ class MappedFiles:
 def map_file(path: str, min_bytes: int = 0) -> np.ndarray:
     """The whole file as a read-only uint8 array backed by a memory map.
 
+    Maps are kept for reuse in this process (see `MapCache`): a fresh map has to fault in
+    every page again, which costs about as much CPU time as summing the data.
+
     Raises a `DataSetError` if the file now has fewer than `min_bytes` bytes (it was
     truncated or replaced after the dataset was opened).
     """
     try:
         with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
+            st = os.fstat(f.fileno())
+            size = st.st_size
             if size < min_bytes:
                 raise DataSetError(
                     f"{path!r} has {size} bytes, but the dataset was opened with frames up to "
@@ -193,7 +200,54 @@ def map_file(path: str, min_bytes: int = 0) -> np.ndarray:
                 )
             if size == 0:
                 return np.empty(0, dtype=np.uint8)
+            key = (path, st.st_dev, st.st_ino, size, st.st_mtime_ns)
+            cached = MAPS.get(key)
+            if cached is not None:
+                return cached
             mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     except OSError as e:
         raise DataSetError(f"cannot read {path!r}: {e.strerror or e}") from e
-    return np.frombuffer(mm, dtype=np.uint8)
+    return MAPS.put(key, np.frombuffer(mm, dtype=np.uint8))
+
+
+class MapCache:
+    """Memory maps of files kept for reuse, up to ``ltdask.map-cache-bytes`` of files.
+
+    Pages a reused map has touched stay mapped, so later reads of page-cached data run at
+    memory speed instead of faulting every page in again. They count in the process's RSS
+    (as file-backed, reclaimable memory); dask.distributed judges workers by RSS, so in a
+    distributed worker the default (``auto``) keeps no maps. Evicting a map only drops the
+    reference: it goes away with its last view.
+    """
+
+    def __init__(self):
+        self._maps: collections.OrderedDict = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            buf = self._maps.get(key)
+            if buf is not None:
+                self._maps.move_to_end(key)
+            return buf
+
+    def put(self, key, buf: np.ndarray) -> np.ndarray:
+        limit = _config.map_cache_bytes()
+        if limit <= 0 or buf.nbytes > limit:
+            return buf
+        with self._lock:
+            buf = self._maps.setdefault(key, buf)
+            total = sum(b.nbytes for b in self._maps.values())
+            while total > limit and len(self._maps) > 1:
+                _, old = self._maps.popitem(last=False)
+                total -= old.nbytes
+            return buf
+
+    def clear(self):
+        with self._lock:
+            self._maps.clear()
+
+
+MAPS = MapCache()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=MAPS.clear)

@@ -1,0 +1,59 @@
+"""Memory maps kept for reuse: the same map while the file is unchanged, a new one after."""
+
+from __future__ import annotations
+
+import os
+
+import dask
+import numpy as np
+import pytest
+
+import ltdask
+from ltdask.io.fileset import MAPS, map_file
+
+
+def test_maps_are_reused_until_the_file_changes(tmp_path):
+    path = str(tmp_path / "a.raw")
+    np.arange(100, dtype=np.uint8).tofile(path)
+    first = map_file(path)
+    assert map_file(path) is first
+    np.arange(100, 200, dtype=np.uint8).tofile(path + ".new")
+    os.replace(path + ".new", path)  # a new file under the old name
+    second = map_file(path)
+    assert second is not first
+    np.testing.assert_array_equal(second, np.arange(100, 200))
+    np.testing.assert_array_equal(first, np.arange(100))  # old views stay valid
+
+
+def test_no_reuse_when_disabled(tmp_path):
+    path = str(tmp_path / "b.raw")
+    np.zeros(64, dtype=np.uint8).tofile(path)
+    with dask.config.set({"ltdask.map-cache-bytes": 0}):
+        assert map_file(path) is not map_file(path)
+    with dask.config.set({"ltdask.map-cache-bytes": 10}):  # larger than the limit
+        assert map_file(path) is not map_file(path)
+
+
+def test_cache_is_bounded(tmp_path):
+    paths = []
+    for i in range(4):
+        paths.append(str(tmp_path / f"{i}.raw"))
+        np.full(1000, i, dtype=np.uint8).tofile(paths[-1])
+    MAPS.clear()
+    with dask.config.set({"ltdask.map-cache-bytes": 2500}):
+        maps = [map_file(p) for p in paths]
+        assert map_file(paths[-1]) is maps[-1]
+        assert map_file(paths[0]) is not maps[0]  # evicted, the oldest
+        assert len(MAPS._maps) <= 2
+
+
+def test_truncated_after_open_is_an_error_not_a_crash(tmp_path):
+    path = tmp_path / "scan.raw"
+    data = np.arange(4 * 5 * 6, dtype=np.float32).reshape(4, 5, 6)
+    data.tofile(path)
+    ds = ltdask.open_raw(path, nav_shape=(4,), sig_shape=(5, 6), dtype="float32")
+    np.testing.assert_array_equal(ds.to_dask().compute(), data)  # now mapped and kept
+    with open(path, "r+b") as f:
+        f.truncate(2 * 5 * 6 * 4)
+    with pytest.raises(ltdask.DataSetError, match="truncated or replaced"):
+        ds.to_dask().compute()
