@@ -148,7 +148,7 @@ def bench(path, dtype, nav, repeats):
     methods.update(udf_runs(path, dtype, nav, roi))
     if dtype.kind != "f":
         methods.update(dask_baselines(path, dtype, nav))
-    times, foreign = measure(methods, repeats, nbytes, max_foreign=0.10, max_rounds=3 * repeats)
+    times, foreign, _ = measure(methods, repeats, nbytes, max_foreign=0.10, max_rounds=3 * repeats)
     speed = {k: gbps(nbytes, v) for k, v in times.items()}
     ceiling = speed["ceiling: memmap 8-row slices"]
 
