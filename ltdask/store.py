@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 
 import ltdask
+from ltdask._progress import compute
 from ltdask.exceptions import LtdaskError
 
 MODES = ("w-", "w")
@@ -163,12 +164,9 @@ def to_zarr(results, store, mode: str = "w-", progress: bool = False):
     >>> float(xr.open_zarr(path)["intensity"].sum())
     1024.0
     """
-    import dask
-
-    from ltdask.udf.api import _progress
 
     named = _named(results)
-    with _atomic(store, mode) as target, _progress(progress):
+    with _atomic(store, mode) as target:
         writes = []
         for group, result in named.items():
             prepared, encoding = _prepared(result)
@@ -184,7 +182,7 @@ def to_zarr(results, store, mode: str = "w-", progress: bool = False):
                 )
             )
         # one graph for all groups: the UDFs of one run share their partition tasks
-        dask.compute(*writes)
+        compute(*writes, progress=progress)
         _consolidate(target)
     return store
 
@@ -215,8 +213,6 @@ def write_dataset(
     import zarr
     from zarr.codecs import BloscCodec
 
-    from ltdask.udf.api import _progress
-
     arr = dataset.to_dask(dtype=dtype, chunks=chunks)
     arr, shard = zarr_aligned(arr)
     frame_bytes = math.prod(dataset.sig_shape) * arr.dtype.itemsize
@@ -243,7 +239,7 @@ def write_dataset(
             "version": ltdask.__version__,
         }
     }
-    with _atomic(store, mode) as target, _progress(progress):
+    with _atomic(store, mode) as target:
         zarr_arr = zarr.create_array(
             target,
             shape=arr.shape,
@@ -255,7 +251,7 @@ def write_dataset(
             attributes=attrs,
         )
         check_alignment(arr.chunks, shard)
-        da.store(arr, zarr_arr, lock=False)
+        compute(da.store(arr, zarr_arr, lock=False, compute=False), progress=progress)
     return store
 
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
 import ltdask
+from ltdask._progress import compute as run_compute
 from ltdask.io.dataset import DataSet
 from ltdask.udf.base import UDF
 from ltdask.udf.buffers import filled as filled_buffer
@@ -87,24 +86,6 @@ def lazy(dataset: DataSet, udfs: list[UDF] | UDF, roi=None) -> list:
     return to_datasets(Run(dataset, list(udfs), roi))
 
 
-@contextlib.contextmanager
-def _progress(enabled: bool):
-    if not enabled:
-        yield
-        return
-    try:
-        from distributed import default_client
-
-        default_client()
-    except (ImportError, ValueError):
-        from dask.diagnostics import ProgressBar
-
-        with ProgressBar():
-            yield
-        return
-    yield
-
-
 def compute(dataset: DataSet, udfs: list[UDF] | UDF, roi=None, progress: bool = False) -> list:
     """Run `udfs` together on `dataset` in one pass; computed `xarray.Dataset` per UDF.
 
@@ -117,12 +98,10 @@ def compute(dataset: DataSet, udfs: list[UDF] | UDF, roi=None, progress: bool = 
     >>> float(total["intensity"].sum()), float(per_frame["intensity"].sum())
     (96.0, 96.0)
     """
-    results = lazy(dataset, udfs, roi)
-    with _progress(progress):
-        return compute_datasets(results)
+    return compute_datasets(lazy(dataset, udfs, roi), progress=progress)
 
 
-def compute_datasets(datasets: list) -> list:
+def compute_datasets(datasets: list, progress: bool = False) -> list:
     """Compute lazy Datasets together, sharing their tasks.
 
     (``dask.compute(*datasets)`` would do the same, but with dask 2026.8 / xarray 2026.9 it
@@ -136,7 +115,7 @@ def compute_datasets(datasets: list) -> list:
             if dask.is_dask_collection(var.data):
                 slots.append((i, name))
                 arrays.append(var.data)
-    values = dask.compute(*arrays)
+    values = run_compute(*arrays, progress=progress)
     out = [d.copy(deep=False) for d in datasets]
     for (i, name), value in zip(slots, values, strict=True):
         out[i].variables[name].data = value
