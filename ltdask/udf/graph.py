@@ -116,7 +116,13 @@ def _partition_task(
         raise
     out = np.empty(1, dtype=object)
     out[0] = partials
-    return out
+    return out:
+    from dask.sizeof import sizeof
+
+    sizeof.register(PartialResults)(_sizeof_partials)
+
+
+_register_sizeof()
 
 
 class Run:

@@ -69,6 +69,12 @@ class SumUDF(UDF):
 
     def merge_all(self, ordered_results):
         parts = [b.intensity for b in ordered_results.values()]
+        if all(isinstance(p, np.ndarray) for p in parts):
+            # numpy partials (merged in one task): add in place, no stacked copy
+            total = parts[0].copy()
+            for p in parts[1:]:
+                total += p
+            return {"intensity": total}
         return {"intensity": np.stack(parts).sum(axis=0)}
 
 
