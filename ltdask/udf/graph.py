@@ -116,13 +116,7 @@ def _partition_task(
         raise
     out = np.empty(1, dtype=object)
     out[0] = partials
-    return out:
-    from dask.sizeof import sizeof
-
-    sizeof.register(PartialResults)(_sizeof_partials)
-
-
-_register_sizeof()
+    return out
 
 
 class Run:
