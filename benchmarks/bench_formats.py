@@ -11,7 +11,13 @@ each format, by the format's own writer:
   straight from the file (memory map, one run of frames per chunk) and, as
   ``hdf5 chunked, h5py``, through h5py (``open_hdf5(..., mmap=False)``);
 * ``hdf5 gzip``: h5py, the same chunks, gzip level 1 (through h5py; compression costs CPU);
-* ``zarr v3``: zarr-python, the same chunks, no compressor.
+* ``zarr v3``: zarr-python, the same chunks, no compressor;
+* ``mib raw 12-bit``: Merlin ``R64`` frames of counter depth 12 (pixels in 16-bit fields of
+  big-endian 64-bit words, decoded by ltdask tile by tile), by the test writer
+  ``tests/mibfiles.py``, one scan row at a time, with a 384-byte header per frame;
+* ``mib U16``: Merlin ``U16`` frames (big-endian uint16), the same way.
+
+The counts are below 4096, so the 12-bit raw file holds the same data as the others.
 
 Each is measured as ``SumUDF().compute(open_*(...))`` (opening included) with dask's
 threaded scheduler on 2 threads; every method is warmed up once (which also pulls its file
@@ -35,6 +41,10 @@ import numpy as np
 import ltdask
 from ltdask.io._hdf5 import open_hdf5
 from ltdask.io._zarr import open_zarr
+
+# the Merlin writer of the tests (numpy only)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from mibfiles import write_mib  # noqa: E402
 
 SIG = (256, 256)
 DTYPE = np.dtype("uint16")
@@ -63,6 +73,8 @@ def write_all(folder: str, nav: tuple[int, int]) -> dict[str, str]:
         "hdf5": os.path.join(folder, f"scan_{tag}_chunked.h5"),
         "gzip": os.path.join(folder, f"scan_{tag}_gzip.h5"),
         "zarr": os.path.join(folder, f"scan_{tag}.zarr"),
+        "mib raw": os.path.join(folder, f"scan_{tag}_r64_12bit.mib"),
+        "mib u16": os.path.join(folder, f"scan_{tag}_u16.mib"),
     }
     shape = (*nav, *SIG)
     chunks = (1, min(CHUNK_FRAMES, nav[1]), *SIG)
@@ -97,6 +109,21 @@ def write_all(folder: str, nav: tuple[int, int]) -> dict[str, str]:
         )
         for row in range(nav[0]):
             z[row] = block(nav, row)
+    for key, raw in (("mib raw", True), ("mib u16", False)):
+        # 384 header bytes + 2 bytes per pixel (raw 12-bit: 16-bit fields), per frame
+        mib_size = math.prod(nav) * (384 + math.prod(SIG) * 2)
+        if os.path.exists(paths[key]) and os.path.getsize(paths[key]) == mib_size:
+            continue
+        log(f"  writing {paths[key]}")
+        row_file = paths[key] + ".row"
+        with open(paths[key] + ".part", "wb") as f:
+            for row in range(nav[0]):
+                # one scan row per call (write_mib writes whole files), appended
+                write_mib(row_file, block(nav, row), depth=12, raw=raw, first_seq=row * nav[1] + 1)
+                with open(row_file, "rb") as r:
+                    f.write(r.read())
+        os.remove(row_file)
+        os.replace(paths[key] + ".part", paths[key])
     return paths
 
 
@@ -107,6 +134,8 @@ def methods(paths: dict[str, str], nav) -> dict:
         "hdf5 chunked, h5py": lambda: open_hdf5(paths["hdf5"], "data", mmap=False),
         "hdf5 gzip-1, h5py": lambda: open_hdf5(paths["gzip"], "data"),
         "zarr v3, raw chunks": lambda: open_zarr(paths["zarr"]),
+        "mib raw 12-bit": lambda: ltdask.open_mib(paths["mib raw"], nav_shape=nav),
+        "mib U16": lambda: ltdask.open_mib(paths["mib u16"], nav_shape=nav),
     }
 
 

@@ -27,7 +27,6 @@ def _dims(run: Run, name: str, spec, ndim: int) -> tuple[str, ...]:
 
 def to_datasets(run: Run) -> list:
     """The lazy `xarray.Dataset` of each UDF of `run`."""
-    import dask.array as da
     import xarray as xr
 
     out = []
@@ -39,9 +38,7 @@ def to_datasets(run: Run) -> list:
             data_vars[name] = xr.Variable(dims, value)
             if isinstance(valid, np.ndarray):
                 # chunked like the data, so that writing to Zarr streams it as well
-                valid = da.from_array(
-                    valid, chunks=value.chunks, name=f"ltdask-valid-{name}-{u}-{run.token}"
-                )
+                valid = _lazy_mask(valid, value.chunks, f"ltdask-valid-{name}-{u}-{run.token}")
             coords[f"{name}_valid"] = xr.Variable(dims, valid)
         attrs = {
             "udf": type(udf).__name__,
@@ -53,6 +50,24 @@ def to_datasets(run: Run) -> list:
         }
         out.append(xr.Dataset(data_vars, coords=coords, attrs=attrs))
     return out
+
+
+def _lazy_mask(valid: np.ndarray, chunks, name: str):
+    """`valid` as a dask array of `chunks`, without materialising its broadcast dims.
+
+    ``da.from_array`` copies a numpy array into its chunks when the graph is built: for a
+    nav mask broadcast over a result's extra dims (``np.broadcast_to``, no memory) that is
+    one bool per result element, held as long as the lazy result lives (1 GiB for a 4 GiB
+    float32 result). Only the un-broadcast part is copied here; the chunks broadcast it.
+    """
+    import dask.array as da
+
+    broadcast = tuple(n > 1 and s == 0 for n, s in zip(valid.shape, valid.strides, strict=True))
+    if not any(broadcast):
+        return da.from_array(valid, chunks=chunks, name=name)
+    base = np.ascontiguousarray(valid[tuple(slice(0, 1) if b else slice(None) for b in broadcast)])
+    base_chunks = tuple((1,) if b else c for b, c in zip(broadcast, chunks, strict=True))
+    return da.broadcast_to(da.from_array(base, chunks=base_chunks, name=name), valid.shape, chunks)
 
 
 def lazy(dataset: DataSet, udfs: list[UDF] | UDF, roi=None) -> list:
