@@ -183,8 +183,9 @@ class MappedFiles:
 def map_file(path: str, min_bytes: int = 0) -> np.ndarray:
     """The whole file as a read-only uint8 array backed by a memory map.
 
-    Maps are kept for reuse in this process (see `MapCache`): a fresh map has to fault in
-    every page again, which costs about as much CPU time as summing the data.
+    With ``ltdask.map-cache-bytes`` set, maps are kept for reuse in this process (see
+    `MapCache`): a fresh map has to fault in every page again, which costs about as much
+    CPU time as summing the data.
 
     Raises a `DataSetError` if the file now has fewer than `min_bytes` bytes (it was
     truncated or replaced after the dataset was opened).
@@ -215,9 +216,9 @@ class MapCache:
 
     Pages a reused map has touched stay mapped, so later reads of page-cached data run at
     memory speed instead of faulting every page in again. They count in the process's RSS
-    (as file-backed, reclaimable memory); dask.distributed judges workers by RSS, so in a
-    distributed worker the default (``auto``) keeps no maps. Evicting a map only drops the
-    reference: it goes away with its last view.
+    (as file-backed, reclaimable memory), which is why it is off by default; dask.distributed
+    judges workers by RSS, so ``auto`` keeps no maps in a distributed worker. Evicting a map
+    only drops the reference: it goes away with its last view.
     """
 
     def __init__(self):

@@ -12,6 +12,22 @@ import ltdask
 from ltdask.io.fileset import MAPS, map_file
 
 
+@pytest.fixture(autouse=True)
+def _cache_on():
+    with dask.config.set({"ltdask.map-cache-bytes": "1GiB"}):
+        yield
+    MAPS.clear()
+
+
+def test_off_by_default(tmp_path):
+    path = str(tmp_path / "o.raw")
+    np.zeros(64, dtype=np.uint8).tofile(path)
+    with dask.config.set(
+        {"ltdask.map-cache-bytes": ltdask._config.DEFAULTS["ltdask"]["map-cache-bytes"]}
+    ):
+        assert map_file(path) is not map_file(path)
+
+
 def test_maps_are_reused_until_the_file_changes(tmp_path):
     path = str(tmp_path / "a.raw")
     np.arange(100, dtype=np.uint8).tofile(path)
