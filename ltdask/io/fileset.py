@@ -111,13 +111,12 @@ class FileSet:
         stride_px = self.frame_stride // item
         start = f.header_bytes // item + self.frame_header_bytes // item
         frame_px = math.prod(self.sig_shape)
-        # the last frame may end before a full stride (no footer after it is fine)
         n = f.num_frames
-        nbytes = f.header_bytes + self.frame_header_bytes + (n - 1) * self.frame_stride
-        nbytes += self.frame_bytes
-        flat = np.frombuffer(raw[: nbytes + (-nbytes % item)], dtype=dt) if n else None
-        if flat is None:
+        if n == 0:
             return np.empty((0, *self.sig_shape), dtype=dt)
+        # the last frame may end before a full stride (no footer after it is fine)
+        nbytes = f.header_bytes + self.frame_header_bytes + (n - 1) * self.frame_stride
+        flat = np.frombuffer(raw[: nbytes + self.frame_bytes], dtype=dt)
         view = np.lib.stride_tricks.as_strided(
             flat[start:], shape=(n, frame_px), strides=(stride_px * item, item), writeable=False
         )

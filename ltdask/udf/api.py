@@ -174,9 +174,7 @@ def _partial_datasets(run: Run, cells: np.ndarray, done: np.ndarray):
     """Datasets for the partitions done so far (others invalid)."""
     import dask.array as da
 
-    from ltdask.udf.graph import Run as _Run
-
-    partial = object.__new__(_Run)
+    partial = object.__new__(Run)
     partial.__dict__.update(run.__dict__)
     filled = np.empty(len(cells), dtype=object)
     for i in range(len(cells)):

@@ -21,10 +21,10 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ltdask.common import Shape, Slice
+from ltdask.common import Shape
 from ltdask.exceptions import MergeNotImplementedError, UDFError
 from ltdask.io.dataset import DataSet
-from ltdask.io.tiling import TILE_MAX, TilingPreferences
+from ltdask.io.tiling import TilingPreferences
 from ltdask.udf.base import UDF, AuxData, MaskedResult, UDFMethod, overrides
 from ltdask.udf.buffers import (
     BufferSpec,
@@ -625,33 +625,30 @@ def _merge_udf(template: UDF, meta_args, valid_before: np.ndarray):
     return udf
 
 
-def _apply_merge(template, meta_args, stored, dest_arrays, start, stop, src):
-    """``merge(dest, src)`` with dest's nav views at [start, stop) of dest_arrays."""
+def _apply_merge(template, meta_args, stored, dest_arrays, offset, start, stop, src):
+    """``merge(dest, src)`` with dest's nav views at [start, stop) of `dest_arrays`, whose
+    nav buffers begin at position `offset`."""
     n_sel = meta_args[4]
     valid = np.zeros(n_sel, dtype=bool)
     valid[:start] = True
     udf = _merge_udf(template, meta_args, valid)
-    offset = dest_arrays.pop("__offset__", 0)
     views = {}
     for name, spec in stored.items():
         arr = dest_arrays[name]
         views[name] = arr[start - offset : stop - offset] if spec.kind == "nav" else arr
     udf.merge(Namespace(views, assign_in_place=True), Namespace(src))
-    dest_arrays["__offset__"] = offset
 
 
 def _combine_states(template, meta_args, stored, *states):
     start, stop, first = states[0]
     arrays = {k: np.array(v, copy=True) for k, v in first.items()}
-    arrays["__offset__"] = start
     for s_start, s_stop, src in states[1:]:
         for name, spec in stored.items():
             if spec.kind == "nav":
                 grow = np.zeros((s_stop - s_start, *spec.extra_shape), dtype=spec.dtype)
                 arrays[name] = np.concatenate([arrays[name], grow])
-        _apply_merge(template, meta_args, stored, arrays, s_start, s_stop, src)
+        _apply_merge(template, meta_args, stored, arrays, start, s_start, s_stop, src)
         stop = s_stop
-    arrays.pop("__offset__")
     return (start, stop, arrays)
 
 
@@ -659,9 +656,7 @@ def _finish_merge(state, template, meta_args, stored, initial):
     arrays = {k: np.array(v, copy=True) for k, v in initial.items()}
     if state is not None:
         start, stop, src = state
-        arrays["__offset__"] = 0
-        _apply_merge(template, meta_args, stored, arrays, start, stop, src)
-        arrays.pop("__offset__")
+        _apply_merge(template, meta_args, stored, arrays, 0, start, stop, src)
     return arrays
 
 
@@ -688,6 +683,3 @@ def _run_merge_all(template, u, keys, meta_args, stored, initial, *cells):
         .reshape(spec.shape(meta_args[4], meta_args[5]))
         for name, spec in stored.items()
     }
-
-
-__all__ = ["Run", "normalize_roi", "input_dtype", "TILE_MAX", "Slice"]

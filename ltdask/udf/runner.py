@@ -54,7 +54,6 @@ class _Bound:
             if isinstance(v, AuxData)
         }
         self.aux_specs = {k: v.spec for k, v in template._kwargs.items() if isinstance(v, AuxData)}
-        self.sig_dims = sig_dims
         self._sig_cache: dict = {}
         self._nav_names = [k for k, sp in self.specs.items() if sp.kind == "nav"]
         self._other_names = [k for k, sp in self.specs.items() if sp.kind != "nav"]
