@@ -190,12 +190,12 @@ class CountingRawDataSet(RawDataSet):
         super().__init__(*args, **kwargs)
         self.log_path = str(log_path)
 
-    def iter_tiles(self, positions, scheme, dtype, block=None):
-        for data, first, s in super().iter_tiles(positions, scheme, dtype, block):
+    def iter_flat_tiles(self, positions, scheme, dtype, block=None):
+        for data, first, s, flat in super().iter_flat_tiles(positions, scheme, dtype, block):
             n = data.shape[0]
             with open(self.log_path, "a") as f:
                 f.write(f"{s} {int(positions[first])} {n} {int(positions[first + n - 1])}\n")
-            yield data, first, s
+            yield data, first, s, flat
 
 
 def read_log(path) -> np.ndarray:

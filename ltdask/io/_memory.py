@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import bisect
-import math
 from collections.abc import Iterator
 
 import numpy as np
 
 from ltdask.common import Slice
 from ltdask.exceptions import DataSetError
-from ltdask.io.dataset import DataSet
+from ltdask.io.dataset import DataSet, flat_of
 from ltdask.io.tiling import TilingScheme
 
 
@@ -69,6 +68,12 @@ class ArrayDataSet(DataSet):
     def iter_tiles(
         self, positions: np.ndarray, scheme: TilingScheme, dtype, block=None
     ) -> Iterator[tuple[np.ndarray, int, int]]:
+        for data, first, s, _ in self.iter_flat_tiles(positions, scheme, dtype, block):
+            yield data, first, s
+
+    def iter_flat_tiles(
+        self, positions: np.ndarray, scheme: TilingScheme, dtype, block=None
+    ) -> Iterator[tuple[np.ndarray, int, int, tuple | None]]:
         if block is None:
             raise DataSetError("ArrayDataSet.iter_tiles needs the partition's block")
         dtype = np.dtype(dtype)
@@ -80,23 +85,25 @@ class ArrayDataSet(DataSet):
         starts = [p.start for p in self.get_partitions()]
         local = positions - starts[bisect.bisect_right(starts, int(positions[0])) - 1]
         contiguous = local[-1] - local[0] == local.size - 1
+        convert = flat.dtype != dtype
         buf = None
         for first in range(0, positions.size, scheme.depth):
             stop = min(positions.size, first + scheme.depth)
-            for s, sl in enumerate(scheme.slices):
-                index = (slice(None), *sl.get())
-                if contiguous:
-                    part = flat[local[first] : local[first] + stop - first][index]
-                else:
-                    part = flat[local[first:stop]][index]
-                if part.dtype != dtype:
-                    if buf is None:
-                        px = max(math.prod(x.shape) for x in scheme.slices)
-                        buf = np.empty(scheme.depth * px, dtype=dtype)
-                    out = buf[: part.size].reshape(part.shape)
-                    out[...] = part
-                    part = out
-                yield part, first, s
+            if contiguous:
+                frames = flat[local[first] : local[first] + stop - first]
+            else:
+                frames = flat[local[first:stop]]
+            if convert or not frames.flags.c_contiguous:
+                if buf is None:
+                    buf = np.empty((scheme.depth, *self.sig_shape), dtype=dtype)
+                out = buf[: stop - first]
+                out[...] = frames
+                frames = out
+            rows = frames.reshape(frames.shape[0], -1)
+            for s, index in enumerate(scheme.sig_indices):
+                r = scheme.flat_ranges[s]
+                data = frames[(slice(None), *index)]
+                yield data, first, s, (rows, *r) if r is not None else flat_of(data)
 
     def _token_fields(self) -> tuple:
         return (super()._token_fields(), self._array_name)

@@ -30,6 +30,14 @@ def default_dims(nav_dims: int, sig_dims: int) -> tuple[str, ...]:
     return nav + sig
 
 
+def flat_of(data: np.ndarray) -> tuple | None:
+    """``(frames, 0, pixels)`` for a C-contiguous tile, else None."""
+    if not data.flags.c_contiguous:
+        return None
+    frames = data.reshape(data.shape[0], -1)
+    return frames, 0, frames.shape[1]
+
+
 def check_shape(value, what: str, where: str) -> tuple[int, ...]:
     """`value` as a tuple of positive ints, or a `DataSetError` naming `what` and `where`."""
     try:
@@ -232,6 +240,19 @@ class DataSet:
         reused buffer or a read-only view: consumers must not keep it.
         """
         raise NotImplementedError
+
+    def iter_flat_tiles(
+        self, positions: np.ndarray, scheme: TilingScheme, dtype, block=None
+    ) -> Iterator[tuple[np.ndarray, int, int, tuple | None]]:
+        """Like :meth:`iter_tiles`, yielding ``(data, first, scheme_idx, flat)``.
+
+        ``flat`` is ``(frames, p0, p1)``: a C-contiguous ``(n, pixels)`` array whose
+        ``frames[:, p0:p1]`` holds ``data`` flattened (so numba kernels can read row blocks
+        of whole frames without strides), or None where there is no such array. UDF runs
+        read through this method; by default it wraps :meth:`iter_tiles`.
+        """
+        for data, first, s in self.iter_tiles(positions, scheme, dtype, block):
+            yield data, first, s, flat_of(data)
 
     def for_task(self) -> DataSet:
         """What a task needs of this dataset (small, picklable)."""

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ltdask.common import Slice
-from ltdask.io.dataset import DataSet
+from ltdask.io.dataset import DataSet, flat_of
 from ltdask.io.decode import Decoder
 from ltdask.io.fileset import FileSet, MappedFiles
 from ltdask.io.tiling import TilingScheme
@@ -103,6 +103,12 @@ class FileDataSet(DataSet):
     def iter_tiles(
         self, positions: np.ndarray, scheme: TilingScheme, dtype, block=None
     ) -> Iterator[tuple[np.ndarray, int, int]]:
+        for data, first, s, _ in self.iter_flat_tiles(positions, scheme, dtype, block):
+            yield data, first, s
+
+    def iter_flat_tiles(
+        self, positions: np.ndarray, scheme: TilingScheme, dtype, block=None
+    ) -> Iterator[tuple[np.ndarray, int, int, tuple | None]]:
         dtype = np.dtype(dtype).newbyteorder("=")
         frames = self.stream_frames(positions)
         if frames.size == 0:
@@ -122,7 +128,7 @@ class FileDataSet(DataSet):
             if clear:
                 out[:] = 0
             self.decoder.decode(maps, ranges[t], out)
-            yield out.reshape((n, *shapes[s])), first, s
+            yield out.reshape((n, *shapes[s])), first, s, (out.reshape(n, -1), 0, slice_px[s])
 
     def _token_fields(self) -> tuple:
         return (
@@ -133,8 +139,9 @@ class FileDataSet(DataSet):
 
 
 def _tiles_from_views(pieces: list[np.ndarray], scheme: TilingScheme):
-    """Tiles cut from file views; a tile that spans two files is copied together."""
-    index = [(slice(None), *sl.get()) for sl in scheme.slices]
+    """Flat tiles cut from file views; a tile that spans two files is copied together."""
+    index = [(slice(None), *sl) for sl in scheme.sig_indices]
+    ranges = scheme.flat_ranges
     bounds = np.cumsum([0] + [p.shape[0] for p in pieces]).tolist()
     total = bounds[-1]
     i = 0
@@ -144,8 +151,13 @@ def _tiles_from_views(pieces: list[np.ndarray], scheme: TilingScheme):
             i += 1
         if stop <= bounds[i + 1]:
             block = pieces[i][first - bounds[i] : stop - bounds[i]]
+            # frames with headers between them are views, but not C-contiguous ones
+            frames = block.reshape(block.shape[0], -1) if block.flags.c_contiguous else None
             for s, idx in enumerate(index):
-                yield block[idx], first, s
+                data = block[idx]
+                r = ranges[s]
+                flat = (frames, *r) if r is not None and frames is not None else flat_of(data)
+                yield data, first, s, flat
             continue
         for s, idx in enumerate(index):
             parts = []
@@ -155,4 +167,5 @@ def _tiles_from_views(pieces: list[np.ndarray], scheme: TilingScheme):
                 parts.append(pieces[j][pos - bounds[j] : end - bounds[j]][idx])
                 pos = end
                 j += 1
-            yield np.concatenate(parts), first, s
+            data = np.concatenate(parts)
+            yield data, first, s, flat_of(data)

@@ -58,6 +58,14 @@ class UDF:
     available as ``self.params``; the constructor runs again (with the same keyword
     arguments) for every partition, wherever that partition is processed.
 
+    ltdask extension: a tile UDF may also define ``process_flat_tile(frames, p0, p1)``.
+    The runner then calls it instead of ``process_tile`` with the tile as
+    ``frames[:, p0:p1]``, where ``frames`` is a C-contiguous ``(n, pixels)`` array: for
+    tiles of whole rows a view of the files' frames, otherwise a copy of the tile
+    flattened (``p0 = 0``). Pixel ``p0 + k`` is pixel ``k`` of the tile's signal slice
+    (``self.meta.sig_slice``) in C order: numba kernels looping from ``p0`` to ``p1`` over
+    such rows never see strided arrays, and never copies of views of the files.
+
     Examples
     --------
     >>> import numpy as np, ltdask

@@ -36,6 +36,7 @@ from ltdask.udf.buffers import (
 )
 from ltdask.udf.meta import UDFMeta
 from ltdask.udf.runner import declared_buffers, run_partition, selected_positions
+from ltdask.udf.tasks import DataNode, Task, TaskRef, block_key, task_array, task_delayed
 
 MERGE_SPLIT_EVERY = 8
 #: merge_all runs in one task when all partial results together are at most this large
@@ -96,20 +97,38 @@ def _check_method(udf: UDF) -> UDFMethod:
     return method
 
 
-def _partition_task(
-    *blocks, dataset, partitions, udfs, scheme, read_dtype, roi_flat, block_info=None
-):
-    index = block_info[None]["chunk-location"][0]
-    block = blocks[0] if blocks else None
+class PartitionJob:
+    """What every partition task of a run shares: one node of the graph, so that the
+    dataset, the UDFs and the ROI travel once per worker, not once per task."""
+
+    __slots__ = ("dataset", "partitions", "udfs", "scheme", "read_dtype", "roi_flat")
+
+    def __init__(self, dataset, partitions, udfs, scheme, read_dtype, roi_flat):
+        self.dataset = dataset
+        self.partitions = partitions
+        self.udfs = udfs
+        self.scheme = scheme
+        self.read_dtype = read_dtype
+        self.roi_flat = roi_flat
+
+    def __getstate__(self):
+        return tuple(getattr(self, k) for k in self.__slots__)
+
+    def __setstate__(self, state):
+        for k, v in zip(self.__slots__, state, strict=True):
+            setattr(self, k, v)
+
+
+def _partition_task(job: PartitionJob, index: int, block=None):
+    p = job.partitions[index]
     try:
         partials = run_partition(
-            dataset, partitions[index], udfs, scheme, read_dtype, roi_flat, block
+            job.dataset, p, job.udfs, job.scheme, job.read_dtype, job.roi_flat, block
         )
     except UDFError:
         raise
     except Exception as e:
-        names = ", ".join(type(u).__name__ for u in udfs)
-        p = partitions[index]
+        names = ", ".join(type(u).__name__ for u in job.udfs)
         e.add_note(
             f"ltdask: while running {names} on partition {index} (frames {p.start}:{p.stop})"
         )
@@ -123,7 +142,6 @@ class Run:
     """The graph of one run: a dataset, the UDFs that share its tiles, a ROI."""
 
     def __init__(self, dataset: DataSet, udfs: list[UDF], roi=None):
-        import dask.array as da
         from dask.base import tokenize
 
         if isinstance(udfs, UDF):
@@ -160,40 +178,38 @@ class Run:
                 f"negotiated tiles cut the frame into {len(self.scheme)} slices"
             )
         self.token = tokenize(dataset, udfs, self.roi_flat, self.read_dtype.str, self.scheme)
-        task_ds = dataset.for_task()
-        kwargs = dict(
-            dataset=task_ds,
-            partitions=self.partitions,
-            udfs=udfs,
-            scheme=self.scheme,
-            read_dtype=self.read_dtype,
-            roi_flat=self.roi_flat,
+        job = PartitionJob(
+            dataset.for_task(),
+            self.partitions,
+            udfs,
+            self.scheme,
+            self.read_dtype,
+            self.roi_flat,
         )
-        n = len(self.partitions)
-        blocks = dataset.partition_blocks()
         name = f"ltdask-udf-{self.token}"
-        meta = np.empty((0,), dtype=object)
-        if blocks is None:
-            self.cells = da.map_blocks(
-                _partition_task,
-                chunks=((1,) * n,),
-                dtype=object,
-                meta=meta,
-                name=name,
-                **kwargs,
-            )
-        else:
+        job_key = f"ltdask-job-{self.token}"
+        tasks = {job_key: DataNode(job_key, job)}
+        deps = []
+        blocks = dataset.partition_blocks()
+        if blocks is not None:
+            # one block per partition, the signal in one chunk
             flat = blocks.reshape((dataset.num_frames, *sig))
-            self.cells = da.map_blocks(
-                _partition_task,
-                flat,
-                chunks=((1,) * n,),
-                dtype=object,
-                meta=meta,
-                drop_axis=list(range(1, 1 + len(sig))),
-                name=name,
-                **kwargs,
-            )
+            deps.append(flat)
+        for i in range(len(self.partitions)):
+            args = [TaskRef(job_key), i]
+            if deps:
+                args.append(TaskRef(block_key(flat.name, i, flat.ndim)))
+            tasks[(name, i)] = Task((name, i), _partition_task, *args)
+        self.cells = task_array(name, tasks, ((1,) * len(self.partitions),), object, deps)
+
+    def _cell(self, i: int) -> TaskRef:
+        return TaskRef((self.cells.name, i))
+
+    def _roi_part(self, i: int):
+        if self.roi_flat is None:
+            return None
+        p = self.partitions[i]
+        return self.roi_flat[p.start : p.stop]
 
     # -- set up ------------------------------------------------------------------------
     def _meta(self, udf_input_dtype=None) -> UDFMeta:
@@ -232,18 +248,16 @@ class Run:
         per partition, straight from the partition tasks."""
         spec = self.specs[u][name]
         extra = spec.extra_shape
-        return self.cells.map_blocks(
-            _extract_nav,
-            chunks=(self.sizes, *((e,) for e in extra)),
-            new_axis=list(range(1, 1 + len(extra))),
-            dtype=spec.dtype,
-            meta=np.empty((0,) * (1 + len(extra)), dtype=spec.dtype),
-            name=f"ltdask-nav-{name}-{u}-{self.token}",
-            u=u,
-            key=name,
-            partitions=self.partitions,
-            roi_flat=self.roi_flat,
-            dtype_=spec.dtype,
+        out = f"ltdask-nav-{name}-{u}-{self.token}"
+        ndim = 1 + len(extra)
+        tasks = {
+            (key := block_key(out, i, ndim)): Task(
+                key, _extract_nav, self._cell(i), u, name, self._roi_part(i), spec.dtype
+            )
+            for i in range(len(self.partitions))
+        }
+        return task_array(
+            out, tasks, (self.sizes, *((e,) for e in extra)), spec.dtype, [self.cells]
         )
 
     def _partials(self, u: int, name: str):
@@ -252,21 +266,17 @@ class Run:
         shape = spec.shape(0, self.sig_shape)
         if spec.kind == "nav":
             chunks = (self.counts, *((e,) for e in shape[1:]))
-            new_axis = list(range(1, len(shape)))
         else:
             chunks = ((1,) * len(self.partitions), *((e,) for e in shape))
-            new_axis = list(range(1, 1 + len(shape)))
-        arr = self.cells.map_blocks(
-            _extract_partial,
-            chunks=chunks,
-            new_axis=new_axis,
-            dtype=spec.dtype,
-            meta=np.empty((0,) * len(chunks), dtype=spec.dtype),
-            name=f"ltdask-partial-{name}-{u}-{self.token}",
-            u=u,
-            key=name,
-            stacked=spec.kind != "nav",
-        )
+        out = f"ltdask-partial-{name}-{u}-{self.token}"
+        stacked = spec.kind != "nav"
+        tasks = {
+            (key := block_key(out, i, len(chunks))): Task(
+                key, _extract_partial, self._cell(i), u, name, stacked
+            )
+            for i in range(len(self.partitions))
+        }
+        arr = task_array(out, tasks, chunks, spec.dtype, [self.cells])
         if spec.kind == "nav":
             return [arr.blocks[i] for i in range(len(self.partitions))]
         return [arr[i] for i in range(len(self.partitions))]
@@ -284,14 +294,20 @@ class Run:
             full = filled((self.roi_flat.size, *extra), spec.dtype)
             return da.from_array(full, chunks=(self.sizes, *((e,) for e in extra)))
         compressed = da.asarray(compressed).rechunk((self.counts, *extra))
-        return compressed.map_blocks(
-            _expand_block,
-            chunks=(self.sizes, *((e,) for e in extra)),
-            dtype=spec.dtype,
-            meta=np.empty((0,) * (1 + len(extra)), dtype=spec.dtype),
-            partitions=self.partitions,
-            roi_flat=self.roi_flat,
-            dtype_=spec.dtype,
+        out = f"ltdask-expand-{compressed.name}"
+        ndim = 1 + len(extra)
+        tasks = {
+            (key := block_key(out, i, ndim)): Task(
+                key,
+                expand_nav,
+                TaskRef(block_key(compressed.name, i, ndim)),
+                self._roi_part(i),
+                spec.dtype,
+            )
+            for i in range(len(self.partitions))
+        }
+        return task_array(
+            out, tasks, (self.sizes, *((e,) for e in extra)), spec.dtype, [compressed]
         )
 
     # -- merging ---------------------------------------------------------------------------
@@ -363,75 +379,70 @@ class Run:
         """``merge_all`` in one task on the partial results as numpy arrays: for UDFs that
         say it works on numpy (``MERGE_ALL_ON_NUMPY``) and whose partials are small; a
         graph of two layers instead of dozens."""
-        import dask
-        import dask.array as da
-
         keys = [p.slice(self.sig_shape).adjust_for_roi(self.roi_flat) for p in self.partitions]
-        merged = dask.delayed(_run_merge_all, pure=True)(
-            self.udfs[u],
-            u,
-            keys,
-            self._meta_args(),
-            stored,
-            self._initial(u, stored),
-            *self.cells.to_delayed(optimize_graph=False).tolist(),
-            dask_key_name=f"ltdask-merge-all-{u}-{self.token}",
+        initial = self._initial(u, stored)
+        merge = _MergeAll(self.udfs[u], u, keys, self._meta_args(), stored, initial)
+        merged = task_delayed(
+            f"ltdask-merge-all-{u}-{self.token}",
+            merge,
+            *(self._cell(i) for i in range(len(self.partitions))),
+            deps=[self.cells],
         )
-        out = {}
-        for name, spec in stored.items():
-            shape = spec.shape(self.n_sel, self.sig_shape)
-            out[name] = da.from_delayed(
-                dask.delayed(_pick, pure=True)(merged, name),
-                shape=shape,
-                dtype=spec.dtype,
-                meta=np.empty((0,) * len(shape), dtype=spec.dtype),
-            )
-        return out
+        return {name: self._pick(merged, name, spec, self.n_sel) for name, spec in stored.items()}
+
+    def _pick(self, merged, name: str, spec: BufferSpec, n: int):
+        """Buffer `name` of the dict that the Delayed `merged` computes, as a dask array
+        of one chunk."""
+        shape = spec.shape(n, self.sig_shape)
+        out = f"ltdask-pick-{name}-{merged.key}"
+        key = (out,) + (0,) * len(shape)
+        task = Task(key, _pick, TaskRef(merged.key), name)
+        return task_array(out, {key: task}, tuple((e,) for e in shape), spec.dtype, [merged])
 
     def _merge_tree(self, u: int, stored) -> dict:
-        import dask
-        import dask.array as da
-
         udf_template = self.udfs[u]
+        n = len(self.partitions)
         leaves = [
-            dask.delayed(_leaf_state)(cell, u, i, self.counts)
-            # unoptimised, for the same reason as below
-            for i, cell in enumerate(self.cells.to_delayed(optimize_graph=False))
+            task_delayed(
+                f"ltdask-leaf-{u}-{i}-{self.token}",
+                _leaf_state,
+                self._cell(i),
+                u,
+                i,
+                self.counts,
+                deps=[self.cells],
+            )
+            for i in range(n)
         ]
         level = 0
         while len(leaves) > 1:
             leaves = [
-                # the states as separate arguments: dask.delayed optimises Delayed objects
-                # inside a list on its own, fusing the partition tasks into the leaves under
-                # new keys, so that a run with other UDFs would read every tile twice
-                dask.delayed(_combine_states, pure=True)(
+                task_delayed(
+                    f"ltdask-merge-{u}-{level}-{i}-{self.token}",
+                    _combine_states,
                     udf_template,
                     self._meta_args(),
                     stored,
-                    *leaves[i : i + MERGE_SPLIT_EVERY],
-                    dask_key_name=f"ltdask-merge-{u}-{level}-{i}-{self.token}",
+                    *(TaskRef(d.key) for d in leaves[i : i + MERGE_SPLIT_EVERY]),
+                    deps=leaves[i : i + MERGE_SPLIT_EVERY],
                 )
                 for i in range(0, len(leaves), MERGE_SPLIT_EVERY)
             ]
             level += 1
         initial = self._initial(u, stored)
-        final = dask.delayed(_finish_merge, pure=True)(
-            leaves[0] if leaves else None,
+        final = task_delayed(
+            f"ltdask-merged-{u}-{self.token}",
+            _finish_merge,
+            TaskRef(leaves[0].key) if leaves else None,
             udf_template,
             self._meta_args(),
             stored,
             initial,
-            dask_key_name=f"ltdask-merged-{u}-{self.token}",
+            deps=leaves,
         )
         out = {}
         for name, spec in stored.items():
-            shape = spec.shape(self.n_sel, self.sig_shape)
-            arr = da.from_delayed(
-                dask.delayed(_pick, pure=True)(final, name),
-                shape=shape,
-                dtype=spec.dtype,
-                meta=np.empty((0,) * len(shape), dtype=spec.dtype),
-            )
+            arr = self._pick(final, name, spec, self.n_sel)
             out[name] = self.expand(arr, spec) if spec.kind == "nav" else arr
         return out
 
@@ -579,24 +590,16 @@ def _main_params(udf: UDF, run: Run) -> Namespace:
     return Namespace(params)
 
 
-def _extract_nav(cell, u, key, partitions, roi_flat, dtype_, block_info=None):
-    index = block_info[None]["chunk-location"][0]
+def _extract_nav(cell, u, key, roi_part, dtype_):
     arr = cell[0][u][key]
-    if roi_flat is None:
+    if roi_part is None:
         return arr
-    p = partitions[index]
-    return expand_nav(arr, roi_flat[p.start : p.stop], dtype_)
+    return expand_nav(arr, roi_part, dtype_)
 
 
 def _extract_partial(cell, u, key, stacked):
     arr = cell[0][u][key]
     return arr[np.newaxis] if stacked else arr
-
-
-def _expand_block(block, partitions, roi_flat, dtype_, block_info=None):
-    index = block_info[None]["chunk-location"][0]
-    p = partitions[index]
-    return expand_nav(block, roi_flat[p.start : p.stop], dtype_)
 
 
 # -- tree merge (UDFs with only `merge`) ---------------------------------------------------
@@ -664,22 +667,34 @@ def _pick(mapping, name):
     return mapping[name]
 
 
-def _run_merge_all(template, u, keys, meta_args, stored, initial, *cells):
-    udf = _merge_udf(template, meta_args, np.zeros(meta_args[4], dtype=bool))
-    ordered = OrderedDict(
-        (key, Namespace({name: cell[0][u][name] for name in stored}))
-        for key, cell in zip(keys, cells, strict=True)
-    )
-    merged = udf.merge_all(ordered)
-    cls = type(template).__name__
-    if not isinstance(merged, dict):
-        raise UDFError(f"{cls}.merge_all must return a dict")
-    unknown = set(merged) - set(stored)
-    if unknown:
-        raise UDFError(f"{cls}.merge_all returned undeclared buffers {sorted(unknown)}")
-    return {
-        name: np.asarray(merged.get(name, initial[name]))
-        .astype(spec.dtype, copy=False)
-        .reshape(spec.shape(meta_args[4], meta_args[5]))
-        for name, spec in stored.items()
-    }
+class _MergeAll:
+    """``merge_all`` of one UDF on the partition tasks' numpy results, in one task."""
+
+    def __init__(self, template, u, keys, meta_args, stored, initial):
+        self.template = template
+        self.u = u
+        self.keys = keys
+        self.meta_args = meta_args
+        self.stored = stored
+        self.initial = initial
+
+    def __call__(self, *cells):
+        meta_args, stored, u = self.meta_args, self.stored, self.u
+        udf = _merge_udf(self.template, meta_args, np.zeros(meta_args[4], dtype=bool))
+        ordered = OrderedDict(
+            (key, Namespace({name: cell[0][u][name] for name in stored}))
+            for key, cell in zip(self.keys, cells, strict=True)
+        )
+        merged = udf.merge_all(ordered)
+        cls = type(self.template).__name__
+        if not isinstance(merged, dict):
+            raise UDFError(f"{cls}.merge_all must return a dict")
+        unknown = set(merged) - set(stored)
+        if unknown:
+            raise UDFError(f"{cls}.merge_all returned undeclared buffers {sorted(unknown)}")
+        return {
+            name: np.asarray(merged.get(name, self.initial[name]))
+            .astype(spec.dtype, copy=False)
+            .reshape(spec.shape(meta_args[4], meta_args[5]))
+            for name, spec in stored.items()
+        }

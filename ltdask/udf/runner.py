@@ -59,6 +59,7 @@ class _Bound:
         self._other_names = [k for k, sp in self.specs.items() if sp.kind != "nav"]
         self._results = Namespace({}, assign_in_place=True)
         self._params = Namespace(dict(template._kwargs))
+        self.flat = self.method is UDFMethod.TILE and hasattr(udf, "process_flat_tile")
 
     def select_aux(self, selected: np.ndarray):
         for k, spec in self.aux_specs.items():
@@ -162,17 +163,24 @@ def run_partition(
         bound.append(b)
 
     if present.size:
-        for data, first, s in dataset.iter_tiles(present, scheme, read_dtype, block):
+        sig_indices = scheme.sig_indices
+        for data, first, s, flat in dataset.iter_flat_tiles(present, scheme, read_dtype, block):
             n = data.shape[0]
             sig_slice = scheme.slices[s]
-            sig_index = sig_slice.get()
+            sig_index = sig_indices[s]
             at = int(k0) + first
             for b in bound:
                 udf, meta = b.udf, b.udf.meta
                 if b.method is UDFMethod.TILE:
                     meta.set_slice(origin + at, n, sig_slice, s)
                     b.set_views(slice(at, at + n), sig_index, s)
-                    udf.process_tile(data)
+                    if b.flat:
+                        if flat is None:
+                            frames = np.ascontiguousarray(data).reshape(n, -1)
+                            flat = (frames, 0, frames.shape[1])
+                        udf.process_flat_tile(*flat)
+                    else:
+                        udf.process_tile(data)
                 elif b.method is UDFMethod.FRAME:
                     for i in range(n):
                         meta.set_slice(origin + at + i, 1, sig_slice, s)

@@ -9,11 +9,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ltdask.udf.builtin._kernels import (
-    c_frames,
     dot_masks,
     dot_runs,
+    flat_tile,
     interval_moments,
     moments,
+    sum_frames,
     sum_pixels,
 )
 from ltdask.udf.builtin.com import _row_intervals
@@ -24,26 +25,52 @@ def tiles(seed, n, px, dtype=np.float32, offset=0.0):
     return (offset + np.random.default_rng(seed).normal(0, 1, (n, px))).astype(dtype)
 
 
+def embedded(tile, before, after, fill=np.nan):
+    """`tile` as ``frames[:, p0:p1]`` of a wider C-contiguous array whose other pixels are
+    `fill` (NaN: a kernel that reads outside its range shows it)."""
+    n, px = tile.shape
+    frames = np.full((n, before + px + after), fill, dtype=tile.dtype)
+    frames[:, before : before + px] = tile
+    return frames, before, before + px
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_sum_pixels(dtype):
+@pytest.mark.parametrize("margins", [(0, 0), (5, 0), (3, 11)])
+def test_sum_pixels(dtype, margins):
     t = tiles(0, 7, 333, dtype)
     out = np.zeros(7)
-    sum_pixels(t, out)
+    sum_pixels(*embedded(t, *margins), out)
     np.testing.assert_allclose(out, t.astype(np.float64).sum(axis=1), rtol=1e-6)
+
+
+@given(n=st.integers(0, 11), px=st.integers(1, 300), before=st.integers(0, 7))
+def test_sum_frames(n, px, before):
+    t = tiles(8, n, px)
+    acc = np.ones(px, np.float32)
+    sum_frames(*embedded(t, before, 3), acc)
+    np.testing.assert_allclose(acc, 1 + t.astype(np.float64).sum(axis=0), rtol=1e-5, atol=1e-5)
+
+
+def test_sum_frames_integers():
+    t = np.arange(5 * 7, dtype=np.int64).reshape(5, 7) * 10**12
+    acc = np.zeros(7, np.int64)
+    sum_frames(t, 0, 7, acc)
+    np.testing.assert_array_equal(acc, t.sum(axis=0))
 
 
 @given(
     depths=st.lists(st.integers(1, 9), min_size=1, max_size=5),
     px=st.integers(1, 2500),
     offset=st.sampled_from([0.0, 1e6]),
+    before=st.integers(0, 5),
 )
-def test_moments_match_numpy(depths, px, offset):
+def test_moments_match_numpy(depths, px, offset, before):
     data = tiles(1, sum(depths), px, np.float32, offset)
     count, mean, m2 = 0, np.zeros(px), np.zeros(px)
     shift = np.zeros(px)
     first = 0
     for d in depths:
-        count = moments(data[first : first + d], count, mean, m2, shift)
+        count = moments(*embedded(data[first : first + d], before, 2), count, mean, m2, shift)
         first += d
     ref = data.astype(np.float64)
     assert count == len(data)
@@ -53,7 +80,7 @@ def test_moments_match_numpy(depths, px, offset):
 
 def test_moments_empty_tile_changes_nothing():
     mean, m2 = np.ones(4), np.ones(4)
-    assert moments(np.zeros((0, 4), np.float32), 3, mean, m2, np.zeros(4)) == 3
+    assert moments(np.zeros((0, 4), np.float32), 0, 4, 3, mean, m2, np.zeros(4)) == 3
     np.testing.assert_array_equal(mean, 1)
     np.testing.assert_array_equal(m2, 1)
 
@@ -66,9 +93,12 @@ def test_interval_moments(rows):
     starts, stops = _row_intervals(mask)
     frames = tiles(2, 5, h * w).reshape(5, h, w)
     r0, r1 = rows
-    part = np.ascontiguousarray(frames[:, r0:r1]).reshape(5, -1)
+    # the rows r0:r1 as a flat range of the whole frames
+    flat = frames.reshape(5, -1)
     out = np.zeros((5, 3))
-    interval_moments(part, w, r0, starts, stops, np.arange(w, dtype=np.float32), out)
+    interval_moments(
+        flat, r0 * w, r1 * w, w, r0, starts, stops, np.arange(w, dtype=np.float32), out
+    )
     m = mask[r0:r1]
     f = frames[:, r0:r1].astype(np.float64) * m
     want = np.stack(
@@ -94,7 +124,7 @@ def test_dot_masks(n, m):
     t = tiles(3, n, 257)
     masks = tiles(4, m, 257)
     out = np.zeros((n, m), np.float32)
-    dot_masks(t, masks, out)
+    dot_masks(*embedded(t, 6, 1), masks, out)
     np.testing.assert_allclose(
         out, t.astype(np.float64) @ masks.T.astype(np.float64), rtol=1e-4, atol=1e-4
     )
@@ -104,29 +134,27 @@ def test_dot_masks_nan_stays_in_its_frame():
     t = tiles(5, 2, 16)
     t[0, 0] = np.nan
     out = np.zeros((2, 2), np.float32)
-    dot_masks(t, np.ones((2, 16), np.float32), out)
+    dot_masks(t, 0, 16, np.ones((2, 16), np.float32), out)
     assert np.isnan(out[0]).all() and np.isfinite(out[1]).all()
 
 
 @pytest.mark.parametrize("density", [0.05, 0.5])
-def test_dot_runs(density):
+@pytest.mark.parametrize("n", [1, 4, 7])
+def test_dot_runs(density, n):
     rng = np.random.default_rng(6)
     dense = (rng.random((5, 300)) < density) * rng.random((5, 300))
     dense[2] = 0  # an empty mask
-    t = tiles(7, 4, 300)
-    out = np.zeros((4, 5))
-    dot_runs(t, *_runs(scipy.sparse.csr_matrix(dense))[:5], out)
+    t = tiles(7, n, 300)
+    out = np.zeros((n, 5))
+    dot_runs(*embedded(t, 9, 4), *_runs(scipy.sparse.csr_matrix(dense))[:5], out)
     np.testing.assert_allclose(out, t.astype(np.float64) @ dense.T, rtol=1e-5, atol=1e-5)
 
 
-def test_c_frames_views_and_copies():
+def test_flat_tile_views_and_copies():
     base = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2 * 3, 4, 5)
-    contiguous = list(c_frames(base))
-    assert len(contiguous) == 1 and np.shares_memory(contiguous[0][1], base)
+    flat = flat_tile(base)
+    assert flat.shape == (6, 20) and np.shares_memory(flat, base)
     rows = base[:, 1:3]  # each frame's rows are contiguous, the frames are not
-    pieces = list(c_frames(rows))
-    assert [i for i, _ in pieces] == list(range(6))
-    np.testing.assert_array_equal(np.concatenate([p for _, p in pieces]), rows.reshape(6, -1))
-    cols = base[:, :, 1:3]
-    ((_, copy),) = c_frames(cols)
-    np.testing.assert_array_equal(copy, cols.reshape(6, -1))
+    copy = flat_tile(rows)
+    assert copy.flags.c_contiguous and not np.shares_memory(copy, base)
+    np.testing.assert_array_equal(copy, rows.reshape(6, -1))

@@ -8,7 +8,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ltdask.udf.base import UDF
-from ltdask.udf.builtin._kernels import c_frames, interval_moments
+from ltdask.udf.builtin._kernels import flat_tile, interval_moments
 
 NO_REGRESSION = -1
 
@@ -138,31 +138,41 @@ class CoMUDF(UDF):
 
     def process_tile(self, tile):
         sig = self.meta.sig_slice
-        width = self.meta.dataset_shape.sig[1]
-        out = self.results.raw_mask_result
-        td = self.task_data
-        if sig.origin[1] == 0 and sig.shape[1] == width:
-            cols = td.cols.get(tile.dtype)
-            if cols is None:
-                cols = td.cols[tile.dtype] = np.arange(width, dtype=tile.dtype)
-            for i, piece in c_frames(tile):
-                interval_moments(
-                    piece,
-                    width,
-                    sig.origin[0],
-                    td.starts,
-                    td.stops,
-                    cols,
-                    out[i : i + piece.shape[0]],
-                )
+        if sig.origin[1] == 0 and sig.shape[1] == self.meta.dataset_shape.sig[1]:
+            frames = flat_tile(tile)
+            self.process_flat_tile(frames, 0, frames.shape[1])
             return
         # a tile that does not span whole rows: plain numpy
+        td = self.task_data
+        out = self.results.raw_mask_result
         y, x = np.mgrid[sig.get()]
         m = td.mask[sig.get()]
         weighted = tile * m
         out[:, 0] += weighted.sum(axis=(1, 2))
         out[:, 1] += (weighted * y).sum(axis=(1, 2))
         out[:, 2] += (weighted * x).sum(axis=(1, 2))
+
+    def process_flat_tile(self, frames, p0, p1):
+        sig = self.meta.sig_slice
+        width = self.meta.dataset_shape.sig[1]
+        if sig.origin[1] != 0 or sig.shape[1] != width:
+            tile = frames[:, p0:p1].reshape((frames.shape[0], *sig.shape))
+            return self.process_tile(tile)
+        td = self.task_data
+        cols = td.cols.get(frames.dtype)
+        if cols is None:
+            cols = td.cols[frames.dtype] = np.arange(width, dtype=frames.dtype)
+        interval_moments(
+            frames,
+            p0,
+            p1,
+            width,
+            sig.origin[0],
+            td.starts,
+            td.stops,
+            cols,
+            self.results.raw_mask_result,
+        )
 
     def get_results(self):
         import dask.array as da

@@ -8,7 +8,7 @@ import scipy.sparse
 from ltdask.common import Slice
 from ltdask.exceptions import UDFError
 from ltdask.udf.base import UDF
-from ltdask.udf.builtin._kernels import c_frames, dot_masks, dot_runs
+from ltdask.udf.builtin._kernels import dot_masks, dot_runs, flat_tile
 
 
 def _is_sparse(m) -> bool:
@@ -82,18 +82,18 @@ class MaskContainer:
             self._cache[key] = cached
         return cached
 
-    def apply(self, sig_slice: Slice, key, piece: np.ndarray, out: np.ndarray):
-        """``out += piece @ masks.T`` for a C-contiguous ``(frames, pixels)`` piece."""
+    def apply(self, sig_slice: Slice, key, frames: np.ndarray, p0: int, p1: int, out):
+        """``out += frames[:, p0:p1] @ masks.T`` for the flat tile of `sig_slice`."""
         kind, masks = self.get(sig_slice, key)
-        real = piece.dtype.kind != "c" and self.dtype.kind != "c"
+        real = frames.dtype.kind != "c" and self.dtype.kind != "c"
         if kind == "dense" and real and out.flags.c_contiguous:
-            dot_masks(piece, masks, out)
+            dot_masks(frames, p0, p1, masks, out)
         elif kind == "runs" and real and out.flags.c_contiguous:
-            dot_runs(piece, *masks[:5], out)
+            dot_runs(frames, p0, p1, *masks[:5], out)
         elif kind == "dense":
-            out += piece @ masks.T
+            out += frames[:, p0:p1] @ masks.T
         else:
-            out += np.asarray((_runs_matrix(masks, piece.shape[1]) @ piece.T).T)
+            out += np.asarray((_runs_matrix(masks, p1 - p0) @ frames[:, p0:p1].T).T)
 
 
 def _runs(csr: scipy.sparse.csr_matrix):
@@ -225,12 +225,18 @@ class ApplyMasksUDF(UDF):
         return {"masks": self._container()}
 
     def process_tile(self, tile):
-        container = self.task_data.masks
-        out = self.results.intensity
-        for i, piece in c_frames(tile):
-            container.apply(
-                self.meta.sig_slice, self.meta.tiling_scheme_idx, piece, out[i : i + piece.shape[0]]
-            )
+        frames = flat_tile(tile)
+        self.process_flat_tile(frames, 0, frames.shape[1])
+
+    def process_flat_tile(self, frames, p0, p1):
+        self.task_data.masks.apply(
+            self.meta.sig_slice,
+            self.meta.tiling_scheme_idx,
+            frames,
+            p0,
+            p1,
+            self.results.intensity,
+        )
 
     def process_frame(self, frame):
         shifts = np.asarray(self.params.shifts, dtype=np.int64).reshape(-1)

@@ -6,7 +6,7 @@ import numpy as np
 
 from ltdask.exceptions import UDFError
 from ltdask.udf.base import UDF
-from ltdask.udf.builtin._kernels import c_frames, moments
+from ltdask.udf.builtin._kernels import flat_tile, moments
 
 
 def _np_moments(tile, count, mean, m2):
@@ -72,20 +72,23 @@ class StdDevUDF(UDF):
         return {"stats": {}}
 
     def process_tile(self, tile):
+        frames = flat_tile(tile)
+        self.process_flat_tile(frames, 0, frames.shape[1])
+
+    def process_flat_tile(self, frames, p0, p1):
         idx = self.meta.tiling_scheme_idx
         stats = self.task_data.stats.get(idx)
-        px = int(np.prod(tile.shape[1:]))
-        complex_ = np.iscomplexobj(tile)
+        px = p1 - p0
+        complex_ = frames.dtype.kind == "c"
         if stats is None:
             mdt = np.complex128 if complex_ else np.float64
             # count, mean, centred sum of squares, shift (see the `moments` kernel)
             stats = [0, np.zeros(px, mdt), np.zeros(px), np.zeros(px)]
             self.task_data.stats[idx] = stats
-        for _, piece in c_frames(tile):
-            if complex_:
-                stats[0] = _np_moments(piece, stats[0], stats[1], stats[2])
-            else:
-                stats[0] = moments(piece, stats[0], stats[1], stats[2], stats[3])
+        if complex_:
+            stats[0] = _np_moments(frames[:, p0:p1], stats[0], stats[1], stats[2])
+        else:
+            stats[0] = moments(frames, p0, p1, stats[0], stats[1], stats[2], stats[3])
 
     def postprocess(self):
         scheme = self.meta.tiling_scheme

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ltdask.udf.base import UDF
-from ltdask.udf.builtin._kernels import c_frames, sum_pixels
+from ltdask.udf.builtin._kernels import flat_tile, sum_frames, sum_pixels
 
 
 def _accumulator_dtype(dtype) -> np.dtype:
@@ -51,11 +51,15 @@ class SumUDF(UDF):
         return {"acc": {}}
 
     def process_tile(self, tile):
-        acc = self.task_data.acc.get(self.meta.tiling_scheme_idx)
+        frames = flat_tile(tile)
+        self.process_flat_tile(frames, 0, frames.shape[1])
+
+    def process_flat_tile(self, frames, p0, p1):
+        accs = self.task_data.acc
+        acc = accs.get(self.meta.tiling_scheme_idx)
         if acc is None:
-            acc = self.task_data.acc[self.meta.tiling_scheme_idx] = tile.sum(axis=0)
-        else:
-            acc += tile.sum(axis=0)
+            acc = accs[self.meta.tiling_scheme_idx] = np.zeros(p1 - p0, frames.dtype)
+        sum_frames(frames, p0, p1, acc)
 
     def postprocess(self):
         scheme = self.meta.tiling_scheme
@@ -94,7 +98,14 @@ class SumSigUDF(UDF):
         return {"intensity": self.buffer(kind="nav", dtype=dtype)}
 
     def process_tile(self, tile):
-        sums = np.zeros(tile.shape[0], _accumulator_dtype(self.meta.input_dtype))
-        for i, piece in c_frames(tile):
-            sum_pixels(piece, sums[i : i + piece.shape[0]])
-        self.results.intensity[:] += sums.astype(self.results.intensity.dtype, copy=False)
+        frames = flat_tile(tile)
+        self.process_flat_tile(frames, 0, frames.shape[1])
+
+    def process_flat_tile(self, frames, p0, p1):
+        out = self.results.intensity
+        if out.dtype == _accumulator_dtype(frames.dtype):
+            sum_pixels(frames, p0, p1, out)
+            return
+        sums = np.zeros(frames.shape[0], _accumulator_dtype(frames.dtype))
+        sum_pixels(frames, p0, p1, sums)
+        out += sums.astype(out.dtype, copy=False)
