@@ -175,72 +175,90 @@ class CoMUDF(UDF):
         )
 
     def get_results(self):
+        import dask
         import dask.array as da
 
         p = self.params.com_params
         nav_shape = tuple(self.meta.dataset_shape.nav)
         raw = self.results.get_buffer("raw_mask_result").data
-        raw = da.asarray(raw).rechunk((nav_shape[0], nav_shape[1], 3))
-        total = raw[..., :1]
-        # frames with no intensity in the mask have no centre of mass (NaN, no warning)
-        com = da.where(total != 0, raw[..., 1:] / da.where(total != 0, total, 1), np.nan)
-        cy, cx = self._center()
-        shifts = com - np.array([cy, cx])
-        regression = self._regression(shifts, nav_shape)
-        yy, xx = np.mgrid[: nav_shape[0], : nav_shape[1]]
-        fit_y = regression[0, 0] + regression[1, 0] * yy + regression[2, 0] * xx
-        fit_x = regression[0, 1] + regression[1, 1] * yy + regression[2, 1] * xx
-        fy, fx = apply_correction(
-            shifts[..., 0] - fit_y, shifts[..., 1] - fit_x, p.scan_rotation, p.flip_y
-        )
-        field = da.stack([fy, fx], axis=-1)
-        div = _gradient(fy, 0) + _gradient(fx, 1)
-        curl = _gradient(fy, 1) - _gradient(fx, 0)
-        f32 = np.float32
-        return {
-            "raw_com": com.astype(f32),
-            "raw_shifts": shifts.astype(f32),
-            "field": field.astype(f32),
-            "field_y": fy.astype(f32),
-            "field_x": fx.astype(f32),
-            "magnitude": da.sqrt(fy**2 + fx**2).astype(f32),
-            "divergence": div.astype(f32),
-            "curl": curl.astype(f32),
-            "regression": regression,
-        }
-
-    def _regression(self, shifts, nav_shape):
-        import dask.array as da
-
-        reg = self.params.com_params.regression
-        if not isinstance(reg, (int, np.integer)):
-            return da.asarray(np.asarray(reg, dtype=np.float64))
-        if reg == NO_REGRESSION:
-            return da.zeros((3, 2), dtype=np.float64)
-        valid = self.meta.get_valid_nav_mask(full_nav=True).reshape(-1)
-        values = shifts.reshape(-1, 2)[valid]
-        finite = da.isfinite(values).all(axis=1)
-        values = da.where(finite[:, None], values, 0)
-        yy, xx = np.mgrid[: nav_shape[0], : nav_shape[1]]
-        if reg == 0:
-            weights = finite.astype(np.float64)
-            mean = (values * weights[:, None]).sum(axis=0) / da.maximum(weights.sum(), 1)
-            return da.concatenate([mean[None], da.zeros((2, 2))], axis=0)
-        design = np.stack(
-            [np.ones(valid.sum()), yy.reshape(-1)[valid], xx.reshape(-1)[valid]], axis=1
-        )
-        design = da.from_array(design) * finite[:, None]
-        gram = design.T @ design
-        rhs = design.T @ values
-        return da.linalg.solve(gram, rhs)
+        # nav-sized and small next to the scan: one numpy task instead of a graph of
+        # hundreds (the regression, the gradients)
+        raw = da.asarray(raw).rechunk(-1)
+        valid = self.meta.get_valid_nav_mask(full_nav=True).reshape(nav_shape)
+        fields = dask.delayed(com_fields, pure=True)(raw, self._center(), valid, p)
+        out = {}
+        for name, extra in _FIELDS.items():
+            dtype = np.float64 if name == "regression" else np.float32
+            shape = extra if name == "regression" else nav_shape + extra
+            out[name] = da.from_delayed(fields[name], shape=shape, dtype=dtype)
+        return out
 
 
-def _gradient(arr, axis):
-    import dask.array as da
+#: CoMUDF's results and their shapes after the nav dims (``regression``: its whole shape)
+_FIELDS = {
+    "raw_com": (2,),
+    "raw_shifts": (2,),
+    "field": (2,),
+    "field_y": (),
+    "field_x": (),
+    "magnitude": (),
+    "divergence": (),
+    "curl": (),
+    "regression": (3, 2),
+}
 
+
+def com_fields(raw: np.ndarray, center, valid: np.ndarray, p: CoMParams) -> dict:
+    """CoMUDF's results from the per-frame ``(sum I, sum I*y, sum I*x)`` (nav-shaped)."""
+    raw = np.asarray(raw, dtype=np.float64)
+    total = raw[..., :1]
+    # frames with no intensity in the mask have no centre of mass (NaN, no warning)
+    com = np.where(total != 0, raw[..., 1:] / np.where(total != 0, total, 1), np.nan)
+    shifts = com - np.asarray(center, dtype=np.float64)
+    regression = _regression(shifts, valid, p.regression)
+    ny, nx = shifts.shape[:2]
+    yy, xx = np.mgrid[:ny, :nx]
+    fit_y = regression[0, 0] + regression[1, 0] * yy + regression[2, 0] * xx
+    fit_x = regression[0, 1] + regression[1, 1] * yy + regression[2, 1] * xx
+    fy, fx = apply_correction(
+        shifts[..., 0] - fit_y, shifts[..., 1] - fit_x, p.scan_rotation, p.flip_y
+    )
+    f32 = np.float32
+    return {
+        "raw_com": com.astype(f32),
+        "raw_shifts": shifts.astype(f32),
+        "field": np.stack([fy, fx], axis=-1).astype(f32),
+        "field_y": fy.astype(f32),
+        "field_x": fx.astype(f32),
+        "magnitude": np.sqrt(fy**2 + fx**2).astype(f32),
+        "divergence": (_gradient(fy, 0) + _gradient(fx, 1)).astype(f32),
+        "curl": (_gradient(fy, 1) - _gradient(fx, 0)).astype(f32),
+        "regression": regression,
+    }
+
+
+def _regression(shifts: np.ndarray, valid: np.ndarray, reg) -> np.ndarray:
+    """The ``(3, 2)`` plane fitted to the (y, x) shifts of the valid, finite positions:
+    none (zeros), a constant (``reg == 0``), or offset and slopes (``reg == 1``)."""
+    if not isinstance(reg, (int, np.integer)):
+        return np.asarray(reg, dtype=np.float64)
+    if reg == NO_REGRESSION:
+        return np.zeros((3, 2))
+    values = shifts[valid]
+    finite = np.isfinite(values).all(axis=1)
+    values = values[finite]
+    if reg == 0:
+        mean = values.mean(axis=0) if len(values) else np.zeros(2)
+        return np.concatenate([mean[None], np.zeros((2, 2))], axis=0)
+    yy, xx = np.nonzero(valid)
+    design = np.stack([np.ones(yy.size), yy, xx], axis=1)[finite]
+    return np.linalg.solve(design.T @ design, design.T @ values)
+
+
+def _gradient(arr: np.ndarray, axis: int) -> np.ndarray:
     if arr.shape[axis] < 2:
-        return da.zeros_like(arr)
-    return da.gradient(arr, axis=axis)
+        return np.zeros_like(arr)
+    return np.gradient(arr, axis=axis)
 
 
 def _row_intervals(mask: np.ndarray):
