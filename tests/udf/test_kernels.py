@@ -86,16 +86,17 @@ def test_moments_empty_tile_changes_nothing():
 
 
 @pytest.mark.parametrize("rows", [(0, 9), (3, 7)])
-def test_interval_moments(rows):
+@pytest.mark.parametrize("n", [1, 4, 7])
+def test_interval_moments(rows, n):
     h, w = 9, 11
     yy, xx = np.mgrid[:h, :w]
     mask = ((yy - 4.2) ** 2 + (xx - 5.1) ** 2 < 16) & ((yy - 4.2) ** 2 + (xx - 5.1) ** 2 >= 4)
     starts, stops = _row_intervals(mask)
-    frames = tiles(2, 5, h * w).reshape(5, h, w)
+    frames = tiles(2, n, h * w).reshape(n, h, w)
     r0, r1 = rows
     # the rows r0:r1 as a flat range of the whole frames
-    flat = frames.reshape(5, -1)
-    out = np.zeros((5, 3))
+    flat = frames.reshape(n, -1)
+    out = np.zeros((n, 3))
     interval_moments(
         flat, r0 * w, r1 * w, w, r0, starts, stops, np.arange(w, dtype=np.float32), out
     )
