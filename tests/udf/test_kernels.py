@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ltdask.udf.builtin._kernels import (
+    MASK_BLOCK,
     dot_masks,
     dot_runs,
     flat_tile,
@@ -121,9 +122,10 @@ def test_row_intervals():
 
 @pytest.mark.parametrize("n", [1, 2, 5])
 @pytest.mark.parametrize("m", [1, 3, 4, 7])
-def test_dot_masks(n, m):
-    t = tiles(3, n, 257)
-    masks = tiles(4, m, 257)
+@pytest.mark.parametrize("px", [257, MASK_BLOCK * 2 + 5])
+def test_dot_masks(n, m, px):
+    t = tiles(3, n, px)
+    masks = tiles(4, m, px)
     out = np.zeros((n, m), np.float32)
     dot_masks(*embedded(t, 6, 1), masks, out)
     np.testing.assert_allclose(

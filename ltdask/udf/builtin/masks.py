@@ -118,11 +118,15 @@ def _runs(csr: scipy.sparse.csr_matrix):
         if starts
         else (lambda xs: np.zeros(0, np.int64))
     )
+    starts, lens, woffs, masks = cat(starts), cat(lens), cat(woffs), cat(masks)
+    # in pixel order, not mask by mask: one sweep over each frame, every cache line read
+    # once (2-3x faster for rings), and consecutive runs add to different sums
+    order = np.argsort(starts, kind="stable")
     return (
-        cat(starts),
-        cat(lens),
-        cat(woffs),
-        cat(masks),
+        starts[order],
+        lens[order],
+        woffs[order],
+        masks[order],
         np.ascontiguousarray(csr.data),
         csr.shape,
     )
