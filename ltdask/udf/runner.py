@@ -12,6 +12,7 @@ from ltdask.io.tiling import TilingScheme
 from ltdask.udf.base import UDF, AuxData, UDFMethod
 from ltdask.udf.buffers import BufferSpec, Namespace
 from ltdask.udf.meta import UDFMeta
+from ltdask.udf.shared import SharedStats
 
 
 def selected_positions(partition: Partition, roi_flat: np.ndarray | None) -> np.ndarray:
@@ -162,6 +163,7 @@ def run_partition(
             b.udf.preprocess()
         bound.append(b)
 
+    shared = SharedStats.make([b.udf for b in bound if b.flat], read_dtype)
     if present.size:
         sig_indices = scheme.sig_indices
         for data, first, s, flat in dataset.iter_flat_tiles(present, scheme, read_dtype, block):
@@ -169,18 +171,24 @@ def run_partition(
             sig_slice = scheme.slices[s]
             sig_index = sig_indices[s]
             at = int(k0) + first
+            stats = None
             for b in bound:
                 udf, meta = b.udf, b.udf.meta
                 if b.method is UDFMethod.TILE:
                     meta.set_slice(origin + at, n, sig_slice, s)
                     b.set_views(slice(at, at + n), sig_index, s)
-                    if b.flat:
-                        if flat is None:
-                            frames = np.ascontiguousarray(data).reshape(n, -1)
-                            flat = (frames, 0, frames.shape[1])
-                        udf.process_flat_tile(*flat)
-                    else:
+                    if not b.flat:
                         udf.process_tile(data)
+                        continue
+                    if flat is None:
+                        frames = np.ascontiguousarray(data).reshape(n, -1)
+                        flat = (frames, 0, frames.shape[1])
+                    if shared is not None and shared.wants(udf):
+                        if stats is None:
+                            stats = shared.compute(*flat, s)
+                        udf.process_shared_stats(stats)
+                    else:
+                        udf.process_flat_tile(*flat)
                 elif b.method is UDFMethod.FRAME:
                     for i in range(n):
                         meta.set_slice(origin + at + i, 1, sig_slice, s)

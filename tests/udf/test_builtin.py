@@ -123,6 +123,53 @@ def test_stddev(nav, sig, roi_kind, source, tmp_path):
         )
 
 
+@pytest.mark.parametrize("nav,sig", SHAPES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("roi_kind", ROIS)
+@pytest.mark.parametrize("order", ["sum-first", "stddev-first"])
+def test_sum_sumsig_stddev_in_one_pass(nav, sig, dtype, roi_kind, order, source, tmp_path):
+    """Run together, Sum and SumSig take their results from StdDev's moments pass
+    (``ltdask.udf.shared``): the same values as numpy, and as each run alone."""
+    data = make_data(nav, sig, dtype, seed=4)
+    if dtype == "float32":
+        data += np.float32(1e5)  # a large mean: the shared moments keep it exact
+    roi = make_roi(roi_kind, nav)
+    ds = open_dataset(source, data, tmp_path)
+    udfs = [SumUDF(), SumSigUDF(), StdDevUDF()]
+    if order == "stddev-first":
+        udfs = udfs[::-1]
+    results = dict(
+        zip(
+            ["sum", "sumsig", "std"],
+            ltdask.compute(ds, udfs, roi=roi)[:: 1 if order == "sum-first" else -1],
+            strict=True,
+        )
+    )
+    frames = selected(data, roi, len(nav)).astype(np.float64)
+    n = frames.shape[0]
+    scale = max(1.0, float(np.abs(frames).max(initial=0)) * n)
+    np.testing.assert_allclose(
+        results["sum"]["intensity"].values, frames.sum(axis=0), rtol=1e-6, atol=1e-7 * scale
+    )
+    expected = nav_expected(frames.sum(axis=(1, 2)), roi, nav)
+    np.testing.assert_allclose(results["sumsig"]["intensity"].values, expected, rtol=1e-6)
+    std = results["std"]
+    assert int(std["num_frames"].values[0]) == n
+    if n:
+        np.testing.assert_allclose(std["var"].values, frames.var(axis=0), rtol=1e-5, atol=1e-9)
+    alone = SumSigUDF().compute(ds, roi=roi)["intensity"].values
+    np.testing.assert_allclose(results["sumsig"]["intensity"].values, alone, rtol=1e-6)
+
+
+def test_shared_stats_only_between_two_or_more():
+    from ltdask.udf.shared import SharedStats
+
+    assert SharedStats.make([StdDevUDF(), SumUDF()], np.float32) is not None
+    assert SharedStats.make([StdDevUDF()], np.float32) is None
+    assert SharedStats.make([SumUDF(), SumSigUDF()], np.float32) is None  # no moments
+    assert SharedStats.make([StdDevUDF(), SumUDF()], np.complex64) is None
+
+
 @pytest.mark.parametrize("merge", ["merge_all", "tree"])
 def test_stddev_large_mean_is_exact(merge, tmp_path, monkeypatch):
     """Data of mean 1e6 + noise: a naive sum of squares loses everything, the per-tile

@@ -15,6 +15,7 @@ from ltdask.udf.builtin._kernels import (
     flat_tile,
     interval_moments,
     moments,
+    moments_frame_sums,
     sum_frames,
     sum_pixels,
 )
@@ -77,6 +78,30 @@ def test_moments_match_numpy(depths, px, offset, before):
     assert count == len(data)
     np.testing.assert_allclose(mean, ref.mean(axis=0), rtol=1e-12, atol=1e-9)
     np.testing.assert_allclose(m2, ref.var(axis=0) * len(data), rtol=1e-6, atol=1e-6)
+
+
+@given(
+    depths=st.lists(st.integers(1, 9), min_size=1, max_size=4),
+    px=st.integers(1, 2500),
+    offset=st.sampled_from([0.0, 1e6]),
+)
+def test_moments_frame_sums(depths, px, offset):
+    """The fused pass gives `moments`' statistics and each frame's sum."""
+    data = tiles(9, sum(depths), px, np.float32, offset)
+    state = [0, np.zeros(px), np.zeros(px), np.zeros(px)]
+    fused = [0, np.zeros(px), np.zeros(px), np.zeros(px)]
+    sums = np.zeros(len(data))
+    first = 0
+    for d in depths:
+        part = embedded(data[first : first + d], 3, 1)
+        state[0] = moments(*part, *state)
+        fused[0] = moments_frame_sums(*part, *fused, sums[first : first + d], True)
+        first += d
+    assert fused[0] == state[0] == len(data)
+    for a, b in zip(fused[1:3], state[1:3], strict=True):
+        # the same sums, in an order fastmath may choose differently
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(sums, data.astype(np.float64).sum(axis=1), rtol=1e-9)
 
 
 def test_moments_empty_tile_changes_nothing():

@@ -84,6 +84,13 @@ def moments(frames, p0, p1, count, mean, m2, shift):
     join the running ones by Chan et al.'s formula. ``shift`` is updated to the new mean.
     Returns the new count.
     """
+    return moments_frame_sums(frames, p0, p1, count, mean, m2, shift, np.empty(0), False)
+
+
+@numba.njit(nogil=True, cache=True, fastmath=_FAST)
+def moments_frame_sums(frames, p0, p1, count, mean, m2, shift, frame_sums, with_sums):
+    """`moments`, and with `with_sums` also ``frame_sums[i] += sum_k frames[i, p0 + k]``
+    in the same pass (Sum, SumSig and StdDev of one run then read each tile once)."""
     n = frames.shape[0]
     if n == 0:
         return count
@@ -103,9 +110,11 @@ def moments(frames, p0, p1, count, mean, m2, shift):
         k_ = shift[j0:j1]
         a = s1[: j1 - j0]
         b = s2[: j1 - j0]
+        shift_sum = 0.0
         for k in range(a.shape[0]):
             a[k] = 0.0
             b[k] = 0.0
+            shift_sum += k_[k]
         # four frames per pass: the block's running sums are loaded and stored once per
         # four rows instead of once per row (the loop is bound by those stores otherwise)
         i = 0
@@ -114,21 +123,44 @@ def moments(frames, p0, p1, count, mean, m2, shift):
             r1 = frames[i + 1][p0 + j0 : p0 + j1]
             r2 = frames[i + 2][p0 + j0 : p0 + j1]
             r3 = frames[i + 3][p0 + j0 : p0 + j1]
-            for k in range(a.shape[0]):
-                c = k_[k]
-                d0 = np.float64(r0[k]) - c
-                d1 = np.float64(r1[k]) - c
-                d2 = np.float64(r2[k]) - c
-                d3 = np.float64(r3[k]) - c
-                a[k] += (d0 + d1) + (d2 + d3)
-                b[k] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)
+            if with_sums:
+                t0 = t1 = t2 = t3 = 0.0
+                for k in range(a.shape[0]):
+                    c = k_[k]
+                    d0 = np.float64(r0[k]) - c
+                    d1 = np.float64(r1[k]) - c
+                    d2 = np.float64(r2[k]) - c
+                    d3 = np.float64(r3[k]) - c
+                    t0 += d0
+                    t1 += d1
+                    t2 += d2
+                    t3 += d3
+                    a[k] += (d0 + d1) + (d2 + d3)
+                    b[k] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)
+                frame_sums[i] += t0 + shift_sum
+                frame_sums[i + 1] += t1 + shift_sum
+                frame_sums[i + 2] += t2 + shift_sum
+                frame_sums[i + 3] += t3 + shift_sum
+            else:
+                for k in range(a.shape[0]):
+                    c = k_[k]
+                    d0 = np.float64(r0[k]) - c
+                    d1 = np.float64(r1[k]) - c
+                    d2 = np.float64(r2[k]) - c
+                    d3 = np.float64(r3[k]) - c
+                    a[k] += (d0 + d1) + (d2 + d3)
+                    b[k] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)
             i += 4
         while i < n:
             row = frames[i][p0 + j0 : p0 + j1]
+            t = 0.0
             for k in range(a.shape[0]):
                 d = np.float64(row[k]) - k_[k]
+                t += d
                 a[k] += d
                 b[k] += d * d
+            if with_sums:
+                frame_sums[i] += t + shift_sum
             i += 1
         mu = mean[j0:j1]
         q = m2[j0:j1]
@@ -363,6 +395,7 @@ __all__ = [
     "flat_tile",
     "interval_moments",
     "moments",
+    "moments_frame_sums",
     "sum_frames",
     "sum_pixels",
 ]

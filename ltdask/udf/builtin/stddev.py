@@ -48,6 +48,8 @@ class StdDevUDF(UDF):
     """
 
     MERGE_ALL_ON_NUMPY = True
+    #: SumUDF and SumSigUDF in the same run share this pass (see ``ltdask.udf.shared``)
+    SHARED_TILE_STATS = ("moments",)
 
     def __init__(self, dtype=None, use_numba=True):
         super().__init__(dtype=dtype, use_numba=use_numba)
@@ -89,6 +91,9 @@ class StdDevUDF(UDF):
             stats[0] = _np_moments(frames[:, p0:p1], stats[0], stats[1], stats[2])
         else:
             stats[0] = moments(frames, p0, p1, stats[0], stats[1], stats[2], stats[3])
+
+    def process_shared_stats(self, stats):
+        self.task_data.stats[self.meta.tiling_scheme_idx] = stats.moments
 
     def postprocess(self):
         scheme = self.meta.tiling_scheme

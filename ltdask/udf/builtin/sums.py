@@ -35,6 +35,8 @@ class SumUDF(UDF):
     """
 
     MERGE_ALL_ON_NUMPY = True
+    #: with StdDevUDF in the same run, the sums come from the shared moments pass
+    SHARED_TILE_STATS = ("pixel_sums",)
 
     def __init__(self, dtype="float32"):
         super().__init__(dtype=dtype)
@@ -48,7 +50,7 @@ class SumUDF(UDF):
     def get_task_data(self):
         # one accumulator per signal slice of the tiling scheme; sums of a partition's frames
         # stay in the input dtype (as numpy sums them), partitions are merged in the result
-        return {"acc": {}}
+        return {"acc": {}, "moments": {}}
 
     def process_tile(self, tile):
         frames = flat_tile(tile)
@@ -61,10 +63,16 @@ class SumUDF(UDF):
             acc = accs[self.meta.tiling_scheme_idx] = np.zeros(p1 - p0, frames.dtype)
         sum_frames(frames, p0, p1, acc)
 
+    def process_shared_stats(self, stats):
+        self.task_data.moments[self.meta.tiling_scheme_idx] = stats.moments
+
     def postprocess(self):
         scheme = self.meta.tiling_scheme
         out = self.results.intensity
-        for idx, acc in self.task_data.acc.items():
+        sums = dict(self.task_data.acc)
+        for idx, (count, mean, _, _) in self.task_data.moments.items():
+            sums[idx] = mean * count
+        for idx, acc in sums.items():
             view = out[scheme[idx].get()]
             view += acc.reshape(view.shape).astype(out.dtype, copy=False)
 
@@ -93,6 +101,9 @@ class SumSigUDF(UDF):
     np.float32(20.0)
     """
 
+    #: with StdDevUDF in the same run, the frame sums come from the shared moments pass
+    SHARED_TILE_STATS = ("frame_sums",)
+
     def get_result_buffers(self):
         dtype = np.result_type(self.meta.input_dtype, np.float32)
         return {"intensity": self.buffer(kind="nav", dtype=dtype)}
@@ -100,6 +111,10 @@ class SumSigUDF(UDF):
     def process_tile(self, tile):
         frames = flat_tile(tile)
         self.process_flat_tile(frames, 0, frames.shape[1])
+
+    def process_shared_stats(self, stats):
+        out = self.results.intensity
+        out += stats.frame_sums.astype(out.dtype, copy=False)
 
     def process_flat_tile(self, frames, p0, p1):
         out = self.results.intensity

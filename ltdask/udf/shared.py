@@ -1,0 +1,68 @@
+"""Shared tile statistics: reductions that several UDFs of one run need, computed once.
+
+A tile UDF with flat tiles (``process_flat_tile``) may also declare
+``SHARED_TILE_STATS``, a tuple of names from :data:`STATS`, and implement
+``process_shared_stats(stats)``. When two or more UDFs of a run declare statistics and
+one of them needs ``"moments"`` (its own pass would be the moments pass anyway), the
+runner computes them all in one numba pass per tile and calls ``process_shared_stats``
+instead of ``process_flat_tile``: Sum, SumSig and StdDev then read each tile once, not
+three times (each kernel alone is bound by memory or by its arithmetic; one fused pass
+is as fast as the slowest of them).
+
+``stats.moments`` is the running ``[count, mean, m2, shift]`` of the partition's frames
+so far in the current signal slice (see the ``moments`` kernel; the same list object for
+the whole partition, updated in place), so ``"pixel_sums"`` are ``mean * count``;
+``stats.frame_sums`` is the current tile's sum of each frame over the slice (float64).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: statistics the runner can share
+STATS = frozenset({"moments", "pixel_sums", "frame_sums"})
+
+
+class TileStats:
+    __slots__ = ("moments", "frame_sums")
+
+    def __init__(self, moments, frame_sums):
+        self.moments = moments
+        self.frame_sums = frame_sums
+
+
+class SharedStats:
+    """The shared statistics of one partition task, or ``None`` from :meth:`make` when
+    fewer than two UDFs would share them."""
+
+    def __init__(self, frame_sums: bool):
+        self.with_frame_sums = frame_sums
+        self.states: dict[int, list] = {}
+
+    @classmethod
+    def make(cls, udfs, read_dtype) -> SharedStats | None:
+        if np.dtype(read_dtype).kind != "f":
+            return None
+        wanted = [set(getattr(u, "SHARED_TILE_STATS", ())) for u in udfs]
+        if len([w for w in wanted if w]) < 2:
+            return None
+        union = set().union(*wanted)
+        if "moments" not in union or not union <= STATS:
+            return None
+        return cls("frame_sums" in union)
+
+    @staticmethod
+    def wants(udf) -> bool:
+        return bool(getattr(udf, "SHARED_TILE_STATS", ()))
+
+    def compute(self, frames: np.ndarray, p0: int, p1: int, scheme_idx: int) -> TileStats:
+        from ltdask.udf.builtin._kernels import moments_frame_sums
+
+        state = self.states.get(scheme_idx)
+        if state is None:
+            px = p1 - p0
+            state = self.states[scheme_idx] = [0, np.zeros(px), np.zeros(px), np.zeros(px)]
+        n = frames.shape[0]
+        sums = np.zeros(n if self.with_frame_sums else 0)
+        state[0] = moments_frame_sums(frames, p0, p1, *state, sums, self.with_frame_sums)
+        return TileStats(state, sums)
