@@ -62,7 +62,7 @@ def test_sum_frames_integers():
 
 @given(
     depths=st.lists(st.integers(1, 9), min_size=1, max_size=5),
-    px=st.integers(1, 2500),
+    px=st.integers(1, 9000),
     offset=st.sampled_from([0.0, 1e6]),
     before=st.integers(0, 5),
 )
@@ -82,7 +82,7 @@ def test_moments_match_numpy(depths, px, offset, before):
 
 @given(
     depths=st.lists(st.integers(1, 9), min_size=1, max_size=4),
-    px=st.integers(1, 2500),
+    px=st.integers(1, 9000),
     offset=st.sampled_from([0.0, 1e6]),
 )
 def test_moments_frame_sums(depths, px, offset):

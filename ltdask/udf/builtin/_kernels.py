@@ -14,8 +14,9 @@ import numba
 import numpy as np
 
 _FAST = {"reassoc", "contract", "nsz", "arcp"}
-#: pixels per block in the two-pass kernels: ``depth * BLOCK`` values stay in L2
-BLOCK = 1024
+#: pixels per block in `moments`: the block's float64 sums (64 KiB) stay in L2, and each
+#: frame's 16 KiB piece of the block is long enough to stream from RAM (1024 was 15 % slower)
+BLOCK = 4096
 #: pixels per block in `dot_masks`: 4 masks × 4096 float32 pixels stay in L2
 MASK_BLOCK = 4096
 
