@@ -24,6 +24,7 @@ import numpy as np
 from ltdask.common import Shape
 from ltdask.exceptions import MergeNotImplementedError, UDFError
 from ltdask.io.dataset import DataSet
+from ltdask.io.fileset import keeping_maps
 from ltdask.io.tiling import TilingPreferences
 from ltdask.udf.base import UDF, AuxData, MaskedResult, UDFMethod, overrides
 from ltdask.udf.buffers import (
@@ -97,19 +98,46 @@ def _check_method(udf: UDF) -> UDFMethod:
     return method
 
 
+#: datasets (by token) that UDF runs of this process have read, most recent last
+_READ_BEFORE: OrderedDict[str, None] = OrderedDict()
+
+
+def read_before(dataset: DataSet) -> bool:
+    """Whether an earlier run of this process read `dataset` (its files unchanged); notes
+    this one. Runs over such datasets keep their memory maps (see `MapCache`)."""
+    from dask.base import tokenize
+
+    key = tokenize(dataset)
+    seen = key in _READ_BEFORE
+    _READ_BEFORE[key] = None
+    _READ_BEFORE.move_to_end(key)
+    while len(_READ_BEFORE) > 256:
+        _READ_BEFORE.popitem(last=False)
+    return seen
+
+
 class PartitionJob:
     """What every partition task of a run shares: one node of the graph, so that the
     dataset, the UDFs and the ROI travel once per worker, not once per task."""
 
-    __slots__ = ("dataset", "partitions", "udfs", "scheme", "read_dtype", "roi_flat")
+    __slots__ = (
+        "dataset",
+        "partitions",
+        "udfs",
+        "scheme",
+        "read_dtype",
+        "roi_flat",
+        "keep_maps",
+    )
 
-    def __init__(self, dataset, partitions, udfs, scheme, read_dtype, roi_flat):
+    def __init__(self, dataset, partitions, udfs, scheme, read_dtype, roi_flat, keep_maps):
         self.dataset = dataset
         self.partitions = partitions
         self.udfs = udfs
         self.scheme = scheme
         self.read_dtype = read_dtype
         self.roi_flat = roi_flat
+        self.keep_maps = keep_maps
 
     def __getstate__(self):
         return tuple(getattr(self, k) for k in self.__slots__)
@@ -122,9 +150,10 @@ class PartitionJob:
 def _partition_task(job: PartitionJob, index: int, block=None):
     p = job.partitions[index]
     try:
-        partials = run_partition(
-            job.dataset, p, job.udfs, job.scheme, job.read_dtype, job.roi_flat, block
-        )
+        with keeping_maps(job.keep_maps):
+            partials = run_partition(
+                job.dataset, p, job.udfs, job.scheme, job.read_dtype, job.roi_flat, block
+            )
     except UDFError:
         raise
     except Exception as e:
@@ -185,6 +214,7 @@ class Run:
             self.scheme,
             self.read_dtype,
             self.roi_flat,
+            read_before(dataset),
         )
         name = f"ltdask-udf-{self.token}"
         job_key = f"ltdask-job-{self.token}"

@@ -9,23 +9,43 @@ import numpy as np
 import pytest
 
 import ltdask
-from ltdask.io.fileset import MAPS, map_file
+from ltdask.io.fileset import MAPS, keeping_maps, map_file
 
 
 @pytest.fixture(autouse=True)
 def _cache_on():
-    with dask.config.set({"ltdask.map-cache-bytes": "1GiB"}):
+    with dask.config.set({"ltdask.map-cache-bytes": "1GiB"}), keeping_maps():
         yield
     MAPS.clear()
 
 
-def test_off_by_default(tmp_path):
+def test_kept_only_when_asked(tmp_path):
     path = str(tmp_path / "o.raw")
     np.zeros(64, dtype=np.uint8).tofile(path)
-    with dask.config.set(
-        {"ltdask.map-cache-bytes": ltdask._config.DEFAULTS["ltdask"]["map-cache-bytes"]}
-    ):
+    with keeping_maps(False):
         assert map_file(path) is not map_file(path)
+    kept = map_file(path)
+    with keeping_maps(False):
+        assert map_file(path) is kept  # a kept map is used by everyone
+
+
+@pytest.mark.parametrize("setting", ["default", 0])
+def test_second_udf_run_keeps_maps(tmp_path, setting):
+    """A scan read once leaves nothing mapped (RSS stays flat); from the second UDF run
+    over the same files on, their maps are kept (no page faults), unless turned off."""
+    path = tmp_path / "scan.raw"
+    data = np.arange(6 * 5 * 4, dtype=np.float32).reshape(6, 5, 4)
+    data.tofile(path)
+    MAPS.clear()
+    value = ltdask._config.DEFAULTS["ltdask"]["map-cache-bytes"] if setting == "default" else 0
+    config = {"ltdask.map-cache-bytes": value, "scheduler": "sync"}
+    with keeping_maps(False), dask.config.set(config):
+        for run in range(3):
+            ds = ltdask.open_raw(path, nav_shape=(6,), sig_shape=(5, 4), dtype="float32")
+            res = ltdask.udf.SumUDF().compute(ds)
+            np.testing.assert_array_equal(res["intensity"].values, data.sum(axis=0))
+            kept = any(key[0] == str(path) for key in MAPS._maps)
+            assert kept == (run > 0 and setting == "default")
 
 
 def test_maps_are_reused_until_the_file_changes(tmp_path):
