@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from ltdask.udf.builtin._kernels import (
     MASK_BLOCK,
+    dot_mask,
     dot_masks,
     dot_runs,
     flat_tile,
@@ -156,6 +157,16 @@ def test_dot_masks(n, m, px):
     np.testing.assert_allclose(
         out, t.astype(np.float64) @ masks.T.astype(np.float64), rtol=1e-4, atol=1e-4
     )
+
+
+@pytest.mark.parametrize("n", [1, 4, 7])
+def test_dot_mask(n):
+    t = tiles(3, n, 301)
+    mask = tiles(4, 1, 301)[0]
+    out = np.ones(n, np.float32)
+    dot_mask(*embedded(t, 2, 5), mask, out)
+    want = 1 + t.astype(np.float64) @ mask.astype(np.float64)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
 
 
 def test_dot_masks_nan_stays_in_its_frame():

@@ -8,7 +8,7 @@ import scipy.sparse
 from ltdask.common import Slice
 from ltdask.exceptions import UDFError
 from ltdask.udf.base import UDF
-from ltdask.udf.builtin._kernels import dot_masks, dot_runs, flat_tile
+from ltdask.udf.builtin._kernels import dot_mask, dot_masks, dot_runs, flat_tile
 
 
 def _is_sparse(m) -> bool:
@@ -87,7 +87,10 @@ class MaskContainer:
         kind, masks = self.get(sig_slice, key)
         real = frames.dtype.kind != "c" and self.dtype.kind != "c"
         if kind == "dense" and real and out.flags.c_contiguous:
-            dot_masks(frames, p0, p1, masks, out)
+            if masks.shape[0] == 1:
+                dot_mask(frames, p0, p1, masks[0], out[:, 0])
+            else:
+                dot_masks(frames, p0, p1, masks, out)
         elif kind == "runs" and real and out.flags.c_contiguous:
             dot_runs(frames, p0, p1, *masks[:5], out)
         elif kind == "dense":
