@@ -124,6 +124,8 @@ class StdDevUDF(UDF):
 
     def merge_all(self, ordered_results):
         parts = list(ordered_results.values())
+        if all(isinstance(p.sum, np.ndarray) for p in parts):
+            return _merge_numpy(parts)
         counts = np.stack([p.num_frames for p in parts]).astype(np.float64)  # (k, 1)
         sums = np.stack([p.sum for p in parts])
         varsums = np.stack([p.varsum for p in parts])
@@ -148,3 +150,25 @@ class StdDevUDF(UDF):
         mean = self.results.sum / n
         var = self.results.varsum / n
         return {"mean": mean, "var": var, "std": np.sqrt(var)}
+
+
+def _merge_numpy(parts) -> dict:
+    """`StdDevUDF.merge_all` on numpy partials: Chan's pairwise update in place, one
+    partition after the other (no stacked copies of every partition's buffers)."""
+    total = 0
+    total_sum = np.zeros_like(parts[0].sum)
+    varsum = np.zeros_like(parts[0].varsum)
+    mean = np.zeros(total_sum.shape, dtype=np.result_type(total_sum, np.float64))
+    for p in parts:
+        n_b = int(p.num_frames[0])
+        if n_b == 0:
+            continue
+        n = total + n_b
+        delta = p.sum / n_b - mean
+        varsum += p.varsum
+        if total:
+            varsum += np.abs(delta) ** 2 * (total * n_b / n)
+        mean += delta * (n_b / n)
+        total_sum += p.sum
+        total = n
+    return {"num_frames": np.array([total], dtype=np.int64), "sum": total_sum, "varsum": varsum}

@@ -71,10 +71,10 @@ class SumUDF(UDF):
         out = self.results.intensity
         sums = dict(self.task_data.acc)
         for idx, (count, mean, _, _) in self.task_data.moments.items():
-            sums[idx] = mean * count
+            sums[idx] = mean * count  # (the state is shared: StdDevUDF reads it too)
         for idx, acc in sums.items():
             view = out[scheme[idx].get()]
-            view += acc.reshape(view.shape).astype(out.dtype, copy=False)
+            np.add(view, acc.reshape(view.shape), out=view, casting="unsafe")
 
     def merge(self, dest, src):
         dest.intensity[:] += src.intensity
