@@ -17,6 +17,7 @@ ROI, chunked by partition.
 from __future__ import annotations
 
 import math
+import uuid
 from collections import OrderedDict
 
 import numpy as np
@@ -36,7 +37,7 @@ from ltdask.udf.buffers import (
     filled,
 )
 from ltdask.udf.meta import UDFMeta
-from ltdask.udf.runner import declared_buffers, run_partition, selected_positions
+from ltdask.udf.runner import RUN_ID, declared_buffers, run_partition, selected_positions
 from ltdask.udf.tasks import DataNode, Task, TaskRef, block_key, task_array, task_delayed
 
 MERGE_SPLIT_EVERY = 8
@@ -128,6 +129,7 @@ class PartitionJob:
         "read_dtype",
         "roi_flat",
         "keep_maps",
+        "run_id",
     )
 
     def __init__(self, dataset, partitions, udfs, scheme, read_dtype, roi_flat, keep_maps):
@@ -138,6 +140,7 @@ class PartitionJob:
         self.read_dtype = read_dtype
         self.roi_flat = roi_flat
         self.keep_maps = keep_maps
+        self.run_id = uuid.uuid4().hex
 
     def __getstate__(self):
         return tuple(getattr(self, k) for k in self.__slots__)
@@ -150,10 +153,14 @@ class PartitionJob:
 def _partition_task(job: PartitionJob, index: int, block=None):
     p = job.partitions[index]
     try:
-        with keeping_maps(job.keep_maps):
-            partials = run_partition(
-                job.dataset, p, job.udfs, job.scheme, job.read_dtype, job.roi_flat, block
-            )
+        run = RUN_ID.set(job.run_id)
+        try:
+            with keeping_maps(job.keep_maps):
+                partials = run_partition(
+                    job.dataset, p, job.udfs, job.scheme, job.read_dtype, job.roi_flat, block
+                )
+        finally:
+            RUN_ID.reset(run)
     except UDFError:
         raise
     except Exception as e:

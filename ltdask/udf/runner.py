@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextvars
+
 import numpy as np
 
 from ltdask.common import Shape, Slice
@@ -13,6 +15,11 @@ from ltdask.udf.base import UDF, AuxData, UDFMethod
 from ltdask.udf.buffers import BufferSpec, Namespace
 from ltdask.udf.meta import UDFMeta
 from ltdask.udf.shared import SharedStats
+
+#: the run whose partition this thread is processing (a fresh id per `Run`): per-process
+#: caches of a run's derived data (mask stacks) are keyed by it, so nothing a UDF's
+#: parameters computed leaks into a later run
+RUN_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("ltdask_run", default=None)
 
 
 def selected_positions(partition: Partition, roi_flat: np.ndarray | None) -> np.ndarray:

@@ -244,6 +244,34 @@ def test_apply_masks_shifts():
     np.testing.assert_allclose(res["intensity"].values[..., 0], want, rtol=1e-5)
 
 
+def test_apply_masks_factories_once_per_run_not_per_partition(tmp_path):
+    """Partitions of a run share the masks (made once per process); a new run calls the
+    factories again, so a changed mask is seen."""
+    import dask
+
+    calls = []
+    mask = np.ones((6, 5), np.float32)
+
+    def factory():
+        calls.append(1)
+        return mask.copy()
+
+    data = make_data((4, 6), (6, 5), "float32")
+    ds = open_dataset("raw", data, tmp_path)
+    partitions = len(ds.get_partitions())
+    assert partitions >= 4
+    udf = ApplyMasksUDF([factory])
+    with dask.config.set(scheduler="threads"):
+        first = udf.compute(ds)["intensity"].values[..., 0]
+        per_run = len(calls)
+        mask[:] = 2
+        second = udf.compute(ds)["intensity"].values[..., 0]
+    expected = data.astype(np.float64).sum(axis=(2, 3))
+    np.testing.assert_allclose(first, expected, rtol=1e-5)
+    np.testing.assert_allclose(second, 2 * expected, rtol=1e-5)
+    assert per_run < partitions
+
+
 def test_apply_masks_wrong_mask_shape():
     data = make_data((2, 2), (8, 8), "float32")
     with pytest.raises(ltdask.UDFError, match="masks have shape"):

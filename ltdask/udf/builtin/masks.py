@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import collections
+import threading
+
 import numpy as np
 import scipy.sparse
 
@@ -70,16 +73,21 @@ class MaskContainer:
     def get(self, sig_slice: Slice, key):
         """The masks for `sig_slice`: ``("dense", (masks, pixels) array)`` or, for sparse
         masks, ``("runs", arrays for dot_runs)``; cached per `key`."""
-        cached = self._cache.get(key)
+        cached = self._cache.get((key, sig_slice))
         if cached is None:
-            index = np.arange(int(np.prod(self.sig_shape))).reshape(self.sig_shape)
-            cols = index[sig_slice.get()].reshape(-1)
-            part = self._stack[:, cols]
+            inner = int(np.prod(self.sig_shape[1:]))
+            if tuple(sig_slice.shape)[1:] == self.sig_shape[1:]:
+                # whole rows: a range of the flattened frame
+                p0 = sig_slice.origin[0] * inner
+                part = self._stack[:, p0 : p0 + int(np.prod(tuple(sig_slice.shape)))]
+            else:
+                index = np.arange(int(np.prod(self.sig_shape))).reshape(self.sig_shape)
+                part = self._stack[:, index[sig_slice.get()].reshape(-1)]
             if self.use_sparse:
                 cached = ("runs", _runs(scipy.sparse.csr_matrix(part)))
             else:
                 cached = ("dense", np.ascontiguousarray(part))
-            self._cache[key] = cached
+            self._cache[(key, sig_slice)] = cached
         return cached
 
     def apply(self, sig_slice: Slice, key, frames: np.ndarray, p0: int, p1: int, out):
@@ -97,6 +105,44 @@ class MaskContainer:
             out += frames[:, p0:p1] @ masks.T
         else:
             out += np.asarray((_runs_matrix(masks, p1 - p0) @ frames[:, p0:p1].T).T)
+
+
+class _ContainerCache:
+    """Mask containers of this process, per run, mask factories and parameters: the
+    partition tasks of a run share the factories object (one graph node), so the masks
+    are made and cut per signal slice once per process and run, not once per partition
+    (for 16 masks that took longer than the product itself). A new run calls the
+    factories again, as LiberTEM does."""
+
+    def __init__(self, size: int = 8):
+        self._size = size
+        self._entries: collections.OrderedDict = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, factories, args) -> MaskContainer:
+        from ltdask.udf.runner import RUN_ID
+
+        run = RUN_ID.get()
+        sig_shape, dtype, use_sparse, count = args
+        if run is None:  # outside a run's partition task
+            return MaskContainer(factories, sig_shape, dtype, use_sparse, count)
+        # keyed by identity within one run; the entry holds the factories, so the id is
+        # not reused while it is cached
+        key = (run, id(factories), args)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+                return entry[1]
+        container = MaskContainer(factories, sig_shape, dtype, use_sparse, count)
+        with self._lock:
+            entry = self._entries.setdefault(key, (factories, container))
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+            return entry[1]
+
+
+_CONTAINERS = _ContainerCache()
 
 
 def _runs(csr: scipy.sparse.csr_matrix):
@@ -211,13 +257,9 @@ class ApplyMasksUDF(UDF):
         return self.params.preferred_dtype
 
     def _container(self) -> MaskContainer:
-        return MaskContainer(
-            self.params.mask_factories,
-            tuple(self.meta.dataset_shape.sig),
-            dtype=self.params.mask_dtype,
-            use_sparse=self.params.use_sparse,
-            count=self.params.mask_count,
-        )
+        p = self.params
+        args = (tuple(self.meta.dataset_shape.sig), p.mask_dtype, p.use_sparse, p.mask_count)
+        return _CONTAINERS.get(p.mask_factories, args)
 
     def get_result_buffers(self):
         if self.params.mask_count is not None and self.params.mask_dtype is not None:
