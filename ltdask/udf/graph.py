@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections import OrderedDict
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from ltdask.common import Shape
 from ltdask.exceptions import MergeNotImplementedError, UDFError
 from ltdask.io.dataset import DataSet
 from ltdask.io.fileset import keeping_maps
-from ltdask.io.tiling import TilingPreferences
+from ltdask.io.tiling import TilingPreferences, TilingScheme
 from ltdask.udf.base import UDF, AuxData, MaskedResult, UDFMethod, overrides
 from ltdask.udf.buffers import (
     BufferSpec,
@@ -117,37 +118,21 @@ def read_before(dataset: DataSet) -> bool:
     return seen
 
 
+@dataclass(slots=True)
 class PartitionJob:
     """What every partition task of a run shares: one node of the graph, so that the
     dataset, the UDFs and the ROI travel once per worker, not once per task."""
 
-    __slots__ = (
-        "dataset",
-        "partitions",
-        "udfs",
-        "scheme",
-        "read_dtype",
-        "roi_flat",
-        "keep_maps",
-        "run_id",
-    )
-
-    def __init__(self, dataset, partitions, udfs, scheme, read_dtype, roi_flat, keep_maps):
-        self.dataset = dataset
-        self.partitions = partitions
-        self.udfs = udfs
-        self.scheme = scheme
-        self.read_dtype = read_dtype
-        self.roi_flat = roi_flat
-        self.keep_maps = keep_maps
-        self.run_id = uuid.uuid4().hex
-
-    def __getstate__(self):
-        return tuple(getattr(self, k) for k in self.__slots__)
-
-    def __setstate__(self, state):
-        for k, v in zip(self.__slots__, state, strict=True):
-            setattr(self, k, v)
+    dataset: DataSet
+    partitions: list
+    udfs: list
+    scheme: TilingScheme
+    read_dtype: np.dtype
+    roi_flat: np.ndarray | None
+    #: whether the tasks keep their memory maps (see `read_before`)
+    keep_maps: bool
+    #: a fresh id per run, for per-process caches of a run's derived data
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
 def _partition_task(job: PartitionJob, index: int, block=None):
