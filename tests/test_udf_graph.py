@@ -277,3 +277,32 @@ def test_partition_tasks_run_once(ds, others, roi_kind, tmp_path):
     lines = log.read_text().splitlines()
     assert len(lines) == len(ds.get_partitions())
     assert len(set(lines)) == len(lines)
+
+
+def test_shipped_udfs_share_one_task_per_partition(tmp_path):
+    """Every shipped UDF's results hang off the same partition tasks: a run of all of them
+    has one task per partition and one shared job node (no UDF's ``get_results`` makes
+    dask rename and so repeat them)."""
+    from ltdask.udf import ApplyMasksUDF, CoMUDF, PickUDF, StdDevUDF, SumSigUDF, SumUDF
+
+    data = random_data((6, 7, 8, 9), "float32", seed=2)
+    data.tofile(tmp_path / "scan.raw")
+    ds = ltdask.open_raw(tmp_path / "scan.raw", nav_shape=(6, 7), sig_shape=(8, 9), dtype="f4")
+    roi = np.zeros((6, 7), bool)
+    roi[2, 3] = True
+    udfs = [
+        SumUDF(),
+        SumSigUDF(),
+        StdDevUDF(),
+        CoMUDF.with_params(r=3),
+        ApplyMasksUDF(lambda: np.ones((2, 8, 9), np.float32)),
+        PickUDF(),
+    ]
+    with partitions(60):
+        results = ltdask.lazy(ds, udfs, roi=roi)
+        n = len(ds.get_partitions())
+    assert n > 1
+    graph = dict(dask.base.collections_to_expr(results).__dask_graph__())
+    keys = [k if isinstance(k, str) else k[0] for k in graph]
+    assert sum(k.startswith("ltdask-udf-") for k in keys) == n
+    assert sum(k.startswith("ltdask-job-") for k in keys) == 1

@@ -175,17 +175,30 @@ class CoMUDF(UDF):
         )
 
     def get_results(self):
-        import dask
         import dask.array as da
+        from dask.base import tokenize
+
+        from ltdask.udf.tasks import TaskRef, block_key, task_delayed
 
         p = self.params.com_params
         nav_shape = tuple(self.meta.dataset_shape.nav)
         raw = self.results.get_buffer("raw_mask_result").data
         # nav-sized and small next to the scan: one numpy task instead of a graph of
-        # hundreds (the regression, the gradients)
+        # hundreds (the regression, the gradients). Written out task by task: with
+        # ``dask.delayed`` the partition tasks would be renamed, and run twice in a run
+        # with other UDFs
         raw = da.asarray(raw).rechunk(-1)
         valid = self.meta.get_valid_nav_mask(full_nav=True).reshape(nav_shape)
-        fields = dask.delayed(com_fields, pure=True)(raw, self._center(), valid, p)
+        center = self._center()
+        fields = task_delayed(
+            f"ltdask-com-fields-{tokenize(raw.name, center, valid, p)}",
+            com_fields,
+            TaskRef(block_key(raw.name, 0, raw.ndim)),
+            center,
+            valid,
+            p,
+            deps=[raw],
+        )
         out = {}
         for name, extra in _FIELDS.items():
             dtype = np.float64 if name == "regression" else np.float32
