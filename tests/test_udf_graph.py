@@ -306,3 +306,25 @@ def test_shipped_udfs_share_one_task_per_partition(tmp_path):
     keys = [k if isinstance(k, str) else k[0] for k in graph]
     assert sum(k.startswith("ltdask-udf-") for k in keys) == n
     assert sum(k.startswith("ltdask-job-") for k in keys) == 1
+
+
+def test_partition_results_report_their_size_to_dask():
+    """distributed's memory accounting (``dask.sizeof``) sees the partial buffers that a
+    partition task returns, not the 8 bytes of an object array; the blocks pickle as
+    themselves."""
+    import pickle
+
+    from dask.sizeof import sizeof
+
+    from ltdask.udf import StdDevUDF, SumUDF
+    from ltdask.udf.graph import PartitionCell, Run
+
+    data = random_data((4, 5, 16, 16), "float32")
+    run = Run(ltdask.from_array(data), [SumUDF(), StdDevUDF()])
+    (cell,) = dask.compute(run.cells.blocks[0], scheduler="sync")
+    assert isinstance(cell, PartitionCell)
+    buffers = sum(a.nbytes for partials in cell[0] for a in partials.values())
+    assert buffers >= 16 * 16 * (4 + 8 + 8)  # a float32 sum; float64 sum and varsum
+    assert buffers <= sizeof(cell) < buffers + 1000
+    again = pickle.loads(pickle.dumps(cell))
+    assert isinstance(again, PartitionCell) and again[0][0].keys() == cell[0][0].keys()

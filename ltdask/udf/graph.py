@@ -22,6 +22,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
+from dask.sizeof import sizeof
 
 from ltdask.common import Shape
 from ltdask.exceptions import MergeNotImplementedError, UDFError
@@ -154,9 +155,21 @@ def _partition_task(job: PartitionJob, index: int, block=None):
             f"ltdask: while running {names} on partition {index} (frames {p.start}:{p.stop})"
         )
         raise
-    out = np.empty(1, dtype=object)
+    out = np.empty(1, dtype=object).view(PartitionCell)
     out[0] = partials
     return out
+
+
+class PartitionCell(np.ndarray):
+    """A partition task's result: a 1-element object array (a block of ``Run.cells``)
+    holding every UDF's partial buffers. ``dask.sizeof`` counts those buffers (a plain
+    object array counts 8 bytes), so distributed's memory accounting sees them."""
+
+
+@sizeof.register(PartitionCell)
+def _sizeof_cell(cell) -> int:
+    # cell[0]: one dict of partial buffers per UDF
+    return 64 + sum(sizeof(a) for partials in cell[0] for a in partials.values())
 
 
 class Run:
