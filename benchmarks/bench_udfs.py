@@ -14,6 +14,11 @@ file bytes (threaded scheduler, 2 threads, median of ``--repeats`` after a warm-
   separately (sum of the three times) against the one-pass run;
 * for uint16, the best ``da.from_array(memmap).astype(float32)`` expression of the same
   reduction for Sum, SumSig and StdDev, and ltdask's speed-up over it.
+
+With the default ``ltdask.map-cache-bytes`` (``auto``), UDF runs keep their memory maps
+from the second run over a file on, as the ceiling's long-lived memmap does; the warm-up
+run is the first. A scan's first run faults its pages in and reaches about half the
+ceiling (set ``DASK_LTDASK__MAP_CACHE_BYTES=0`` to measure that case).
 """
 
 from __future__ import annotations
