@@ -9,6 +9,7 @@ classes defined in test helper modules (``cluster_udfs``) unpickle there.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -177,6 +178,17 @@ def worker_address(client, name: str) -> str:
         if w.get("name") == name:
             return addr
     raise KeyError(name)
+
+
+@contextlib.contextmanager
+def running(folder: Path, **kwargs):
+    """`start` as a context: yields ``(cluster, client)``, closes both on exit."""
+    cluster, client = start(folder, **kwargs)
+    try:
+        yield cluster, client
+    finally:
+        client.close(timeout=10)
+        cluster.close()
 
 
 def start(folder: Path, workers=("w0", "w1"), scheduler_env=None, timeout=STARTUP_TIMEOUT):

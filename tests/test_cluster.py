@@ -37,12 +37,8 @@ PARTITIONS = {"ltdask.partition-bytes": 16 * 24 * 20 * 4, "ltdask.min-partitions
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """One scheduler and two single-threaded workers for the whole module."""
-    procs, client = clusterprocs.start(tmp_path_factory.mktemp("cluster"))
-    try:
-        yield procs, client
-    finally:
-        client.close(timeout=10)
-        procs.close()
+    with clusterprocs.running(tmp_path_factory.mktemp("cluster")) as pair:
+        yield pair
 
 
 @pytest.fixture

@@ -40,14 +40,10 @@ _names = (f"w{i}" for i in itertools.count(2))
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    procs, client = clusterprocs.start(
+    with clusterprocs.running(
         tmp_path_factory.mktemp("faults"), scheduler_env=SCHEDULER_ENV
-    )
-    try:
-        yield procs, client
-    finally:
-        client.close(timeout=10)
-        procs.close()
+    ) as pair:
+        yield pair
 
 
 @pytest.fixture

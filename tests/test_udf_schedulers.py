@@ -51,6 +51,10 @@ def _restore(old):
             os.environ[k] = v
 
 
+# the conftest's `scheduler` fixture picks these overrides up: the same pools, with this
+# directory importable in the worker processes
+
+
 @pytest.fixture(scope="module")
 def process_pool():
     old = _with_tests_on_path()
@@ -63,7 +67,7 @@ def process_pool():
 
 
 @pytest.fixture(scope="module")
-def cluster_client():
+def distributed_client():
     distributed = pytest.importorskip("distributed")
     old = _with_tests_on_path()
     try:
@@ -77,27 +81,6 @@ def cluster_client():
     finally:
         _restore(old)
     assert client.status == "closed"
-
-
-SCHEDULERS = [
-    pytest.param("sync", id="sync"),
-    pytest.param("threads", id="threads"),
-    pytest.param("processes", id="processes", marks=pytest.mark.slow),
-    pytest.param("distributed", id="distributed", marks=pytest.mark.slow),
-]
-
-
-@pytest.fixture(params=SCHEDULERS)
-def scheduler(request):
-    name = request.param
-    if name == "processes":
-        config = {"scheduler": "processes", "pool": request.getfixturevalue("process_pool")}
-    elif name == "distributed":
-        config = {"scheduler": request.getfixturevalue("cluster_client")}
-    else:
-        config = {"scheduler": name}
-    with dask.config.set(config):
-        yield name
 
 
 @pytest.fixture(scope="module")

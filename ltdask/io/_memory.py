@@ -65,12 +65,6 @@ class ArrayDataSet(DataSet):
     def read_frames(self, positions, sig_slice: Slice, dtype, block=None) -> np.ndarray:
         raise DataSetError("in-memory datasets are read through their dask blocks")
 
-    def iter_tiles(
-        self, positions: np.ndarray, scheme: TilingScheme, dtype, block=None
-    ) -> Iterator[tuple[np.ndarray, int, int]]:
-        for data, first, s, _ in self.iter_flat_tiles(positions, scheme, dtype, block):
-            yield data, first, s
-
     def iter_flat_tiles(
         self, positions: np.ndarray, scheme: TilingScheme, dtype, block=None
     ) -> Iterator[tuple[np.ndarray, int, int, tuple | None]]:

@@ -37,7 +37,7 @@ import sys
 import numba
 import numpy as np
 
-from ltdask.io.read_ranges import _find_file, _run_offset, _runs_for_slice
+from ltdask.io.read_ranges import _find_file, _run_offset, _runs_for_slice, tile_table
 
 RAW_COLUMNS = 11
 
@@ -95,7 +95,6 @@ def raw_read_ranges(frames, depth, slices, files, sig_shape, layout):
     gap, chip_h, chip_w = layout[5], layout[6], layout[7]
     n_slots = frames.shape[0]
     n_slices = slices.shape[0]
-    n_blocks = (n_slots + depth - 1) // depth
     nd = sig_shape.shape[0]
     halves = 2 if layout[3] > 0 else 1
     raw_w = 4 * chip_w
@@ -111,73 +110,67 @@ def raw_read_ranges(frames, depth, slices, files, sig_shape, layout):
             per = _runs_for_slice(sig_shape, slices[s, 0], slices[s, 1])[2]
         max_per_frame = max(max_per_frame, per)
 
-    tiles = np.zeros((n_blocks * n_slices, 3), dtype=np.int64)
+    tiles = tile_table(n_slots, depth, n_slices)
     ranges = np.zeros(
-        (n_blocks * n_slices, max(1, depth * max_per_frame * halves), RAW_COLUMNS), dtype=np.int64
+        (tiles.shape[0], max(1, depth * max_per_frame * halves), RAW_COLUMNS), dtype=np.int64
     )
-    for b in range(n_blocks):
-        first = b * depth
-        n = min(depth, n_slots - first)
-        for s in range(n_slices):
-            t = b * n_slices + s
-            tiles[t, 0] = first
-            tiles[t, 1] = n
-            tiles[t, 2] = s
-            origin = slices[s, 0]
-            shape = slices[s, 1]
-            slice_px = 1
-            for j in range(nd):
-                slice_px *= shape[j]
-            y0, h = origin[0], shape[0]
-            x0, w = origin[nd - 1], shape[nd - 1]
-            row = 0
-            for i in range(n):
-                frame = frames[first + i]
-                if frame < 0:
-                    continue
-                f = _find_file(files, frame)
-                data_start = files[f, 2] + (frame - files[f, 0]) * frame_stride + frame_header
-                base = i * slice_px
-                if quad:
-                    # the slice cut into the four chips: top (chips 1, 2), bottom (3, 4)
-                    for half in range(2):
-                        if half == 0:
-                            ya, yb = max(y0, 0), min(y0 + h, chip_h)
-                        else:
-                            ya, yb = max(y0, chip_h + gap), min(y0 + h, out_h)
-                        for side in range(2):
-                            cx0 = side * (chip_w + gap)
-                            xa, xb = max(x0, cx0), min(x0 + w, cx0 + chip_w)
-                            if ya >= yb or xa >= xb:
-                                continue
-                            if half == 0:
-                                # chip 1 is the last block of a raw row, chip 2 the one before
-                                q = ya * raw_w + (3 - side) * chip_w + (xa - cx0)
-                                dest = base + (ya - y0) * w + (xa - x0)
-                                blk = (xb - xa, yb - ya, raw_w, dest, 1, w)
-                            else:
-                                # chips 3 and 4 (blocks 1 and 0) are rotated by 180 degrees:
-                                # raw row r is output row out_h - 1 - r, read right to left
-                                q = (out_h - yb) * raw_w + (1 - side) * chip_w + (cx0 + chip_w - xb)
-                                dest = base + (yb - 1 - y0) * w + (xb - 1 - x0)
-                                blk = (xb - xa, yb - ya, raw_w, dest, -1, -w)
-                            row = _emit_both(ranges, t, row, f, data_start, q, blk, layout)
-                elif nd == 1:
-                    blk = (w, 1, 0, base, 1, 0)
-                    row = _emit_both(ranges, t, row, f, data_start, x0, blk, layout)
-                elif nd == 2:
-                    width = sig_shape[1]
-                    if w == width:  # whole rows: one run of pixels
-                        blk = (h * w, 1, 0, base, 1, 0)
+    for t in range(tiles.shape[0]):
+        first, n, s = tiles[t, 0], tiles[t, 1], tiles[t, 2]
+        origin = slices[s, 0]
+        shape = slices[s, 1]
+        slice_px = 1
+        for j in range(nd):
+            slice_px *= shape[j]
+        y0, h = origin[0], shape[0]
+        x0, w = origin[nd - 1], shape[nd - 1]
+        row = 0
+        for i in range(n):
+            frame = frames[first + i]
+            if frame < 0:
+                continue
+            f = _find_file(files, frame)
+            data_start = files[f, 2] + (frame - files[f, 0]) * frame_stride + frame_header
+            base = i * slice_px
+            if quad:
+                # the slice cut into the four chips: top (chips 1, 2), bottom (3, 4)
+                for half in range(2):
+                    if half == 0:
+                        ya, yb = max(y0, 0), min(y0 + h, chip_h)
                     else:
-                        blk = (w, h, width, base, 1, w)
-                    row = _emit_both(ranges, t, row, f, data_start, y0 * width + x0, blk, layout)
-                else:
-                    k, run_len, n_runs = _runs_for_slice(sig_shape, origin, shape)
-                    for r in range(n_runs):
-                        q = _run_offset(sig_shape, origin, shape, k, r)
-                        blk = (run_len, 1, 0, base + r * run_len, 1, 0)
+                        ya, yb = max(y0, chip_h + gap), min(y0 + h, out_h)
+                    for side in range(2):
+                        cx0 = side * (chip_w + gap)
+                        xa, xb = max(x0, cx0), min(x0 + w, cx0 + chip_w)
+                        if ya >= yb or xa >= xb:
+                            continue
+                        if half == 0:
+                            # chip 1 is the last block of a raw row, chip 2 the one before
+                            q = ya * raw_w + (3 - side) * chip_w + (xa - cx0)
+                            dest = base + (ya - y0) * w + (xa - x0)
+                            blk = (xb - xa, yb - ya, raw_w, dest, 1, w)
+                        else:
+                            # chips 3 and 4 (blocks 1 and 0) are rotated by 180 degrees:
+                            # raw row r is output row out_h - 1 - r, read right to left
+                            q = (out_h - yb) * raw_w + (1 - side) * chip_w + (cx0 + chip_w - xb)
+                            dest = base + (yb - 1 - y0) * w + (xb - 1 - x0)
+                            blk = (xb - xa, yb - ya, raw_w, dest, -1, -w)
                         row = _emit_both(ranges, t, row, f, data_start, q, blk, layout)
+            elif nd == 1:
+                blk = (w, 1, 0, base, 1, 0)
+                row = _emit_both(ranges, t, row, f, data_start, x0, blk, layout)
+            elif nd == 2:
+                width = sig_shape[1]
+                if w == width:  # whole rows: one run of pixels
+                    blk = (h * w, 1, 0, base, 1, 0)
+                else:
+                    blk = (w, h, width, base, 1, w)
+                row = _emit_both(ranges, t, row, f, data_start, y0 * width + x0, blk, layout)
+            else:
+                k, run_len, n_runs = _runs_for_slice(sig_shape, origin, shape)
+                for r in range(n_runs):
+                    q = _run_offset(sig_shape, origin, shape, k, r)
+                    blk = (run_len, 1, 0, base + r * run_len, 1, 0)
+                    row = _emit_both(ranges, t, row, f, data_start, q, blk, layout)
     return tiles, ranges
 
 

@@ -30,10 +30,13 @@ def default_dims(nav_dims: int, sig_dims: int) -> tuple[str, ...]:
     return nav + sig
 
 
-def flat_of(data: np.ndarray) -> tuple | None:
-    """``(frames, 0, pixels)`` for a C-contiguous tile, else None."""
+def flat_of(data: np.ndarray, copy: bool = False) -> tuple | None:
+    """``(frames, 0, pixels)`` for a C-contiguous tile; for another tile None, or with
+    `copy` the same of a C-contiguous copy."""
     if not data.flags.c_contiguous:
-        return None
+        if not copy:
+            return None
+        data = np.ascontiguousarray(data)
     frames = data.reshape(data.shape[0], -1)
     return frames, 0, frames.shape[1]
 
@@ -238,8 +241,13 @@ class DataSet:
         Yields ``(data, first, scheme_idx)``: ``data`` has shape ``(n, *slice_shape)`` and holds
         ``positions[first:first + n]`` cut to ``scheme[scheme_idx]``. ``data`` may be a
         reused buffer or a read-only view: consumers must not keep it.
+
+        Subclasses implement this or :meth:`iter_flat_tiles`; each defaults to the other.
         """
-        raise NotImplementedError
+        if type(self).iter_flat_tiles is DataSet.iter_flat_tiles:
+            raise NotImplementedError
+        flat_tiles = self.iter_flat_tiles(positions, scheme, dtype, block)
+        return ((data, first, s) for data, first, s, _ in flat_tiles)
 
     def iter_flat_tiles(
         self, positions: np.ndarray, scheme: TilingScheme, dtype, block=None

@@ -100,12 +100,6 @@ class FileDataSet(DataSet):
             self.decoder.decode(maps, ranges[0], out.reshape(-1))
         return out
 
-    def iter_tiles(
-        self, positions: np.ndarray, scheme: TilingScheme, dtype, block=None
-    ) -> Iterator[tuple[np.ndarray, int, int]]:
-        for data, first, s, _ in self.iter_flat_tiles(positions, scheme, dtype, block):
-            yield data, first, s
-
     def iter_flat_tiles(
         self, positions: np.ndarray, scheme: TilingScheme, dtype, block=None
     ) -> Iterator[tuple[np.ndarray, int, int, tuple | None]]:

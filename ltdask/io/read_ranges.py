@@ -64,6 +64,22 @@ def _find_file(files, frame):
 
 
 @numba.njit(nogil=True, cache=True)
+def tile_table(n_slots, depth, n_slices):
+    """``(first_slot, n_slots, scheme_idx)`` of each tile: blocks of `depth` slots, every
+    signal slice of a block before the next block."""
+    n_blocks = (n_slots + depth - 1) // depth
+    tiles = np.zeros((n_blocks * n_slices, 3), dtype=np.int64)
+    for b in range(n_blocks):
+        first = b * depth
+        for s in range(n_slices):
+            t = b * n_slices + s
+            tiles[t, 0] = first
+            tiles[t, 1] = min(depth, n_slots - first)
+            tiles[t, 2] = s
+    return tiles
+
+
+@numba.njit(nogil=True, cache=True)
 def strided_read_ranges(
     frames, depth, slices, files, sig_shape, bits_per_px, frame_header, frame_footer
 ):
@@ -92,7 +108,6 @@ def strided_read_ranges(
     """
     n_slots = frames.shape[0]
     n_slices = slices.shape[0]
-    n_blocks = (n_slots + depth - 1) // depth
     frame_px = 1
     for j in range(sig_shape.shape[0]):
         frame_px *= sig_shape[j]
@@ -105,33 +120,27 @@ def strided_read_ranges(
         if n_runs > max_runs:
             max_runs = n_runs
 
-    tiles = np.zeros((n_blocks * n_slices, 3), dtype=np.int64)
-    ranges = np.zeros((n_blocks * n_slices, max(1, depth * max_runs), 4), dtype=np.int64)
-    for b in range(n_blocks):
-        first = b * depth
-        n = min(depth, n_slots - first)
-        for s in range(n_slices):
-            t = b * n_slices + s
-            tiles[t, 0] = first
-            tiles[t, 1] = n
-            tiles[t, 2] = s
-            origin = slices[s, 0]
-            shape = slices[s, 1]
-            k, run_len, n_runs = _runs_for_slice(sig_shape, origin, shape)
-            slice_px = run_len * n_runs
-            row = 0
-            for i in range(n):
-                frame = frames[first + i]
-                if frame < 0:
-                    continue
-                f = _find_file(files, frame)
-                frame_start = files[f, 2] + (frame - files[f, 0]) * stride + frame_header
-                for r in range(n_runs):
-                    px = _run_offset(sig_shape, origin, shape, k, r)
-                    start = frame_start + (px * bits_per_px) // 8
-                    ranges[t, row, 0] = f
-                    ranges[t, row, 1] = start
-                    ranges[t, row, 2] = start + (run_len * bits_per_px) // 8
-                    ranges[t, row, 3] = i * slice_px + r * run_len
-                    row += 1
+    tiles = tile_table(n_slots, depth, n_slices)
+    ranges = np.zeros((tiles.shape[0], max(1, depth * max_runs), 4), dtype=np.int64)
+    for t in range(tiles.shape[0]):
+        first, n, s = tiles[t, 0], tiles[t, 1], tiles[t, 2]
+        origin = slices[s, 0]
+        shape = slices[s, 1]
+        k, run_len, n_runs = _runs_for_slice(sig_shape, origin, shape)
+        slice_px = run_len * n_runs
+        row = 0
+        for i in range(n):
+            frame = frames[first + i]
+            if frame < 0:
+                continue
+            f = _find_file(files, frame)
+            frame_start = files[f, 2] + (frame - files[f, 0]) * stride + frame_header
+            for r in range(n_runs):
+                px = _run_offset(sig_shape, origin, shape, k, r)
+                start = frame_start + (px * bits_per_px) // 8
+                ranges[t, row, 0] = f
+                ranges[t, row, 1] = start
+                ranges[t, row, 2] = start + (run_len * bits_per_px) // 8
+                ranges[t, row, 3] = i * slice_px + r * run_len
+                row += 1
     return tiles, ranges

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ltdask.io.dataset import flat_of
 from ltdask.io.tiling import TILE_DEPTH_DEFAULT, TILE_MAX, TILE_SIZE_BEST_FIT
 from ltdask.udf.buffers import BufferSpec, Namespace
 
@@ -272,6 +273,14 @@ class UDF:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
         return f"{type(self).__name__}({args})"
+
+
+class FlatTileUDF(UDF):
+    """A tile UDF written for flat tiles alone: ``process_tile`` (for LiberTEM-style
+    callers) hands the tile to ``process_flat_tile``, copied where it is not contiguous."""
+
+    def process_tile(self, tile):
+        self.process_flat_tile(*flat_of(tile, copy=True))
 
 
 def overrides(udf: UDF, name: str) -> bool:

@@ -105,12 +105,10 @@ def _check_method(udf: UDF) -> UDFMethod:
 _READ_BEFORE: OrderedDict[str, None] = OrderedDict()
 
 
-def read_before(dataset: DataSet) -> bool:
-    """Whether an earlier run of this process read `dataset` (its files unchanged); notes
-    this one. Runs over such datasets keep their memory maps (see `MapCache`)."""
-    from dask.base import tokenize
-
-    key = tokenize(dataset)
+def read_before(key: str) -> bool:
+    """Whether an earlier run of this process read the dataset of token `key` (its files
+    unchanged: the token covers their size and time); notes this one. Runs over such
+    datasets keep their memory maps (see `MapCache`)."""
     seen = key in _READ_BEFORE
     _READ_BEFORE[key] = None
     _READ_BEFORE.move_to_end(key)
@@ -211,7 +209,9 @@ class Run:
                 f"{dataset.path}: frame and partition UDFs need whole frames, but the "
                 f"negotiated tiles cut the frame into {len(self.scheme)} slices"
             )
-        self.token = tokenize(dataset, udfs, self.roi_flat, self.read_dtype.str, self.scheme)
+        # the dataset's token stats its files: once per run
+        dataset_token = tokenize(dataset)
+        self.token = tokenize(dataset_token, udfs, self.roi_flat, self.read_dtype.str, self.scheme)
         job = PartitionJob(
             dataset.for_task(),
             self.partitions,
@@ -219,7 +219,7 @@ class Run:
             self.scheme,
             self.read_dtype,
             self.roi_flat,
-            read_before(dataset),
+            read_before(dataset_token),
         )
         name = f"ltdask-udf-{self.token}"
         job_key = f"ltdask-job-{self.token}"
@@ -423,9 +423,9 @@ class Run:
             *(self._cell(i) for i in range(len(self.partitions))),
             deps=[self.cells],
         )
-        return {name: self._pick(merged, name, spec, self.n_sel) for name, spec in stored.items()}
+        return {name: self._picked(merged, name, spec, self.n_sel) for name, spec in stored.items()}
 
-    def _pick(self, merged, name: str, spec: BufferSpec, n: int):
+    def _picked(self, merged, name: str, spec: BufferSpec, n: int):
         """Buffer `name` of the dict that the Delayed `merged` computes, as a dask array
         of one chunk."""
         shape = spec.shape(n, self.sig_shape)
@@ -477,7 +477,7 @@ class Run:
         )
         out = {}
         for name, spec in stored.items():
-            arr = self._pick(final, name, spec, self.n_sel)
+            arr = self._picked(final, name, spec, self.n_sel)
             out[name] = self.expand(arr, spec) if spec.kind == "nav" else arr
         return out
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from ltdask.common import Shape, Slice
 from ltdask.exceptions import UDFError
-from ltdask.io.dataset import DataSet
+from ltdask.io.dataset import DataSet, flat_of
 from ltdask.io.partition import Partition
 from ltdask.io.tiling import TilingScheme
 from ltdask.udf.base import UDF, AuxData, UDFMethod
@@ -68,6 +68,8 @@ class _Bound:
         self._results = Namespace({}, assign_in_place=True)
         self._params = Namespace(dict(template._kwargs))
         self.flat = self.method is UDFMethod.TILE and hasattr(udf, "process_flat_tile")
+        #: whether the run's shared tile statistics feed it (set once the run's UDFs are known)
+        self.shared = False
 
     def select_aux(self, selected: np.ndarray):
         for k, spec in self.aux_specs.items():
@@ -171,6 +173,8 @@ def run_partition(
         bound.append(b)
 
     shared = SharedStats.make([b.udf for b in bound if b.flat], read_dtype)
+    for b in bound:
+        b.shared = shared is not None and b.flat and shared.wants(b.udf)
     if present.size:
         sig_indices = scheme.sig_indices
         for data, first, s, flat in dataset.iter_flat_tiles(present, scheme, read_dtype, block):
@@ -188,9 +192,8 @@ def run_partition(
                         udf.process_tile(data)
                         continue
                     if flat is None:
-                        frames = np.ascontiguousarray(data).reshape(n, -1)
-                        flat = (frames, 0, frames.shape[1])
-                    if shared is not None and shared.wants(udf):
+                        flat = flat_of(data, copy=True)
+                    if b.shared:
                         if stats is None:
                             stats = shared.compute(*flat, s)
                         udf.process_shared_stats(stats)

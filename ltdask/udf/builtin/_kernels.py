@@ -13,6 +13,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ltdask.io.dataset import flat_of
+
 _FAST = {"reassoc", "contract", "nsz", "arcp"}
 #: pixels per block in `moments`: the block's float64 sums (64 KiB) stay in L2, and each
 #: frame's 16 KiB piece of the block is long enough to stream from RAM (1024 was 15 % slower)
@@ -418,7 +420,7 @@ def dot_runs(frames, p0, p1, run_start, run_len, run_weight, run_mask, weights, 
 
 def flat_tile(tile: np.ndarray) -> np.ndarray:
     """`tile` as a C-contiguous ``(frames, pixels)`` array (a view where it is one)."""
-    return np.ascontiguousarray(tile).reshape(tile.shape[0], -1)
+    return flat_of(tile, copy=True)[0]
 
 
 __all__ = [

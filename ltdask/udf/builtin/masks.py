@@ -10,8 +10,8 @@ import scipy.sparse
 
 from ltdask.common import Slice
 from ltdask.exceptions import UDFError
-from ltdask.udf.base import UDF
-from ltdask.udf.builtin._kernels import dot_mask, dot_masks, dot_runs, flat_tile
+from ltdask.udf.base import FlatTileUDF
+from ltdask.udf.builtin._kernels import dot_mask, dot_masks, dot_runs
 
 
 def _is_sparse(m) -> bool:
@@ -70,10 +70,10 @@ class MaskContainer:
             )
         return stack, sparse_in
 
-    def get(self, sig_slice: Slice, key):
+    def get(self, sig_slice: Slice):
         """The masks for `sig_slice`: ``("dense", (masks, pixels) array)`` or, for sparse
-        masks, ``("runs", arrays for dot_runs)``; cached per `key`."""
-        cached = self._cache.get((key, sig_slice))
+        masks, ``("runs", arrays for dot_runs)``; cached per slice."""
+        cached = self._cache.get(sig_slice)
         if cached is None:
             inner = int(np.prod(self.sig_shape[1:]))
             if tuple(sig_slice.shape)[1:] == self.sig_shape[1:]:
@@ -87,12 +87,12 @@ class MaskContainer:
                 cached = ("runs", _runs(scipy.sparse.csr_matrix(part)))
             else:
                 cached = ("dense", np.ascontiguousarray(part))
-            self._cache[(key, sig_slice)] = cached
+            self._cache[sig_slice] = cached
         return cached
 
-    def apply(self, sig_slice: Slice, key, frames: np.ndarray, p0: int, p1: int, out):
+    def apply(self, sig_slice: Slice, frames: np.ndarray, p0: int, p1: int, out):
         """``out += frames[:, p0:p1] @ masks.T`` for the flat tile of `sig_slice`."""
-        kind, masks = self.get(sig_slice, key)
+        kind, masks = self.get(sig_slice)
         real = frames.dtype.kind != "c" and self.dtype.kind != "c"
         if kind == "dense" and real and out.flags.c_contiguous:
             if masks.shape[0] == 1:
@@ -195,7 +195,7 @@ def _runs_matrix(runs, px):
     )
 
 
-class ApplyMasksUDF(UDF):
+class ApplyMasksUDF(FlatTileUDF):
     """Dot product of every frame with each mask of a stack: result ``intensity``,
     nav-shaped with a last dim over the masks.
 
@@ -273,19 +273,8 @@ class ApplyMasksUDF(UDF):
     def get_task_data(self):
         return {"masks": self._container()}
 
-    def process_tile(self, tile):
-        frames = flat_tile(tile)
-        self.process_flat_tile(frames, 0, frames.shape[1])
-
     def process_flat_tile(self, frames, p0, p1):
-        self.task_data.masks.apply(
-            self.meta.sig_slice,
-            self.meta.tiling_scheme_idx,
-            frames,
-            p0,
-            p1,
-            self.results.intensity,
-        )
+        self.task_data.masks.apply(self.meta.sig_slice, frames, p0, p1, self.results.intensity)
 
     def process_frame(self, frame):
         shifts = np.asarray(self.params.shifts, dtype=np.int64).reshape(-1)

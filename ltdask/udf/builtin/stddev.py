@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ltdask.exceptions import UDFError
-from ltdask.udf.base import UDF
-from ltdask.udf.builtin._kernels import flat_tile, moments
+from ltdask.udf.base import FlatTileUDF
+from ltdask.udf.builtin._kernels import moments
 
 
 def _np_moments(tile, count, mean, m2):
@@ -23,7 +23,7 @@ def _np_moments(tile, count, mean, m2):
     return total
 
 
-class StdDevUDF(UDF):
+class StdDevUDF(FlatTileUDF):
     """Per-pixel statistics over all frames (inside the ROI).
 
     Results: ``sum``, ``mean``, ``var`` (population variance), ``std`` (signal-shaped),
@@ -72,10 +72,6 @@ class StdDevUDF(UDF):
 
     def get_task_data(self):
         return {"stats": {}}
-
-    def process_tile(self, tile):
-        frames = flat_tile(tile)
-        self.process_flat_tile(frames, 0, frames.shape[1])
 
     def process_flat_tile(self, frames, p0, p1):
         idx = self.meta.tiling_scheme_idx

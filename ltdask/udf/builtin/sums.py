@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ltdask.udf.base import UDF
-from ltdask.udf.builtin._kernels import flat_tile, sum_frames, sum_pixels
+from ltdask.udf.base import FlatTileUDF
+from ltdask.udf.builtin._kernels import sum_frames, sum_pixels
 
 
 def _accumulator_dtype(dtype) -> np.dtype:
@@ -17,7 +17,7 @@ def _accumulator_dtype(dtype) -> np.dtype:
     return np.dtype(np.int64) if dtype.kind in "iub" else dtype
 
 
-class SumUDF(UDF):
+class SumUDF(FlatTileUDF):
     """Sum of all frames (inside the ROI): result ``intensity``, signal-shaped.
 
     Parameters
@@ -51,10 +51,6 @@ class SumUDF(UDF):
         # one accumulator per signal slice of the tiling scheme; sums of a partition's frames
         # stay in the input dtype (as numpy sums them), partitions are merged in the result
         return {"acc": {}, "moments": {}}
-
-    def process_tile(self, tile):
-        frames = flat_tile(tile)
-        self.process_flat_tile(frames, 0, frames.shape[1])
 
     def process_flat_tile(self, frames, p0, p1):
         accs = self.task_data.acc
@@ -90,7 +86,7 @@ class SumUDF(UDF):
         return {"intensity": np.stack(parts).sum(axis=0)}
 
 
-class SumSigUDF(UDF):
+class SumSigUDF(FlatTileUDF):
     """Sum over the signal of each frame: result ``intensity``, nav-shaped.
 
     Examples
@@ -108,19 +104,16 @@ class SumSigUDF(UDF):
         dtype = np.result_type(self.meta.input_dtype, np.float32)
         return {"intensity": self.buffer(kind="nav", dtype=dtype)}
 
-    def process_tile(self, tile):
-        frames = flat_tile(tile)
-        self.process_flat_tile(frames, 0, frames.shape[1])
-
     def process_shared_stats(self, stats):
         out = self.results.intensity
         out += stats.frame_sums.astype(out.dtype, copy=False)
 
     def process_flat_tile(self, frames, p0, p1):
         out = self.results.intensity
-        if out.dtype == _accumulator_dtype(frames.dtype):
+        acc_dtype = _accumulator_dtype(frames.dtype)
+        if out.dtype == acc_dtype:
             sum_pixels(frames, p0, p1, out)
             return
-        sums = np.zeros(frames.shape[0], _accumulator_dtype(frames.dtype))
+        sums = np.zeros(frames.shape[0], acc_dtype)
         sum_pixels(frames, p0, p1, sums)
         out += sums.astype(out.dtype, copy=False)
