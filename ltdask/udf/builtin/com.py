@@ -130,9 +130,10 @@ class CoMUDF(UDF):
         p = self.params.com_params
         y, x = np.mgrid[:sy, :sx]
         d2 = (y - cy) ** 2 + (x - cx) ** 2
-        mask = d2 < p.r**2
+        # LiberTEM's disk and ring (``ltdask.masks``): ``ri² < d² <= r²``
+        mask = d2 <= p.r**2
         if p.ri > 0:
-            mask &= d2 >= p.ri**2
+            mask &= d2 > p.ri**2
         starts, stops = _row_intervals(mask)
         return {"mask": mask, "starts": starts, "stops": stops, "cols": {}}
 
