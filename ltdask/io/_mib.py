@@ -263,6 +263,24 @@ def mib_files_for_hdr(hdr_path: str) -> list[str]:
     return paths
 
 
+def mib_siblings(mib_path: str) -> list[str]:
+    """The ``.mib`` files of the acquisition `mib_path` belongs to, as LiberTEM finds them:
+    the name without its trailing file counter, then any counter (``scan_1.mib`` →
+    ``scan_<n>.mib``; ``scan.mib`` → ``scan.mib``, ``scan<n>.mib``)."""
+    folder, name = os.path.split(mib_path)
+    prefix = re.sub(r"\d+$", "", os.path.splitext(name)[0])
+    pattern = re.compile(re.escape(prefix) + r"\d*\.mib", re.IGNORECASE)
+    try:
+        names = os.listdir(folder or ".")
+    except OSError as e:
+        raise DataSetError(f"cannot list the folder of {mib_path!r}: {e}") from e
+    paths = [os.path.join(folder, n) for n in names if pattern.fullmatch(n)]
+    siblings = [p for p in paths if os.path.isfile(p)]
+    if not any(os.path.samefile(p, mib_path) for p in siblings):
+        siblings.append(mib_path)
+    return siblings
+
+
 def _natural_key(path: str):
     name = os.path.basename(path)
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
@@ -451,8 +469,10 @@ class MibRawDecoder(Decoder):
 class MibDataSet(FileDataSet):
     """A Merlin acquisition in one or more ``.mib`` files (see :func:`open_mib`)."""
 
-    def __init__(self, path, nav_shape=None, sig_shape=None, sync_offset=0, dims=None):
-        mib_paths, hdr_path = _resolve_paths(path)
+    def __init__(
+        self, path, nav_shape=None, sig_shape=None, sync_offset=0, dims=None, disable_glob=False
+    ):
+        mib_paths, hdr_path = _resolve_paths(path, disable_glob)
         headers = sorted(
             (read_mib_header(p) for p in mib_paths),
             key=lambda h: (h.sequence, _natural_key(h.path)),
@@ -532,13 +552,13 @@ def _difference(a: MibHeader, b: MibHeader) -> str:
     return ", ".join(diffs)
 
 
-def _resolve_paths(path) -> tuple[list[str], str | None]:
+def _resolve_paths(path, disable_glob: bool = False) -> tuple[list[str], str | None]:
     """``(mib_paths, hdr_path)`` for what `open_mib` was given."""
     if isinstance(path, (str, os.PathLike)):
         path = check_file(path)
         if path.lower().endswith(".hdr"):
             return mib_files_for_hdr(path), path
-        return [path], find_hdr(path)
+        return ([path] if disable_glob else mib_siblings(path)), find_hdr(path)
     paths = [check_file(p) for p in path]
     if not paths:
         raise DataSetError("open_mib: no files given")
@@ -557,6 +577,7 @@ def open_mib(
     sig_shape: Sequence[int] | None = None,
     sync_offset: int = 0,
     dims: Sequence[str] | None = None,
+    disable_glob: bool = False,
 ) -> MibDataSet:
     """Open a Quantum Detectors Merlin acquisition (``.mib`` files, optionally a ``.hdr``).
 
@@ -565,9 +586,11 @@ def open_mib(
     Parameters
     ----------
     path
-        A ``.mib`` file; a list of ``.mib`` files that together hold one scan (their frames
-        in the order of the files' first sequence numbers); or a ``.hdr`` acquisition header,
-        which opens ``NAME.mib`` / ``NAME<n>.mib`` next to ``NAME.hdr``.
+        A ``.mib`` file, which opens the whole acquisition it belongs to (as LiberTEM: the
+        files next to it whose names differ only in the trailing file counter, e.g.
+        ``scan_1.mib``, ``scan_2.mib``, …); a list of ``.mib`` files that together hold one
+        scan; or a ``.hdr`` acquisition header, which opens ``NAME.mib`` / ``NAME<n>.mib``
+        next to ``NAME.hdr``. Frames come in the order of the files' first sequence numbers.
     nav_shape
         The scan shape. By default from the ``.hdr`` file (the one given, or one next to the
         ``.mib`` with the same name, with or without its file counter): ``(ScanY, ScanX)``
@@ -580,6 +603,8 @@ def open_mib(
         Positive: skip that many frames; negative: insert that many empty frames at the start.
     dims
         Names of the nav and sig dims.
+    disable_glob
+        Open only the ``.mib`` file given, not the other files of its acquisition.
 
     Returns
     -------
@@ -613,4 +638,4 @@ def open_mib(
     >>> bool((ds.to_dask().compute() == frames).all())
     True
     """
-    return MibDataSet(path, nav_shape, sig_shape, sync_offset, dims)
+    return MibDataSet(path, nav_shape, sig_shape, sync_offset, dims, disable_glob)

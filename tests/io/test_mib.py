@@ -22,6 +22,7 @@ from mibfiles import (
     expected_scan,
     header_bytes,
     make_counts,
+    split_counts,
     write_hdr,
     write_mib,
     write_scan,
@@ -266,6 +267,23 @@ def test_files_sorted_by_sequence_number(tmp_path):
     assert ds.path.startswith(str(renamed[0]))
 
 
+@pytest.mark.parametrize("raw", MODES)
+@pytest.mark.parametrize("name", ["scan", "scan_", "run-07_"])
+def test_one_file_opens_the_whole_acquisition(tmp_path, name, raw):
+    counts = make_counts(np.random.default_rng(3), 11, (6, 128), 12)
+    paths = write_scan(tmp_path, counts, files=3, name=name, depth=12, raw=raw)
+    # not part of the acquisition: another name, or another counter-less prefix
+    write_mib(tmp_path / "other1.mib", counts[:2], depth=12, raw=raw)
+    write_mib(tmp_path / f"{name}x1.mib", counts[:2], depth=12, raw=raw)
+    for path in paths:
+        ds = open_mib(path)
+        assert ds.nav_shape == (11,)
+        np.testing.assert_array_equal(ds.to_dask().compute(), counts)
+    first, second, _ = split_counts(11, 3)
+    alone = open_mib(paths[1], disable_glob=True)
+    np.testing.assert_array_equal(alone.to_dask().compute(), counts[first : first + second])
+
+
 HDRS = [
     pytest.param(dict(frames=12, per_trigger=4), (3, 4), id="frames-per-trigger"),
     pytest.param(dict(frames=12, per_trigger=1), (12,), id="one-per-trigger"),
@@ -334,7 +352,10 @@ def test_sig_shape_reinterprets_frames(tmp_path, raw, quad, sig_shape, few_frame
     depth=st.sampled_from([1, 6, 12, 24]),
 )
 def test_any_chunking_of_raw_quad(tmp_path_factory, chunks, depth):
-    path = tmp_path_factory.getbasetemp() / f"quad-{depth}.mib"
+    # one folder per depth: files of one folder that differ in a trailing number are one scan
+    folder = tmp_path_factory.getbasetemp() / f"quad-{depth}bit"
+    folder.mkdir(exist_ok=True)
+    path = folder / "quad.mib"
     counts = make_counts(np.random.default_rng(depth), 7, (16 + GAP, 128 + GAP), depth, GAP)
     if not path.exists():
         write_mib(path, counts, depth=depth, raw=True, quad=True, gap=GAP)
