@@ -376,7 +376,7 @@ def test_com_with_roi_and_annulus():
     res = CoMUDF.with_params(cy=24, cx=26, r=20, ri=3).compute(ltdask.from_array(data), roi=roi)
     yy, xx = np.mgrid[:48, :52]
     d2 = (yy - 24) ** 2 + (xx - 26) ** 2
-    mask = (d2 < 20**2) & (d2 >= 3**2)
+    mask = (d2 <= 20**2) & (d2 > 3**2)  # LiberTEM's ring: ri² < d² <= r²
     w = data.astype(np.float64) * mask
     com_y = (w * yy).sum(axis=(2, 3)) / w.sum(axis=(2, 3))
     com_x = (w * xx).sum(axis=(2, 3)) / w.sum(axis=(2, 3))
@@ -387,6 +387,27 @@ def test_com_with_roi_and_annulus():
     np.testing.assert_array_equal(res["field_valid"].values[..., 0], roi)
 
 
+@pytest.mark.parametrize(
+    "cy, cx, r, ri",
+    [(8, 6, 5, 0), (8, 6, 5, 2), (7.5, 6.25, 4.5, 1.5), (8, 6, 3, 3), (0, 0, 5, 0)],
+)
+def test_com_disk_edge_is_inside(cy, cx, r, ri):
+    """Integer radii put pixels exactly on the edge: ``ri² < d² <= r²`` as ``ltdask.masks``."""
+    data = np.random.default_rng(0).random((7, 9, 16, 12)).astype(np.float32)
+    res = CoMUDF.with_params(cy=cy, cx=cx, r=r, ri=ri).compute(ltdask.from_array(data))
+    mask = ltdask.masks.circular(cx, cy, 12, 16, r)
+    if ri:
+        mask = ltdask.masks.ring(cx, cy, 12, 16, r, ri)
+    yy, xx = np.mgrid[:16, :12]
+    w = data.astype(np.float64) * mask
+    total = w.sum(axis=(2, 3))
+    if not mask.any():
+        assert np.isnan(res["raw_com"].values).all()
+        return
+    np.testing.assert_allclose(res["raw_com"].values[..., 0], (w * yy).sum((2, 3)) / total, 1e-5)
+    np.testing.assert_allclose(res["raw_com"].values[..., 1], (w * xx).sum((2, 3)) / total, 1e-5)
+
+
 def test_com_validates():
     ds3 = ltdask.from_array(np.zeros((4, 5, 6), np.float32), sig_dims=1)
     with pytest.raises(ValueError, match="2-D nav and 2-D sig"):
@@ -394,3 +415,41 @@ def test_com_validates():
     ds = ltdask.from_array(np.zeros((2, 2, 6, 6), np.float32))
     with pytest.raises(ValueError, match="smaller than inner"):
         CoMUDF.with_params(r=2, ri=3).compute(ds)
+
+
+SUM_DTYPES = [
+    pytest.param("uint8", "uint8", 200, id="u8-data-u8-sum"),
+    pytest.param("uint16", "uint16", 60000, id="u16-data-u16-sum"),
+    pytest.param("int32", "int32", 2**30, id="i32-data-i32-sum"),
+    pytest.param("uint8", "int16", 250, id="u8-data-i16-sum"),
+]
+
+
+@pytest.mark.parametrize("data_dtype, sum_dtype, value", SUM_DTYPES)
+@pytest.mark.parametrize("frames", [1, 24])
+def test_integer_sums_accumulate_wide(small_partitions, data_dtype, sum_dtype, value, frames):
+    rng = np.random.default_rng(frames)
+    data = rng.integers(value // 2, value, (frames, 1, 3, 5)).astype(data_dtype)
+    ds = ltdask.from_array(data)
+    exact = data.sum(axis=(0, 1), dtype=np.int64)
+    want = np.result_type(data_dtype, sum_dtype)
+    if exact.max() <= np.iinfo(want).max:
+        res = SumUDF(dtype=sum_dtype).compute(ds)["intensity"]
+        assert res.dtype == want
+        np.testing.assert_array_equal(res.values, exact)
+        return
+    # the sum does not fit: an error naming a dtype that does, never wrapped-around values
+    with pytest.raises(OverflowError, match=rf"do not fit the result dtype {want}; use SumUDF"):
+        SumUDF(dtype=sum_dtype).compute(ds)
+    wider = np.dtype(np.int64 if want.kind == "i" else np.uint64)
+    res = SumUDF(dtype=wider).compute(ds)["intensity"]
+    np.testing.assert_array_equal(res.values, exact)
+
+
+def test_integer_sum_overflow_names_the_dtype_that_fits():
+    data = np.full((24, 1, 2, 2), 2**30, dtype=np.int32)
+    with pytest.raises(OverflowError, match=r"SumUDF\(dtype='int64'\)"):
+        SumUDF(dtype="int32").compute(ltdask.from_array(data))
+    data = np.full((30, 1, 2, 2), 200, dtype=np.uint8)
+    with pytest.raises(OverflowError, match=r"from 6000 to 6000.*SumUDF\(dtype='uint16'\)"):
+        SumUDF(dtype="uint8").compute(ltdask.from_array(data))

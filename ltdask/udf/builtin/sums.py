@@ -14,7 +14,39 @@ def _accumulator_dtype(dtype) -> np.dtype:
         return np.dtype(np.complex128)
     if dtype.kind == "f":
         return np.dtype(np.float64)
-    return np.dtype(np.int64) if dtype.kind in "iub" else dtype
+    if dtype.kind == "u":
+        return np.dtype(np.uint64)
+    return np.dtype(np.int64) if dtype.kind in "ib" else dtype
+
+
+def _sum_buffer_dtype(input_dtype) -> np.dtype:
+    """Integer sums are kept in 64 bits and narrowed to the input dtype at the end."""
+    input_dtype = np.dtype(input_dtype)
+    return _accumulator_dtype(input_dtype) if input_dtype.kind in "iub" else input_dtype
+
+
+def narrow_sum(total: np.ndarray, dtype) -> np.ndarray:
+    """`total` as `dtype`, or an `OverflowError` naming a dtype that holds it."""
+    dtype = np.dtype(dtype)
+    if total.dtype == dtype:
+        return total
+    out = total.astype(dtype)
+    if total.size and not np.array_equal(out, total):
+        low, high = total.min(), total.max()
+        kinds = "u" if dtype.kind == "u" and low >= 0 else "i"
+        fits = next(
+            (
+                np.dtype(f"{kinds}{n}")
+                for n in (2, 4, 8)
+                if np.iinfo(f"{kinds}{n}").min <= low and high <= np.iinfo(f"{kinds}{n}").max
+            ),
+            np.dtype("float64"),
+        )
+        raise OverflowError(
+            f"SumUDF: the sums (from {low} to {high}) do not fit the result dtype {dtype.name}; "
+            f"use SumUDF(dtype={fits.name!r})"
+        )
+    return out
 
 
 class SumUDF(FlatTileUDF):
@@ -24,7 +56,8 @@ class SumUDF(FlatTileUDF):
     ----------
     dtype
         Preferred input dtype (combined with the data's by ``numpy.result_type``); the
-        result has the input dtype.
+        result has the input dtype. Integer sums are accumulated in 64 bits; an
+        ``OverflowError`` names a dtype that holds them if the result does not fit.
 
     Examples
     --------
@@ -45,18 +78,21 @@ class SumUDF(FlatTileUDF):
         return self.params.dtype
 
     def get_result_buffers(self):
-        return {"intensity": self.buffer(kind="sig", dtype=self.meta.input_dtype)}
+        return {
+            "intensity": self.buffer(kind="sig", dtype=_sum_buffer_dtype(self.meta.input_dtype))
+        }
 
     def get_task_data(self):
-        # one accumulator per signal slice of the tiling scheme; sums of a partition's frames
-        # stay in the input dtype (as numpy sums them), partitions are merged in the result
+        # one accumulator per signal slice of the tiling scheme; float sums of a partition's
+        # frames stay in the input dtype (as numpy sums them), integer sums in 64 bits
         return {"acc": {}, "moments": {}}
 
     def process_flat_tile(self, frames, p0, p1):
         accs = self.task_data.acc
         acc = accs.get(self.meta.tiling_scheme_idx)
         if acc is None:
-            acc = accs[self.meta.tiling_scheme_idx] = np.zeros(p1 - p0, frames.dtype)
+            dtype = _sum_buffer_dtype(frames.dtype)
+            acc = accs[self.meta.tiling_scheme_idx] = np.zeros(p1 - p0, dtype)
         sum_frames(frames, p0, p1, acc)
 
     def process_shared_stats(self, stats):
@@ -84,6 +120,14 @@ class SumUDF(FlatTileUDF):
                 total += p
             return {"intensity": total}
         return {"intensity": np.stack(parts).sum(axis=0)}
+
+    def get_results(self):
+        total, dtype = self.results.intensity, np.dtype(self.meta.input_dtype)
+        if total.dtype == dtype:
+            return {"intensity": total}
+        if isinstance(total, np.ndarray):
+            return {"intensity": narrow_sum(total, dtype)}
+        return {"intensity": total.map_blocks(narrow_sum, dtype, dtype=dtype)}
 
 
 class SumSigUDF(FlatTileUDF):
