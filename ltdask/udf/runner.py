@@ -30,6 +30,25 @@ def selected_positions(partition: Partition, roi_flat: np.ndarray | None) -> np.
     return positions[roi_flat[partition.start : partition.stop]]
 
 
+def read_only(arr: np.ndarray) -> np.ndarray:
+    """A read-only view of `arr`: tiles are shared by every UDF of a run and may be views of
+    the files, so no UDF may write into them."""
+    if arr.flags.writeable:
+        arr = arr.view()
+        arr.flags.writeable = False
+    return arr
+
+
+def _written_tile(udf: UDF, method: str, err: ValueError) -> Exception:
+    if "read-only" not in str(err):
+        return err
+    return UDFError(
+        f"{type(udf).__name__}.{method} wrote into its input, but tiles, frames and partitions "
+        f"are read-only (every UDF of the run shares them, and they may be views of the "
+        f"file): copy it first, e.g. `tile = tile.copy()` ({err})"
+    )
+
+
 def declared_buffers(udf: UDF) -> dict[str, BufferSpec]:
     buffers = udf.get_result_buffers()
     if not isinstance(buffers, dict):
@@ -178,6 +197,9 @@ def run_partition(
     if present.size:
         sig_indices = scheme.sig_indices
         for data, first, s, flat in dataset.iter_flat_tiles(present, scheme, read_dtype, block):
+            data = read_only(data)
+            if flat is not None:
+                flat = (read_only(flat[0]), *flat[1:])
             n = data.shape[0]
             sig_slice = scheme.slices[s]
             sig_index = sig_indices[s]
@@ -189,10 +211,14 @@ def run_partition(
                     meta.set_slice(origin + at, n, sig_slice, s)
                     b.set_views(slice(at, at + n), sig_index, s)
                     if not b.flat:
-                        udf.process_tile(data)
+                        try:
+                            udf.process_tile(data)
+                        except ValueError as e:
+                            raise _written_tile(udf, "process_tile", e) from e
                         continue
                     if flat is None:
                         flat = flat_of(data, copy=True)
+                        flat = (read_only(flat[0]), *flat[1:])
                     if b.shared:
                         if stats is None:
                             stats = shared.compute(*flat, s)
@@ -203,11 +229,17 @@ def run_partition(
                     for i in range(n):
                         meta.set_slice(origin + at + i, 1, sig_slice, s)
                         b.set_views(slice(at + i, at + i + 1), sig_index, s, frame=True)
-                        udf.process_frame(data[i])
+                        try:
+                            udf.process_frame(data[i])
+                        except ValueError as e:
+                            raise _written_tile(udf, "process_frame", e) from e
                 else:
                     meta.set_slice(origin + at, n, sig_slice, s)
                     b.set_views(slice(at, at + n), sig_index, s)
-                    udf.process_partition(data)
+                    try:
+                        udf.process_partition(data)
+                    except ValueError as e:
+                        raise _written_tile(udf, "process_partition", e) from e
 
     out = []
     for b in bound:
