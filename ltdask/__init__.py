@@ -2,7 +2,13 @@
 
 from ltdask import _config  # noqa: F401  (registers the ltdask.* dask config defaults)
 from ltdask.common import Shape, Slice
-from ltdask.exceptions import DataSetError, LtdaskError, PerformanceWarning, UDFError
+from ltdask.exceptions import (
+    DataSetError,
+    LtdaskError,
+    MissingFramesWarning,
+    PerformanceWarning,
+    UDFError,
+)
 from ltdask.io import (
     DataSet,
     Negotiator,
@@ -32,6 +38,7 @@ __all__ = [
     "DataSetError",
     "LtdaskError",
     "Negotiator",
+    "MissingFramesWarning",
     "PerformanceWarning",
     "Shape",
     "Slice",

@@ -19,5 +19,22 @@ class PerformanceWarning(UserWarning):
     """Work will complete, but much slower than it could."""
 
 
+class MissingFramesWarning(UserWarning):
+    """The nav shape asks for more frames than the files hold; those positions are invalid."""
+
+
+def warn(message: str, category: type[Warning]) -> None:
+    """Warn, attributed to the first caller outside ltdask (the user's line)."""
+    import os
+    import sys
+    import warnings
+
+    package = os.path.dirname(os.path.abspath(__file__))
+    level, frame = 2, sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, category, stacklevel=level)
+
+
 class MergeNotImplementedError(UDFError, NotImplementedError):
     """A UDF with sig or single buffers has neither ``merge`` nor ``merge_all``."""

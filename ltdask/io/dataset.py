@@ -10,10 +10,12 @@ import numpy as np
 
 from ltdask import _config
 from ltdask.common import Shape, Slice
-from ltdask.exceptions import DataSetError
+from ltdask.exceptions import DataSetError, MissingFramesWarning, warn
 from ltdask.io.partition import Partition, nav_grid, partitions_for_grid
 from ltdask.io.tiling import Negotiator, TilingPreferences, TilingScheme
 
+#: partitions without any frame (a nav shape far beyond the files) that planning accepts
+MAX_EMPTY_PARTITIONS = 10_000
 #: bytes of raw data a signal slice should at least hold (LiberTEM's rule of thumb)
 MIN_SIG_BYTES = 4 * 4096
 
@@ -123,6 +125,15 @@ class DataSet:
                 f"(nav dims then sig dims)"
             )
         self.dims = dims
+        start, stop = self.present_range
+        if self.num_frames > self.image_count:
+            warn(
+                f"{where}: nav_shape={nav} asks for {self.num_frames} frames, but the files hold "
+                f"{self.image_count} (sync_offset={self.sync_offset}): only positions {start} to "
+                f"{stop - 1} (flat nav order) hold frames; the other "
+                f"{self.num_frames - (stop - start)} read as zeros and are invalid in results",
+                MissingFramesWarning,
+            )
 
     # -- shapes and dtypes -------------------------------------------------------------
     @property
@@ -192,7 +203,18 @@ class DataSet:
     def nav_chunks(self) -> tuple[tuple[int, ...], ...]:
         """The partition grid: chunk sizes per nav dim."""
         frame_bytes = math.prod(self.sig_shape) * max(4, self.dtype.itemsize)
-        return nav_grid(self.nav_shape, frame_bytes)
+        chunks = nav_grid(self.nav_shape, frame_bytes)
+        count = math.prod(len(c) for c in chunks)
+        start, stop = self.present_range
+        empty = count * (1 - (stop - start) / self.num_frames)
+        if empty > MAX_EMPTY_PARTITIONS:
+            raise DataSetError(
+                f"{self.path}: nav_shape={self.nav_shape} asks for {self.num_frames} frames, "
+                f"but the files hold {self.image_count}: processing it would take {count} "
+                f"partitions, about {int(empty)} of them without a single frame; give a "
+                "nav_shape that fits the frames in the files"
+            )
+        return chunks
 
     def get_partitions(self) -> list[Partition]:
         return partitions_for_grid(self.nav_chunks)
