@@ -127,8 +127,30 @@ class _Declares(UDF):
         (lambda u: {"x": u.buffer(kind="nav", where="moon")}, "where='moon' is unknown"),
         (lambda u: {"x": np.zeros(3)}, "'x' is not declared with self.buffer"),
         (lambda u: [u.buffer(kind="nav")], "must return a dict of buffers"),
+        (lambda u: {"a/b": u.buffer(kind="nav")}, r"'a/b' is not a valid buffer name"),
+        (lambda u: {"": u.buffer(kind="nav")}, r"'' is not a valid buffer name"),
+        (lambda u: {"2x": u.buffer(kind="nav")}, r"'2x' is not a valid buffer name"),
+        (lambda u: {"a b": u.buffer(kind="nav")}, r"'a b' is not a valid buffer name"),
+        (lambda u: {1: u.buffer(kind="nav")}, r"1 is not a valid buffer name"),
+        (
+            lambda u: {"x": u.buffer(kind="nav"), "x_valid": u.buffer(kind="nav")},
+            r"'x_valid' is not a valid buffer name.*NAME_valid",
+        ),
     ],
-    ids=["kind", "use", "extra", "where", "array", "list"],
+    ids=[
+        "kind",
+        "use",
+        "extra",
+        "where",
+        "array",
+        "list",
+        "slash",
+        "empty",
+        "digit",
+        "space",
+        "int",
+        "valid-suffix",
+    ],
 )
 def test_bad_buffer_declarations(ds, make, message):
     class Bad(_Declares):

@@ -57,6 +57,12 @@ def declared_buffers(udf: UDF) -> dict[str, BufferSpec]:
             f"got {type(buffers).__name__}"
         )
     for name, spec in buffers.items():
+        if not (isinstance(name, str) and name.isidentifier()) or name.endswith("_valid"):
+            raise UDFError(
+                f"{type(udf).__name__}.get_result_buffers: {name!r} is not a valid buffer name; "
+                "use a Python identifier (letters, digits and underscores, not starting with a "
+                "digit) that does not end in '_valid' (the valid masks are NAME_valid)"
+            )
         if not isinstance(spec, BufferSpec):
             raise UDFError(
                 f"{type(udf).__name__}.get_result_buffers: {name!r} is not declared with "
