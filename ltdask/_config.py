@@ -33,6 +33,8 @@ import dask
 import dask.config
 from dask.utils import parse_bytes
 
+from ltdask.exceptions import ConfigError
+
 DEFAULTS = {
     "ltdask": {
         "partition-bytes": "128MiB",
@@ -52,16 +54,41 @@ def _bytes(value) -> int:
     return int(parse_bytes(value)) if isinstance(value, str) else int(value)
 
 
+def _setting(key: str, convert, expected: str, minimum: int | None = None):
+    """``ltdask.KEY`` converted, or a `ConfigError` naming the setting and what it takes."""
+    value = dask.config.get(f"ltdask.{key}")
+    try:
+        result = convert(value)
+    except (TypeError, ValueError, OverflowError):
+        result = None
+    if result is None or (minimum is not None and result < minimum):
+        raise ConfigError(
+            f"the setting ltdask.{key} is {value!r}; expected {expected} (set it with "
+            f"dask.config.set({{'ltdask.{key}': ...}}) or DASK_LTDASK__"
+            f"{key.upper().replace('-', '_')})"
+        )
+    return result
+
+
+def _auto(convert):
+    return lambda value: "auto" if value in (None, "auto") else convert(value)
+
+
+def _integer(value) -> int:
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError
+    return int(value)
+
+
 def partition_bytes() -> int:
-    value = _bytes(dask.config.get("ltdask.partition-bytes"))
-    if value <= 0:
-        raise ValueError(f"ltdask.partition-bytes must be positive, got {value}")
-    return value
+    return _setting("partition-bytes", _bytes, "a positive size such as '128MiB'", minimum=1)
 
 
 def map_cache_bytes() -> int:
-    value = dask.config.get("ltdask.map-cache-bytes")
-    if value in (None, "auto"):
+    value = _setting(
+        "map-cache-bytes", _auto(_bytes), "'auto', 0 or a size such as '8GiB'", minimum=None
+    )
+    if value == "auto":
         try:
             from distributed import get_worker
 
@@ -70,7 +97,9 @@ def map_cache_bytes() -> int:
         except (ImportError, ValueError):
             pass
         return _total_memory() // 2
-    return _bytes(value)
+    if value < 0:
+        _setting("map-cache-bytes", lambda v: None, "'auto', 0 or a size such as '8GiB'")
+    return value
 
 
 @functools.cache
@@ -82,14 +111,16 @@ def _total_memory() -> int:
 
 
 def view_chunk_partitions() -> int:
-    return max(1, int(dask.config.get("ltdask.view-chunk-partitions")))
+    return _setting("view-chunk-partitions", _integer, "a positive integer", minimum=1)
 
 
 def min_partitions() -> int:
-    value = dask.config.get("ltdask.min-partitions")
-    if value in (None, "auto"):
+    value = _setting("min-partitions", _auto(_integer), "'auto' or a positive integer")
+    if value == "auto":
         return os.cpu_count() or 1
-    return max(1, int(value))
+    if value < 1:
+        _setting("min-partitions", lambda v: None, "'auto' or a positive integer")
+    return value
 
 
 @functools.cache
@@ -123,7 +154,9 @@ def _count_cpus(cpu_list: str) -> int:
 
 
 def tile_bytes() -> int:
-    value = dask.config.get("ltdask.tile-bytes")
-    if value in (None, "auto"):
+    value = _setting("tile-bytes", _auto(_bytes), "'auto' or a positive size such as '4MiB'")
+    if value == "auto":
         return int(min(8 * MIB, max(MIB, l3_bytes_per_core() // 2)))
-    return max(1, _bytes(value))
+    if value < 1:
+        _setting("tile-bytes", lambda v: None, "'auto' or a positive size such as '4MiB'")
+    return value

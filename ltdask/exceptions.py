@@ -15,6 +15,10 @@ class UDFError(LtdaskError, ValueError):
     """A UDF is used in a way its contract does not allow."""
 
 
+class ConfigError(LtdaskError, ValueError):
+    """An ``ltdask.*`` setting in dask's config holds a value that cannot be used."""
+
+
 class PerformanceWarning(UserWarning):
     """Work will complete, but much slower than it could."""
 

@@ -303,3 +303,42 @@ def test_udf_with_own_init(ds, data):
     a = ex.InitUDF("2", offset=3.0).lazy(ds)["scaled"].data.name
     assert a == ex.InitUDF(2.0, offset=3).lazy(ds)["scaled"].data.name
     assert a != ex.InitUDF(2.5, offset=3).lazy(ds)["scaled"].data.name
+
+
+class _Positional(UDF):
+    def __init__(self, threshold):
+        super().__init__(thr=threshold)
+
+    def get_result_buffers(self):
+        return {"n": self.buffer(kind="nav")}
+
+    def process_frame(self, frame):
+        self.results.n[:] = (frame > self.params.thr).sum()
+
+
+def test_udf_that_cannot_be_made_again_says_how_to_fix_it(ds):
+    with pytest.raises(
+        UDFError,
+        match=r"_Positional cannot be made again from its parameters: "
+        r"_Positional\(\*\*\{'thr': 3\}\)"
+        r".*pass every parameter as a keyword named as in _Positional.__init__",
+    ):
+        _Positional(3).compute(ds)
+
+
+@pytest.mark.parametrize(
+    "kind, extra_shape",
+    [("single", (2**20, 2**20)), ("sig", (2**30,)), ("nav", (2**40,))],
+)
+def test_unallocatable_buffer_is_named(ds, kind, extra_shape):
+    class Huge(_Declares):
+        def get_result_buffers(self):
+            return {"huge": self.buffer(kind=kind, extra_shape=extra_shape)}
+
+        def merge(self, dest, src):
+            pass
+
+    with pytest.raises(
+        MemoryError, match=rf"result buffer 'huge' \(kind='{kind}'\) of shape \(.*\) and dtype"
+    ):
+        Huge(buffers=None).compute(ds)

@@ -187,7 +187,7 @@ def _partial_datasets(run: Run, cells: np.ndarray, done: np.ndarray):
                 {
                     k: filled_buffer(s.shape(run.counts[i], run.sig_shape), s.dtype)
                     if s.kind == "nav"
-                    else s.allocate(run.counts[i], run.sig_shape)
+                    else s.allocate(run.counts[i], run.sig_shape, k)
                     for k, s in run._stored(u).items()
                 }
                 for u in range(len(run.udfs))

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ltdask.exceptions import UDFError
 from ltdask.io.dataset import flat_of
 from ltdask.io.tiling import TILE_DEPTH_DEFAULT, TILE_MAX, TILE_SIZE_BEST_FIT
 from ltdask.udf.buffers import BufferSpec, Namespace
@@ -155,6 +156,20 @@ class UDF:
         self.meta = None
         self.results = None
         self.task_data = None
+
+    def copy(self) -> UDF:
+        """A new instance made from the keywords given to ``UDF.__init__`` (ltdask, like
+        LiberTEM, makes one per partition and per merge)."""
+        try:
+            return type(self)(**self._kwargs)
+        except TypeError as e:
+            name = type(self).__name__
+            raise UDFError(
+                f"{name} cannot be made again from its parameters: {name}(**{self._kwargs!r}) "
+                f"raised {e}. ltdask makes a new instance per partition from the keywords "
+                f"passed to UDF.__init__: pass every parameter as a keyword named as in "
+                f"{name}.__init__, e.g. super().__init__(threshold=threshold)"
+            ) from None
 
     # -- declarations ------------------------------------------------------------------
     def get_result_buffers(self) -> dict[str, BufferSpec]:

@@ -55,8 +55,17 @@ class BufferSpec:
             return (*sig_shape, *self.extra_shape)
         return self.extra_shape or (1,)
 
-    def allocate(self, nav_len: int, sig_shape: tuple[int, ...]) -> np.ndarray:
-        return np.zeros(self.shape(nav_len, sig_shape), dtype=self.dtype)
+    def allocate(self, nav_len: int, sig_shape: tuple[int, ...], name: str = "") -> np.ndarray:
+        shape = self.shape(nav_len, sig_shape)
+        try:
+            return np.zeros(shape, dtype=self.dtype)
+        except (MemoryError, ValueError) as e:  # ValueError: more bytes than can be addressed
+            size = math.prod(shape) * self.dtype.itemsize
+            raise MemoryError(
+                f"result buffer {name!r} (kind={self.kind!r}) of shape {shape} and dtype "
+                f"{self.dtype} needs {size / 2**30:.3g} GiB, which cannot be allocated ({e}); "
+                "use smaller partitions (ltdask.partition-bytes), a ROI or a smaller extra_shape"
+            ) from None
 
 
 def fill_value(dtype: np.dtype):

@@ -259,7 +259,7 @@ class Run:
         )
 
     def _main_instance(self, template: UDF) -> UDF:
-        udf = type(template)(**template._kwargs)
+        udf = template.copy()
         udf.meta = self._meta()
         return udf
 
@@ -368,9 +368,9 @@ class Run:
 
     def _initial(self, u: int, stored) -> dict[str, np.ndarray]:
         """Dataset-sized buffers after the main-node ``preprocess`` (the merge start)."""
-        udf = type(self.udfs[u])(**self.udfs[u]._kwargs)
+        udf = self.udfs[u].copy()
         udf.meta = self._meta()
-        arrays = {k: s.allocate(self.n_sel, self.sig_shape) for k, s in stored.items()}
+        arrays = {k: s.allocate(self.n_sel, self.sig_shape, k) for k, s in stored.items()}
         udf.results = Namespace(arrays, assign_in_place=True)
         udf.params = _main_params(udf, self)
         udf.task_data = Namespace({})
@@ -645,7 +645,7 @@ def _leaf_state(cell, u, index, counts):
 
 def _merge_udf(template: UDF, meta_args, valid_before: np.ndarray):
     ds_shape, ds_dtype, read_dtype, roi_flat, n_sel, sig_shape = meta_args
-    udf = type(template)(**template._kwargs)
+    udf = template.copy()
     roi_nd = None if roi_flat is None else roi_flat.reshape(tuple(ds_shape.nav))
     udf.meta = UDFMeta(
         ds_shape,

@@ -75,12 +75,12 @@ class _Bound:
     """One UDF instance at work on one partition."""
 
     def __init__(self, template: UDF, meta: UDFMeta, n_sel: int, sig_shape, sig_dims):
-        udf = type(template)(**template._kwargs)
+        udf = template.copy()
         udf.meta = meta
         self.udf = udf
         self.method = udf.get_method()
         self.specs = {k: s for k, s in declared_buffers(udf).items() if s.use != "result_only"}
-        self.arrays = {k: s.allocate(n_sel, sig_shape) for k, s in self.specs.items()}
+        self.arrays = {k: s.allocate(n_sel, sig_shape, k) for k, s in self.specs.items()}
         self.aux = {
             k: v.flat(meta.dataset_shape)
             for k, v in template._kwargs.items()
