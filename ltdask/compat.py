@@ -14,10 +14,15 @@ Only the imports of a LiberTEM script change::
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
+
+import dask
 import numpy as np
 
 import ltdask
-from ltdask.exceptions import DataSetError
+from ltdask.exceptions import DataSetError, LtdaskError
 from ltdask.udf.api import compute, iter_with_damage
 from ltdask.udf.base import UDF
 from ltdask.udf.builtin.pick import AutoUDF
@@ -91,6 +96,48 @@ class UDFResults:
         self.damage = damage
 
 
+class UnsupportedError(LtdaskError, NotImplementedError):
+    """A LiberTEM argument that ltdask cannot honour (yet): refused, never ignored."""
+
+
+def _refuse(where: str, argument: str, value, why: str):
+    raise UnsupportedError(f"{where}: {argument}={value!r} is not supported by ltdask: {why}")
+
+
+#: LiberTEM executor specs → dask scheduler (None: the active one)
+_EXECUTORS = {
+    "inline": "synchronous",
+    "synchronous": "synchronous",
+    "threads": "threads",
+    "dask": None,
+    "delayed": None,
+    "pipelined": None,
+    "dask-integration": None,
+    "dask-make-default": None,
+}
+
+
+def _check_run_arguments(where: str, corrections, backends, plots) -> None:
+    if corrections is not None:
+        _refuse(
+            where,
+            "corrections",
+            corrections,
+            "detector corrections are not applied yet; correct the data before the run",
+        )
+    if backends is not None:
+        names = [backends] if isinstance(backends, str) else list(backends)
+        if "numpy" not in names:
+            _refuse(
+                where,
+                "backends",
+                backends,
+                "UDFs run on numpy arrays only for now; include 'numpy' or leave backends out",
+            )
+    if plots not in (None, False):
+        _refuse(where, "plots", plots, "no live plots yet; plot the results after the run")
+
+
 class Context:
     """LiberTEM's ``Context`` on top of ltdask; work runs on the active dask scheduler.
 
@@ -106,11 +153,62 @@ class Context:
     """
 
     def __init__(self, executor=None, plot_class=None):
+        if executor is not None and not isinstance(executor, str):
+            _refuse(
+                "Context",
+                "executor",
+                executor,
+                "work runs on the active dask scheduler; use Context() or "
+                "Context.make_with('inline' | 'threads' | 'dask', cpus=N)",
+            )
+        if plot_class is not None:
+            _refuse("Context", "plot_class", plot_class, "no live plots yet")
         self.executor = executor
+        self._config: dict = {}
+        if executor is not None:
+            self._config = self._scheduler_config(executor, None)
+
+    @staticmethod
+    def _scheduler_config(spec: str, cpus) -> dict:
+        if spec not in _EXECUTORS:
+            raise ValueError(
+                f"Context.make_with: unknown executor_spec={spec!r}; expected one of "
+                f"{', '.join(map(repr, _EXECUTORS))}"
+            )
+        config: dict = {}
+        scheduler = _EXECUTORS[spec]
+        if cpus is not None:
+            count = cpus if isinstance(cpus, int) else len(list(cpus))
+            if count < 1:
+                raise ValueError(f"Context.make_with: cpus={cpus!r} gives no CPU to work on")
+            if scheduler != "synchronous":
+                # as many threads as LiberTEM would start worker processes
+                scheduler = "threads"
+                config["num_workers"] = count
+        if scheduler is not None:
+            config["scheduler"] = scheduler
+        return config
 
     @classmethod
-    def make_with(cls, *args, **kwargs) -> Context:
-        return cls()
+    def make_with(
+        cls, executor_spec: str = "dask", cpus=None, gpus=None, plot_class=None
+    ) -> Context:
+        """A context on the dask scheduler LiberTEM's `executor_spec` stands for.
+
+        ``"inline"`` runs synchronously; ``"threads"`` on dask's threaded scheduler;
+        ``"dask"`` (and LiberTEM's other specs) on the active dask scheduler (a
+        ``distributed.Client`` if one is set up). ``cpus`` (a count or a list of CPUs) runs
+        that many threads. GPUs are not supported yet.
+        """
+        if gpus not in (None, 0) and not (hasattr(gpus, "__len__") and len(gpus) == 0):
+            _refuse("Context.make_with", "gpus", gpus, "UDFs run on the CPU only for now")
+        ctx = cls(plot_class=plot_class)
+        ctx.executor = executor_spec
+        ctx._config = cls._scheduler_config(executor_spec, cpus)
+        return ctx
+
+    def _scheduler(self):
+        return dask.config.set(self._config) if self._config else contextlib.nullcontext()
 
     def load(self, filetype: str, *args, **kwargs):
         """Open a dataset: ``"raw"``, ``"npy"``, ``"hdf5"``, ``"zarr"``, ``"raw_csr"``,
@@ -128,6 +226,8 @@ class Context:
             "mib": ltdask.open_mib,
             "auto": ltdask.open,
         }
+        if kind == "auto" and not args and "path" in kwargs:
+            args = (kwargs.pop("path"),)  # ltdask.open takes the path positionally
         if kind in openers:
             return openers[kind](*args, **kwargs)
         if kind in ("memory", "dask"):
@@ -139,25 +239,71 @@ class Context:
             return ltdask.from_array(data, sig_dims=sig_dims, **kwargs)
         raise DataSetError(f"Context.load: unknown or unsupported file type {filetype!r}")
 
-    def run_udf(self, dataset, udf, roi=None, progress: bool = False, **kwargs):
-        """Run one UDF (→ dict of results) or a list of UDFs (→ tuple of dicts)."""
+    def run_udf(
+        self,
+        dataset,
+        udf,
+        roi=None,
+        corrections=None,
+        progress: bool = False,
+        backends=None,
+        plots=None,
+        sync: bool = True,
+    ):
+        """Run one UDF (→ dict of results) or a list of UDFs (→ tuple of dicts).
+
+        With ``sync=False``, returns an awaitable of the same (the run goes on in a thread).
+        ``corrections``, ``plots`` and backends other than numpy are refused, not ignored.
+        """
+        _check_run_arguments("Context.run_udf", corrections, backends, plots)
+        run = functools.partial(self._run_udf, dataset, udf, roi, progress)
+        if not sync:
+            return _in_thread(run)
+        return run()
+
+    def _run_udf(self, dataset, udf, roi, progress):
         udfs = list(udf) if isinstance(udf, (list, tuple)) else [udf]
-        results = compute(dataset, udfs, roi=roi, progress=progress)
+        with self._scheduler():
+            results = compute(dataset, udfs, roi=roi, progress=progress)
         out = tuple(_buffers(r, u, dataset, roi) for r, u in zip(results, udfs, strict=True))
         return out if isinstance(udf, (list, tuple)) else out[0]
 
-    def run_udf_iter(self, dataset, udf, roi=None, **kwargs):
-        """Yield `UDFResults` as partitions finish."""
-        udfs = list(udf) if isinstance(udf, (list, tuple)) else [udf]
-        for results, damage in iter_with_damage(dataset, udfs, roi=roi):
-            buffers = tuple(
-                _buffers(r, u, dataset, roi) for r, u in zip(results, udfs, strict=True)
-            )
-            yield UDFResults(buffers, damage)
+    def run_udf_iter(
+        self,
+        dataset,
+        udf,
+        roi=None,
+        corrections=None,
+        progress: bool = False,
+        backends=None,
+        plots=None,
+        sync: bool = True,
+    ):
+        """Yield `UDFResults` as partitions finish; with ``sync=False`` an async iterator."""
+        _check_run_arguments("Context.run_udf_iter", corrections, backends, plots)
+        steps = self._run_udf_iter(dataset, udf, roi)
+        return steps if sync else _async_steps(steps)
 
-    def map(self, dataset, f, roi=None):
+    def _run_udf_iter(self, dataset, udf, roi):
+        udfs = list(udf) if isinstance(udf, (list, tuple)) else [udf]
+        with self._scheduler():
+            for results, damage in iter_with_damage(dataset, udfs, roi=roi):
+                buffers = tuple(
+                    _buffers(r, u, dataset, roi) for r, u in zip(results, udfs, strict=True)
+                )
+                yield UDFResults(buffers, damage)
+
+    def map(self, dataset, f, roi=None, progress: bool = False, corrections=None, backends=None):
         """``f(frame)`` for every frame: the ``result`` buffer of an `AutoUDF`."""
-        return self.run_udf(dataset=dataset, udf=AutoUDF(f=f), roi=roi)["result"]
+        udf = AutoUDF(f=f)
+        return self.run_udf(
+            dataset=dataset,
+            udf=udf,
+            roi=roi,
+            progress=progress,
+            corrections=corrections,
+            backends=backends,
+        )["result"]
 
     def close(self):
         pass
@@ -167,3 +313,20 @@ class Context:
 
     def __exit__(self, *exc):
         self.close()
+
+
+async def _in_thread(fn):
+    return await asyncio.get_running_loop().run_in_executor(None, fn)
+
+
+async def _async_steps(steps):
+    """The steps of a synchronous iterator, each computed in a thread."""
+    done = object()
+    try:
+        while True:
+            step = await _in_thread(lambda: next(steps, done))
+            if step is done:
+                return
+            yield step
+    finally:
+        steps.close()
