@@ -269,8 +269,10 @@ def test_params_access(ds):
         pytest.param(np.ones((5, 4), bool), r"roi of shape \(5, 4\) does not fit", id="transposed"),
         pytest.param(np.ones(19, bool), r"roi of shape \(19,\) does not fit", id="flat-short"),
         pytest.param(np.ones((4, 5, 1), bool), r"\(4, 5, 1\) does not fit", id="extra-dim"),
-        pytest.param(np.ones((4, 5), np.uint8), "roi must be a boolean array", id="uint8"),
-        pytest.param(np.ones((4, 5), float), "got dtype float64", id="float"),
+        pytest.param([((0, 1), True), ((1, 1), False)], "same value", id="mixed-values"),
+        pytest.param([(0, 1), (1, 1)], r"\(coordinates, value\) pairs", id="bare-coordinates"),
+        pytest.param((4, 0), r"position \(4, 0\) is not in the nav shape \(4, 5\)", id="outside"),
+        pytest.param((1, 2, 3), r"position \(1, 2, 3\) is not in", id="too-many-coordinates"),
     ],
 )
 def test_bad_roi_fails_at_build(ds, roi, message):
@@ -278,6 +280,43 @@ def test_bad_roi_fails_at_build(ds, roi, message):
         ex.SumSigPerFrameUDF().lazy(ds, roi=roi)
     with pytest.raises(UDFError, match=message):
         ltdask.lazy(ds, [ex.SumSigPerFrameUDF(), ex.SumUDF()], roi=roi)
+
+
+def _roi_forms():
+    import scipy.sparse
+    import sparse
+
+    roi = make_roi("random", NAV)
+    coords = [(tuple(int(c) for c in ij), True) for ij in zip(*np.nonzero(roi), strict=True)]
+    outside = [(tuple(int(c) for c in ij), False) for ij in zip(*np.nonzero(~roi), strict=True)]
+    one = np.zeros(NAV, bool)
+    one[2, 3] = True
+    return [
+        pytest.param(sparse.COO.from_numpy(roi), roi, id="sparse-coo"),
+        pytest.param(sparse.DOK.from_numpy(roi), roi, id="sparse-dok"),
+        pytest.param(scipy.sparse.csr_matrix(roi), roi, id="scipy-csr-matrix"),
+        pytest.param(scipy.sparse.coo_array(roi), roi, id="scipy-coo-array"),
+        pytest.param(coords, roi, id="coordinate-pairs"),
+        pytest.param(tuple(outside), roi, id="coordinate-pairs-false"),
+        pytest.param((2, 3), one, id="one-position"),
+        pytest.param(roi.reshape(-1), roi, id="flat"),
+    ]
+
+
+@pytest.mark.parametrize("form, roi", _roi_forms())
+def test_roi_forms(ds, data, form, roi):
+    res = ex.SumSigPerFrameUDF().compute(ds, roi=form)
+    expected = fill_nav(data.sum(axis=(2, 3)), roi, np.float32)
+    check_variable(res, "intensity", expected, roi, ("scan_y", "scan_x"))
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, float, int])
+def test_non_bool_roi_is_cast_with_a_warning(ds, data, dtype):
+    roi = make_roi("random", NAV)
+    with pytest.warns(UserWarning, match=f"ROI dtype is {np.dtype(dtype)}, expected bool"):
+        res = ex.SumSigPerFrameUDF().compute(ds, roi=roi.astype(dtype) * 3)
+    expected = fill_nav(data.sum(axis=(2, 3)), roi, np.float32)
+    check_variable(res, "intensity", expected, roi, ("scan_y", "scan_x"))
 
 
 def test_sparse_roi_accepted(ds, data):

@@ -25,7 +25,7 @@ import numpy as np
 from dask.sizeof import sizeof
 
 from ltdask.common import Shape
-from ltdask.exceptions import MergeNotImplementedError, UDFError
+from ltdask.exceptions import MergeNotImplementedError, UDFError, warn
 from ltdask.io.dataset import DataSet
 from ltdask.io.fileset import keeping_maps
 from ltdask.io.tiling import TilingPreferences, TilingScheme
@@ -48,23 +48,52 @@ MERGE_IN_ONE_TASK_BYTES = 256 * 2**20
 
 
 def normalize_roi(roi, dataset: DataSet) -> np.ndarray | None:
-    """The ROI as a flat boolean array of the nav size, or None; clear errors otherwise."""
+    """The ROI as a flat boolean array of the nav size, or None; clear errors otherwise.
+
+    Accepted, as LiberTEM: a boolean array of the nav shape or the flat nav size; a sparse
+    array (pydata ``sparse``, ``scipy.sparse``); a tuple of ints (one position); a list or
+    tuple of ``(coordinates, value)`` pairs that all share one value (the other positions
+    get the other). Other dtypes are cast to bool with a warning.
+    """
     if roi is None:
         return None
+    nav = dataset.nav_shape
+    if isinstance(roi, (list, tuple)):
+        roi = _roi_from_coordinates(roi, nav)
     if hasattr(roi, "todense"):
         roi = roi.todense()
     roi = np.asarray(roi)
-    nav = dataset.nav_shape
-    if roi.dtype != bool:
-        raise UDFError(
-            f"roi must be a boolean array, got dtype {roi.dtype}; use e.g. roi.astype(bool)"
-        )
     if roi.shape != nav and roi.shape != (math.prod(nav),):
         raise UDFError(
             f"roi of shape {roi.shape} does not fit the dataset's nav shape {nav} "
             f"(or its flat size {math.prod(nav)})"
         )
+    if roi.dtype != bool:
+        warn(f"ROI dtype is {roi.dtype}, expected bool; casting it to bool", UserWarning)
+        roi = roi.astype(bool)
     return np.ascontiguousarray(roi.reshape(-1)).copy()
+
+
+def _roi_from_coordinates(items, nav: tuple[int, ...]) -> np.ndarray:
+    if all(isinstance(i, (int, np.integer)) for i in items):
+        items = [(tuple(items), True)]
+    try:
+        pairs = [(tuple(int(c) for c in coords), bool(value)) for coords, value in items]
+    except (TypeError, ValueError):
+        raise UDFError(
+            f"roi={items!r}: a list or tuple ROI holds (coordinates, value) pairs, e.g. "
+            "[((0, 1), True), ((2, 3), True)], or is one position as a tuple of ints"
+        ) from None
+    values = {v for _, v in pairs}
+    if len(values) > 1:
+        raise UDFError(f"roi={items!r}: all pairs need the same value, got both True and False")
+    value = values.pop() if values else True
+    roi = np.full(nav, not value, dtype=bool)
+    for coords in (c for c, _ in pairs):
+        if len(coords) != len(nav) or not all(0 <= c < n for c, n in zip(coords, nav, strict=True)):
+            raise UDFError(f"roi: position {coords} is not in the nav shape {nav}")
+        roi[coords] = value
+    return roi
 
 
 def input_dtype(dataset: DataSet, udfs: list[UDF]) -> np.dtype:
