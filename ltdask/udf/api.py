@@ -113,11 +113,15 @@ def compute(dataset: DataSet, udfs: list[UDF] | UDF, roi=None, progress: bool = 
     >>> float(total["intensity"].sum()), float(per_frame["intensity"].sum())
     (96.0, 96.0)
     """
-    return compute_datasets(lazy(dataset, udfs, roi), progress=progress)
+    if isinstance(udfs, UDF):
+        udfs = [udfs]
+    run = Run(dataset, list(udfs), roi)
+    return compute_datasets(to_datasets(run), progress=progress, run=run)
 
 
-def compute_datasets(datasets: list, progress: bool = False) -> list:
-    """Compute lazy Datasets together, sharing their tasks.
+def compute_datasets(datasets: list, progress: bool = False, run: Run | None = None) -> list:
+    """Compute lazy Datasets together, sharing their tasks; the partition tasks of `run`
+    run even where no result depends on them (UDFs without results).
 
     (``dask.compute(*datasets)`` would do the same, but with dask 2026.8 / xarray 2026.9 it
     fails when one variable is computed from another.)
@@ -130,9 +134,10 @@ def compute_datasets(datasets: list, progress: bool = False) -> list:
             if dask.is_dask_collection(var.data):
                 slots.append((i, name))
                 arrays.append(var.data)
-    values = run_compute(*arrays, progress=progress)
+    extra = [run.done()] if run is not None else []
+    values = run_compute(*arrays, *extra, progress=progress)
     out = [d.copy(deep=False) for d in datasets]
-    for (i, name), value in zip(slots, values, strict=True):
+    for (i, name), value in zip(slots, values[: len(slots)], strict=True):
         out[i].variables[name].data = value
     return out
 

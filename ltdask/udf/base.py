@@ -157,6 +157,12 @@ class UDF:
         self.results = None
         self.task_data = None
 
+    def __getstate__(self):
+        # what a run binds to an instance is rebuilt where it runs: tasks stay small
+        state = self.__dict__.copy()
+        state.update(meta=None, results=None, task_data=None)
+        return state
+
     def copy(self) -> UDF:
         """A new instance made from the keywords given to ``UDF.__init__`` (ltdask, like
         LiberTEM, makes one per partition and per merge)."""

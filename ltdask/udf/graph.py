@@ -227,6 +227,8 @@ class Run:
         self.valid_flat = valid if self.roi_flat is None else valid & self.roi_flat
 
         self.mains = [self._main_instance(u) for u in udfs]
+        for template, main in zip(udfs, self.mains, strict=True):
+            template.meta = main.meta  # as LiberTEM: the instance given knows the run
         self.specs = [declared_buffers(m) for m in self.mains]
         methods = [_check_method(m) for m in self.mains]
         for m, specs in zip(self.mains, self.specs, strict=True):
@@ -265,6 +267,16 @@ class Run:
                 args.append(TaskRef(block_key(flat.name, i, flat.ndim)))
             tasks[(name, i)] = Task((name, i), _partition_task, *args)
         self.cells = task_array(name, tasks, ((1,) * len(self.partitions),), object, deps)
+
+    def done(self):
+        """A dask array of one True per partition, computed when the partition tasks are:
+        what runs a run whose UDFs have no results (their ``process_*`` still must run)."""
+        out = f"ltdask-done-{self.token}"
+        tasks = {
+            (key := block_key(out, i, 1)): Task(key, _done, self._cell(i))
+            for i in range(len(self.partitions))
+        }
+        return task_array(out, tasks, ((1,) * len(self.partitions),), bool, [self.cells])
 
     def _cell(self, i: int) -> TaskRef:
         return TaskRef((self.cells.name, i))
@@ -652,6 +664,10 @@ def _main_params(udf: UDF, run: Run) -> Namespace:
                 flat = flat[run.roi_flat]
             params[k] = flat
     return Namespace(params)
+
+
+def _done(cell) -> np.ndarray:
+    return np.ones(1, dtype=bool)
 
 
 def _extract_nav(cell, u, key, roi_part, dtype_):

@@ -412,9 +412,13 @@ def test_com_validates():
     ds3 = ltdask.from_array(np.zeros((4, 5, 6), np.float32), sig_dims=1)
     with pytest.raises(ValueError, match="2-D nav and 2-D sig"):
         CoMUDF().compute(ds3)
-    ds = ltdask.from_array(np.zeros((2, 2, 6, 6), np.float32))
+    # parameters that do not depend on the data are checked when the UDF is made
     with pytest.raises(ValueError, match="smaller than inner"):
-        CoMUDF.with_params(r=2, ri=3).compute(ds)
+        CoMUDF.with_params(r=2, ri=3)
+    with pytest.raises(ValueError, match="regression must be -1, 0, 1 or a 3×2 array"):
+        CoMUDF.with_params(regression=2)
+    with pytest.raises(ValueError, match="regression must be -1, 0, 1 or a 3×2 array"):
+        CoMUDF(regression=np.zeros((2, 2)))
 
 
 SUM_DTYPES = [

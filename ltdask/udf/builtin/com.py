@@ -38,6 +38,18 @@ def apply_correction(y, x, scan_rotation: float, flip_y: bool):
     return c * y - s * x, s * y + c * x
 
 
+def _check_params(p: CoMParams) -> None:
+    """The parameters that do not depend on the data, checked when the UDF is made."""
+    if p.r < p.ri:
+        raise ValueError(f"CoMUDF: outer radius r={p.r} is smaller than inner ri={p.ri}")
+    reg = p.regression
+    if not isinstance(reg, (int, np.integer)):
+        if np.asarray(reg).shape != (3, 2):
+            raise ValueError(f"CoMUDF: regression must be -1, 0, 1 or a 3×2 array, not {reg!r}")
+    elif reg not in (-1, 0, 1):
+        raise ValueError(f"CoMUDF: regression must be -1, 0, 1 or a 3×2 array, not {reg!r}")
+
+
 class CoMUDF(UDF):
     """Centre of mass of each frame inside a disk or ring.
 
@@ -66,6 +78,7 @@ class CoMUDF(UDF):
             com_params = CoMParams(**kwargs)
         elif kwargs:
             com_params = com_params._replace(**kwargs)
+        _check_params(com_params)
         super().__init__(com_params=com_params)
 
     @classmethod
@@ -89,15 +102,6 @@ class CoMUDF(UDF):
                 f"CoMUDF needs 2-D nav and 2-D sig dims, the data has shape {tuple(shape)} "
                 f"(nav {tuple(shape.nav)}, sig {tuple(shape.sig)})"
             )
-        p = self.params.com_params
-        if p.r < p.ri:
-            raise ValueError(f"CoMUDF: outer radius r={p.r} is smaller than inner ri={p.ri}")
-        reg = p.regression
-        if not isinstance(reg, (int, np.integer)):
-            if np.asarray(reg).shape != (3, 2):
-                raise ValueError(f"CoMUDF: regression must be -1, 0, 1 or a 3×2 array, not {reg!r}")
-        elif reg not in (-1, 0, 1):
-            raise ValueError(f"CoMUDF: regression must be -1, 0, 1 or a 3×2 array, not {reg!r}")
 
     def _center(self):
         sy, sx = tuple(self.meta.dataset_shape.sig)
