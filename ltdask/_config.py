@@ -96,14 +96,14 @@ def map_cache_bytes() -> int:
             return 0
         except (ImportError, ValueError):
             pass
-        return _total_memory() // 2
+        return total_memory() // 2
     if value < 0:
         _setting("map-cache-bytes", lambda v: None, "'auto', 0 or a size such as '8GiB'")
     return value
 
 
 @functools.cache
-def _total_memory() -> int:
+def total_memory() -> int:
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):

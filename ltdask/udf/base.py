@@ -244,7 +244,15 @@ class UDF:
 
     # -- merging and results -------------------------------------------------------------
     def merge(self, dest, src):
-        """Merge a partial result `src` into `dest` (default: copy nav buffers)."""
+        """Merge a partial result `src` into `dest` (default: copy nav buffers).
+
+        As in LiberTEM: `dest` holds the dataset-sized buffers, zero-filled and then set up
+        by ``preprocess`` (run once on them), its nav buffers cut to `src`'s partition;
+        partitions are merged one after the other in flat nav order, each once; partitions
+        without frames in the ROI are not merged. ``self.meta.get_valid_nav_mask()`` marks
+        the positions merged before. Without ``merge_all``, UDFs with only nav buffers are
+        not merged at all: each partition's nav buffers are its part of the result.
+        """
         for name in src:
             dest_arr = dest[name]
             src_arr = src[name]

@@ -60,12 +60,21 @@ class BufferSpec:
         try:
             return np.zeros(shape, dtype=self.dtype)
         except (MemoryError, ValueError) as e:  # ValueError: more bytes than can be addressed
-            size = math.prod(shape) * self.dtype.itemsize
-            raise MemoryError(
-                f"result buffer {name!r} (kind={self.kind!r}) of shape {shape} and dtype "
-                f"{self.dtype} needs {size / 2**30:.3g} GiB, which cannot be allocated ({e}); "
-                "use smaller partitions (ltdask.partition-bytes), a ROI or a smaller extra_shape"
-            ) from None
+            raise self._too_large(name, shape, str(e)) from None
+
+    def check_fits(self, nav_len: int, sig_shape: tuple[int, ...], name: str, memory: int):
+        """A `MemoryError` naming the buffer if it is larger than `memory` bytes."""
+        shape = self.shape(nav_len, sig_shape)
+        if math.prod(shape) * self.dtype.itemsize > memory:
+            raise self._too_large(name, shape, f"this machine has {memory / 2**30:.3g} GiB")
+
+    def _too_large(self, name: str, shape, why: str) -> MemoryError:
+        size = math.prod(shape) * self.dtype.itemsize
+        return MemoryError(
+            f"result buffer {name!r} (kind={self.kind!r}) of shape {shape} and dtype "
+            f"{self.dtype} needs {size / 2**30:.3g} GiB, which cannot be allocated ({why}); "
+            "use a ROI or a smaller extra_shape"
+        )
 
 
 def fill_value(dtype: np.dtype):

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from dask.sizeof import sizeof
 
+from ltdask import _config
 from ltdask.common import Shape
 from ltdask.exceptions import MergeNotImplementedError, UDFError, warn
 from ltdask.io.dataset import DataSet
@@ -42,7 +43,8 @@ from ltdask.udf.meta import UDFMeta
 from ltdask.udf.runner import RUN_ID, declared_buffers, run_partition, selected_positions
 from ltdask.udf.tasks import DataNode, Task, TaskRef, block_key, task_array, task_delayed
 
-MERGE_SPLIT_EVERY = 8
+#: partitions merged per task of a `merge` chain
+MERGE_GROUP = 8
 #: merge_all runs in one task when all partial results together are at most this large
 MERGE_IN_ONE_TASK_BYTES = 256 * 2**20
 
@@ -230,6 +232,11 @@ class Run:
         for template, main in zip(udfs, self.mains, strict=True):
             template.meta = main.meta  # as LiberTEM: the instance given knows the run
         self.specs = [declared_buffers(m) for m in self.mains]
+        memory = _config.total_memory()
+        for specs in self.specs:
+            for name, spec in specs.items():
+                # results come back to this process, nav ones at the full nav size
+                spec.check_fits(dataset.num_frames, sig, name, memory)
         methods = [_check_method(m) for m in self.mains]
         for m, specs in zip(self.mains, self.specs, strict=True):
             self._check_mergeable(m, specs)
@@ -404,7 +411,7 @@ class Run:
                 return self._merge_all_in_task(u, stored)
             return self._merge_all(u, stored)
         if overrides(udf, "merge"):
-            return self._merge_tree(u, stored)
+            return self._merge_fold(u, stored)
         return {name: self.nav_full(u, name) for name in stored}
 
     def _initial(self, u: int, stored) -> dict[str, np.ndarray]:
@@ -475,50 +482,36 @@ class Run:
         task = Task(key, _pick, TaskRef(merged.key), name)
         return task_array(out, {key: task}, tuple((e,) for e in shape), spec.dtype, [merged])
 
-    def _merge_tree(self, u: int, stored) -> dict:
-        udf_template = self.udfs[u]
-        n = len(self.partitions)
-        leaves = [
-            task_delayed(
-                f"ltdask-leaf-{u}-{i}-{self.token}",
-                _leaf_state,
-                self._cell(i),
-                u,
-                i,
-                self.counts,
-                deps=[self.cells],
-            )
-            for i in range(n)
-        ]
-        level = 0
-        while len(leaves) > 1:
-            leaves = [
-                task_delayed(
-                    f"ltdask-merge-{u}-{level}-{i}-{self.token}",
-                    _combine_states,
-                    udf_template,
-                    self._meta_args(),
-                    stored,
-                    *(TaskRef(d.key) for d in leaves[i : i + MERGE_SPLIT_EVERY]),
-                    deps=leaves[i : i + MERGE_SPLIT_EVERY],
-                )
-                for i in range(0, len(leaves), MERGE_SPLIT_EVERY)
-            ]
-            level += 1
-        initial = self._initial(u, stored)
-        final = task_delayed(
-            f"ltdask-merged-{u}-{self.token}",
-            _finish_merge,
-            TaskRef(leaves[0].key) if leaves else None,
-            udf_template,
-            self._meta_args(),
-            stored,
-            initial,
-            deps=leaves,
+    def _merge_fold(self, u: int, stored) -> dict:
+        """``merge(dest, src)`` as LiberTEM calls it: into the dataset-sized buffers, after
+        ``preprocess`` on them, one partition after the other (partitions without ROI
+        frames are left out); `dest`'s nav buffers are the partition's part of them. A chain
+        of tasks of `MERGE_GROUP` partitions each, updating the buffers in place."""
+        template = self.udfs[u]
+        meta_args = self._meta_args()
+        state = task_delayed(
+            f"ltdask-merge-init-{u}-{self.token}", _initial_state, template, meta_args, stored
         )
+        starts = np.concatenate([[0], np.cumsum(self.counts)]).astype(int)
+        todo = [i for i in range(len(self.partitions)) if self.counts[i]]
+        for k in range(0, len(todo), MERGE_GROUP):
+            group = todo[k : k + MERGE_GROUP]
+            bounds = [(int(starts[i]), int(starts[i + 1])) for i in group]
+            state = task_delayed(
+                f"ltdask-merge-{u}-{k}-{self.token}",
+                _merge_group,
+                TaskRef(state.key),
+                template,
+                u,
+                meta_args,
+                stored,
+                bounds,
+                *(self._cell(i) for i in group),
+                deps=[state, self.cells],
+            )
         out = {}
         for name, spec in stored.items():
-            arr = self._picked(final, name, spec, self.n_sel)
+            arr = self._picked(state, name, spec, self.n_sel)
             out[name] = self.expand(arr, spec) if spec.kind == "nav" else arr
         return out
 
@@ -549,7 +542,7 @@ class Run:
                 valid = self.valid_flat.reshape(nav_shape)
             else:
                 raw[name] = data = value
-                valid = np.ones(value.shape, dtype=bool)
+                valid = np.broadcast_to(np.True_, value.shape)
             views[name] = BufferView(raw[name], data, valid)
         udf.results = ResultsNamespace(raw, views)
         return raw
@@ -627,7 +620,7 @@ class Run:
                 base = self.valid_flat.reshape(nav_shape)
                 base = base.reshape(base.shape + (1,) * (value.ndim - len(nav_shape)))
                 return np.broadcast_to(base, value.shape)
-            return np.ones(value.shape, dtype=bool)
+            return np.broadcast_to(np.True_, value.shape)
         import dask.array as da
 
         mask = mask if isinstance(mask, da.Array) else np.asarray(mask)
@@ -656,12 +649,17 @@ def _check_kind(cls, name, spec: BufferSpec, value):
 
 
 def _main_params(udf: UDF, run: Run) -> Namespace:
+    return _dataset_params(udf, run.dataset.shape, run.roi_flat)
+
+
+def _dataset_params(udf: UDF, dataset_shape, roi_flat) -> Namespace:
+    """``self.params`` on the main node: aux data for the whole dataset (ROI applied)."""
     params = dict(udf._kwargs)
     for k, v in params.items():
         if isinstance(v, AuxData):
-            flat = v.flat(run.dataset.shape)
-            if v.spec.kind == "nav" and run.roi_flat is not None:
-                flat = flat[run.roi_flat]
+            flat = v.flat(dataset_shape)
+            if v.spec.kind == "nav" and roi_flat is not None:
+                flat = flat[roi_flat]
             params[k] = flat
     return Namespace(params)
 
@@ -708,39 +706,34 @@ def _merge_udf(template: UDF, meta_args, valid_before: np.ndarray):
     return udf
 
 
-def _apply_merge(template, meta_args, stored, dest_arrays, offset, start, stop, src):
-    """``merge(dest, src)`` with dest's nav views at [start, stop) of `dest_arrays`, whose
-    nav buffers begin at position `offset`."""
-    n_sel = meta_args[4]
-    valid = np.zeros(n_sel, dtype=bool)
-    valid[:start] = True
-    udf = _merge_udf(template, meta_args, valid)
-    views = {}
-    for name, spec in stored.items():
-        arr = dest_arrays[name]
-        views[name] = arr[start - offset : stop - offset] if spec.kind == "nav" else arr
-    udf.merge(Namespace(views, assign_in_place=True), Namespace(src))
-
-
-def _combine_states(template, meta_args, stored, *states):
-    start, stop, first = states[0]
-    arrays = {k: np.array(v, copy=True) for k, v in first.items()}
-    for s_start, s_stop, src in states[1:]:
-        for name, spec in stored.items():
-            if spec.kind == "nav":
-                grow = np.zeros((s_stop - s_start, *spec.extra_shape), dtype=spec.dtype)
-                arrays[name] = np.concatenate([arrays[name], grow])
-        _apply_merge(template, meta_args, stored, arrays, start, s_start, s_stop, src)
-        stop = s_stop
-    return (start, stop, arrays)
-
-
-def _finish_merge(state, template, meta_args, stored, initial):
-    arrays = {k: np.array(v, copy=True) for k, v in initial.items()}
-    if state is not None:
-        start, stop, src = state
-        _apply_merge(template, meta_args, stored, arrays, 0, start, stop, src)
+def _initial_state(template, meta_args, stored) -> dict[str, np.ndarray]:
+    """The dataset-sized buffers a `merge` chain starts from: zeros, then ``preprocess``
+    with whole-dataset views (as on LiberTEM's main node)."""
+    n_sel, sig_shape = meta_args[4], meta_args[5]
+    udf = _merge_udf(template, meta_args, np.zeros(n_sel, dtype=bool))
+    arrays = {k: s.allocate(n_sel, sig_shape, k) for k, s in stored.items()}
+    udf.results = Namespace(arrays, assign_in_place=True)
+    udf.params = _dataset_params(template, meta_args[0], meta_args[3])
+    udf.task_data = Namespace({})
+    if hasattr(udf, "preprocess"):
+        udf.preprocess()
     return arrays
+
+
+def _merge_group(state, template, u, meta_args, stored, bounds, *cells):
+    """Merge the partitions of `cells` (ROI-compressed positions `bounds`) into `state`, in
+    place: the chain holds the only reference to it."""
+    n_sel = meta_args[4]
+    for (start, stop), cell in zip(bounds, cells, strict=True):
+        merged_before = np.zeros(n_sel, dtype=bool)
+        merged_before[:start] = True
+        udf = _merge_udf(template, meta_args, merged_before)
+        views = {
+            name: state[name][start:stop] if spec.kind == "nav" else state[name]
+            for name, spec in stored.items()
+        }
+        udf.merge(Namespace(views, assign_in_place=True), Namespace(cell[0][u]))
+    return state
 
 
 def _pick(mapping, name):

@@ -74,3 +74,62 @@ def test_udf_without_results_runs(ds, private):
         Context.make_with("inline").run_udf(dataset=ds, udf=Raises(private=private))
     with pytest.raises(RuntimeError, match="process_frame ran"):
         ltdask.compute(ds, [SumUDF(), Raises(private=private)])
+
+
+# -- 8. merge semantics ----------------------------------------------------------------------
+class RunningMax(UDF):
+    """Starts from -inf in ``preprocess`` (a zero start would be wrong for negative data)
+    and counts its merges."""
+
+    def __init__(self, log=None):
+        super().__init__(log=log)
+
+    def get_result_buffers(self):
+        return {
+            "frame_max": self.buffer(kind="nav"),
+            "pixel_max": self.buffer(kind="sig"),
+            "merges": self.buffer(kind="single", dtype="int64"),
+        }
+
+    def preprocess(self):
+        self.results.frame_max[:] = -np.inf
+        self.results.pixel_max[:] = -np.inf
+
+    def process_frame(self, frame):
+        self.results.frame_max[:] = np.maximum(self.results.frame_max, frame.max())
+        self.results.pixel_max[:] = np.maximum(self.results.pixel_max, frame)
+
+    def merge(self, dest, src):
+        # dest's nav part is this partition's, as preprocess left it on the whole dataset
+        assert (dest.frame_max == -np.inf).all()
+        assert dest.frame_max.shape == src.frame_max.shape
+        self.params.log.append(int(self.meta.get_valid_nav_mask().sum()))
+        dest.frame_max[:] = np.maximum(dest.frame_max, src.frame_max)
+        dest.pixel_max[:] = np.maximum(dest.pixel_max, src.pixel_max)
+        dest.merges[:] += 1
+
+
+@pytest.mark.parametrize("roi_kind", ["none", "first-rows", "scattered", "empty"])
+def test_merge_like_libertem(small_partitions, roi_kind):
+    data = -1 - np.random.default_rng(3).random((12, 5, 3, 4)).astype(np.float32)
+    ds = ltdask.from_array(data)
+    roi = np.ones((12, 5), bool)
+    if roi_kind == "first-rows":
+        roi[4:] = False
+    elif roi_kind == "scattered":
+        roi = np.random.default_rng(4).random((12, 5)) < 0.15
+    elif roi_kind == "empty":
+        roi[:] = False
+    log: list = []
+    parts = ds.get_partitions()
+    with_frames = [p for p in parts if roi.reshape(-1)[p.start : p.stop].any()]
+    res = RunningMax(log=log).compute(ds, roi=None if roi_kind == "none" else roi)
+    assert len(parts) > 3
+    # each partition with ROI frames merged once, in order, none without
+    assert res["merges"].values.tolist() == [len(with_frames)]
+    counts = [int(roi.reshape(-1)[p.start : p.stop].sum()) for p in with_frames]
+    assert log == np.cumsum([0, *counts])[:-1].tolist()
+    expected = np.where(roi, data.max(axis=(2, 3)), np.nan)
+    np.testing.assert_array_equal(res["frame_max"].values, expected)
+    pixel = data[roi].max(axis=0) if roi.any() else np.full((3, 4), -np.inf)
+    np.testing.assert_array_equal(res["pixel_max"].values, pixel)
