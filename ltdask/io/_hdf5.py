@@ -18,6 +18,7 @@ the processes or distributed schedulers, not on threads.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 from collections.abc import Sequence
@@ -31,7 +32,15 @@ from ltdask.io.chunked import ChunkedArrayDataSet, check_sig_dims
 from ltdask.io.dataset import check_dtype, check_shape
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
-from ltdask.io.fileset import File, FileSet, MappedFiles
+from ltdask.io.fileset import (
+    File,
+    FileSet,
+    MappedFiles,
+    Signature,
+    changed_error,
+    signature_of,
+    stat_regular_file,
+)
 
 #: at most this many runs of frames make a straight-read file set (more: read via h5py)
 MAX_RUNS = 8192
@@ -208,16 +217,9 @@ class SharedFileSet(FileSet):
         return per_file[self.canonical]
 
     def __dask_tokenize__(self):
-        stats = []
-        for path in dict.fromkeys(f.path for f in self.files):
-            try:
-                st = os.stat(path)
-                stats.append((path, st.st_size, st.st_mtime_ns))
-            except OSError:
-                stats.append((path, None, None))
         return (
             "ltdask.SharedFileSet",
-            stats,
+            self.signatures(),
             self.table.tobytes(),
             self.sig_shape,
             self.native_dtype.str,
@@ -271,9 +273,12 @@ class HDF5DataSet(ChunkedArrayDataSet):
         nav_shape=None,
         sync_offset=0,
         dims=None,
+        signature: Signature | None = None,
     ):
         self.path = path
         self.key = key
+        #: the opened version of the file; tasks refuse to read another
+        self.signature = signature or signature_of(stat_regular_file(path))
         self.layout = layout
         self.chunks = chunks
         super().__init__(
@@ -298,10 +303,32 @@ class HDF5DataSet(ChunkedArrayDataSet):
         )
         return int(min(MAX_CACHE, max(MIN_CACHE, 2 * band * per_chunk)))
 
+    def check_unchanged(self) -> None:
+        """A `DataSetError` if the file is not the version that was opened (one ``os.stat``):
+        HDF5 may place the dataset elsewhere in a rewritten file, and h5py would read
+        whatever the same key now holds, or another dataset's bytes."""
+        try:
+            now = signature_of(os.stat(self.path))
+        except OSError as e:
+            raise DataSetError(f"cannot read {self.path!r}: {e.strerror or e}") from None
+        if now != tuple(self.signature):
+            raise changed_error(self.path, tuple(self.signature), now)
+
+    def _check_opened(self, f) -> None:
+        """`check_unchanged` for the file h5py opened (it may have been replaced between
+        the check and the opening)."""
+        try:
+            now = signature_of(os.fstat(f.id.get_vfd_handle()))
+        except (OSError, ValueError, TypeError, AttributeError):
+            return  # a file driver without a file descriptor: the check before opening holds
+        if now != tuple(self.signature):
+            raise changed_error(self.path, tuple(self.signature), now)
+
     @contextlib.contextmanager
     def open_reader(self):
         h5py = import_h5py()
         nslots = max(10007, 20 * (self.cache_bytes // MIN_CACHE) + 1)
+        self.check_unchanged()
         try:
             f = h5py.File(
                 self.path,
@@ -313,6 +340,7 @@ class HDF5DataSet(ChunkedArrayDataSet):
         except OSError as e:
             raise DataSetError(f"cannot read {self.path!r} as HDF5: {e}") from None
         with f:
+            self._check_opened(f)
             dset = f[self.key]
 
             def read(index, out):
@@ -329,12 +357,7 @@ class HDF5DataSet(ChunkedArrayDataSet):
         return {**super().attrs(), "key": self.key, "layout": self.layout}
 
     def _token_fields(self) -> tuple:
-        try:
-            st = os.stat(self.path)
-            stat = (st.st_size, st.st_mtime_ns)
-        except OSError:
-            stat = None
-        return (super()._token_fields(), self.path, stat, self.key)
+        return (super()._token_fields(), self.path, tuple(self.signature), self.key)
 
     def __repr__(self) -> str:
         return super().__repr__()[:-1] + f", {self.key!r} {self.layout}>"
@@ -396,6 +419,8 @@ def open_hdf5(
     """
     h5py = import_h5py()
     path = check_file(path)
+    # before h5py reads the metadata: a file rewritten while it is read is then caught
+    signature = signature_of(stat_regular_file(path))
     if not is_hdf5(path):
         raise DataSetError(f"{path!r} is not an HDF5 file (no HDF5 signature)")
     try:
@@ -439,5 +464,8 @@ def open_hdf5(
             kind = "virtual"
     common = dict(nav_shape=nav_shape, sync_offset=sync_offset, dims=dims)
     if files is not None:
+        files = [dataclasses.replace(f, signature=signature) for f in files]
         return HDF5MappedDataSet(path, key, files, shape, dtype, sig_dims, kind, chunks, **common)
-    return HDF5DataSet(path, key, shape, dtype, sig_dims, chunks, kind, **common)
+    return HDF5DataSet(
+        path, key, shape, dtype, sig_dims, chunks, kind, **common, signature=signature
+    )

@@ -12,13 +12,15 @@ from ltdask.io._raw import check_file
 from ltdask.io.dataset import check_dtype
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
-from ltdask.io.fileset import File, FileSet
+from ltdask.io.fileset import File, FileSet, Signature, signature_of
 
 
-def read_npy_header(path: str) -> tuple[tuple[int, ...], np.dtype, int]:
-    """``(shape, dtype, data_offset)`` of a C-ordered ``.npy`` file."""
+def read_npy_header(path: str) -> tuple[tuple[int, ...], np.dtype, int, Signature]:
+    """``(shape, dtype, data_offset, signature)`` of a C-ordered ``.npy`` file; `signature`
+    is that of the version whose header was read."""
     fmt = np.lib.format
     with open(path, "rb") as f:
+        signature = signature_of(os.fstat(f.fileno()))
         try:
             version = fmt.read_magic(f)
             if version == (1, 0):
@@ -34,7 +36,7 @@ def read_npy_header(path: str) -> tuple[tuple[int, ...], np.dtype, int]:
         offset = f.tell()
     if fortran:
         raise DataSetError(f"{path!r} stores a Fortran-ordered array; expected C order")
-    return tuple(shape), dtype, offset
+    return tuple(shape), dtype, offset, signature
 
 
 class NpyDataSet(FileDataSet):
@@ -43,7 +45,7 @@ class NpyDataSet(FileDataSet):
     def __init__(self, path, sig_dims=2, sync_offset=0, dims=None):
         path = check_file(path)
         self.path = path
-        shape, dtype, offset = read_npy_header(path)
+        shape, dtype, offset, signature = read_npy_header(path)
         dtype = check_dtype(dtype, path)
         if not isinstance(sig_dims, (int, np.integer)) or not 0 < sig_dims < len(shape):
             raise DataSetError(
@@ -53,13 +55,13 @@ class NpyDataSet(FileDataSet):
         nav, sig = shape[:-sig_dims], shape[-sig_dims:]
         frames = int(np.prod(nav))
         needed = offset + frames * dtype.itemsize * int(np.prod(sig))
-        size = os.path.getsize(path)
+        size = signature[2]
         if size < needed:
             raise DataSetError(
                 f"{path!r} is truncated: its header says {shape} {dtype} ({needed} bytes with "
                 f"the header), the file has {size}"
             )
-        fileset = FileSet([File(path, 0, frames, offset)], sig, dtype)
+        fileset = FileSet([File(path, 0, frames, offset, signature)], sig, dtype)
         super().__init__(fileset, Decoder(dtype), nav, sync_offset=sync_offset, dims=dims)
 
 

@@ -10,16 +10,14 @@ from ltdask.exceptions import DataSetError
 from ltdask.io.dataset import check_dtype, check_shape
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
-from ltdask.io.fileset import File, FileSet
+from ltdask.io.fileset import File, FileSet, signature_of, stat_regular_file
 
 
 def check_file(path: PathLike) -> str:
-    """`path` as a string, or a `DataSetError` if it is not a readable regular file."""
+    """`path` as a string, or a `DataSetError` if it is not a readable regular file (checked
+    without opening it: a FIFO would block, a device never end)."""
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{path!r} does not exist")
-    if os.path.isdir(path):
-        raise DataSetError(f"{path!r} is a directory; expected a file")
+    stat_regular_file(path)
     if not os.access(path, os.R_OK):
         raise DataSetError(f"{path!r} is not readable")
     return path
@@ -44,11 +42,14 @@ def files_with_frames(
     frame_bytes: int,
     footer_bytes: int = 0,
 ) -> list[File]:
-    """One `File` per path, its frame count from its size; a clear error on a size mismatch."""
+    """One `File` per path, its frame count from its size; a clear error on a size mismatch.
+
+    Each `File` carries the `Signature` of the version whose size was read."""
     files = []
     first = 0
     for path in paths:
-        size = os.path.getsize(path)
+        signature = signature_of(stat_regular_file(path))
+        size = signature[2]
         payload = size - header_bytes
         if payload < frame_stride - footer_bytes:
             raise DataSetError(
@@ -65,7 +66,7 @@ def files_with_frames(
                 f"number of frames of {frame_stride} bytes ({rest} bytes left over); check "
                 "sig_shape, dtype and the header/footer sizes"
             )
-        files.append(File(path, first, n, header_bytes))
+        files.append(File(path, first, n, header_bytes, signature))
         first += n
     return files
 

@@ -38,7 +38,7 @@ from ltdask.common import Slice
 from ltdask.exceptions import DataSetError
 from ltdask.io._raw import check_file
 from ltdask.io.dataset import DataSet, check_dtype, check_shape
-from ltdask.io.fileset import map_file
+from ltdask.io.fileset import Signature, map_file, signature_of, stat_regular_file
 from ltdask.io.tiling import TilingScheme
 
 CSR_KEYS = (
@@ -171,8 +171,7 @@ def read_descriptor(path: str) -> tuple[dict, CSRFiles]:
     return params, files
 
 
-def _count(path: str, dtype: np.dtype, what: str) -> int:
-    size = os.path.getsize(path)
+def _count(path: str, size: int, dtype: np.dtype, what: str) -> int:
     n, rest = divmod(size, dtype.itemsize)
     if rest:
         raise DataSetError(
@@ -182,8 +181,8 @@ def _count(path: str, dtype: np.dtype, what: str) -> int:
     return n
 
 
-def _view(path: str, dtype: np.dtype) -> np.ndarray:
-    raw = map_file(path)
+def _view(path: str, dtype: np.dtype, signature: Signature) -> np.ndarray:
+    raw = map_file(path, signature=signature)
     usable = raw.size - raw.size % dtype.itemsize
     return raw[:usable].view(dtype)
 
@@ -199,8 +198,13 @@ class RawCSRDataSet(DataSet):
         self.path = path
         params, files = read_descriptor(path)
         self.files = files
-        for name in (files.indptr, files.indices, files.data):
-            check_file(name)
+        #: the opened version of each file (descriptor, indptr, indices, data); tasks
+        #: refuse to read files that changed since
+        self.signatures: tuple[Signature, ...] = tuple(
+            signature_of(stat_regular_file(check_file(name)))
+            for name in (path, files.indptr, files.indices, files.data)
+        )
+        _, ptr_sig, idx_sig, data_sig = self.signatures
         file_nav = params.get("nav_shape")
         file_sig = params.get("sig_shape")
         if nav_shape is None:
@@ -222,9 +226,9 @@ class RawCSRDataSet(DataSet):
         if sync_offset is None:
             sync_offset = params.get("sync_offset", 0)
 
-        n_ptr = _count(files.indptr, files.indptr_dtype, "row pointers")
-        n_idx = _count(files.indices, files.indices_dtype, "indices")
-        nnz = _count(files.data, files.data_dtype, "values")
+        n_ptr = _count(files.indptr, ptr_sig[2], files.indptr_dtype, "row pointers")
+        n_idx = _count(files.indices, idx_sig[2], files.indices_dtype, "indices")
+        nnz = _count(files.data, data_sig[2], files.data_dtype, "values")
         if n_ptr < 1:
             raise DataSetError(f"{files.indptr!r} is empty; it needs frames + 1 row pointers")
         if n_idx != nnz:
@@ -232,7 +236,7 @@ class RawCSRDataSet(DataSet):
                 f"{path!r}: {files.indices!r} holds {n_idx} indices but {files.data!r} "
                 f"{nnz} values; they must match (is one of them truncated?)"
             )
-        indptr = _view(files.indptr, files.indptr_dtype)
+        indptr = _view(files.indptr, files.indptr_dtype, ptr_sig)
         first, last = int(indptr[0]), int(indptr[-1])
         if not 0 <= first <= last or last != nnz:
             raise DataSetError(
@@ -265,10 +269,11 @@ class RawCSRDataSet(DataSet):
     # -- reading (in tasks) -----------------------------------------------------------------
     def _arrays(self):
         f = self.files
+        _, ptr_sig, idx_sig, data_sig = self.signatures
         arrays = (
-            _view(f.indptr, f.indptr_dtype),
-            _view(f.indices, f.indices_dtype),
-            _view(f.data, f.data_dtype),
+            _view(f.indptr, f.indptr_dtype, ptr_sig),
+            _view(f.indices, f.indices_dtype, idx_sig),
+            _view(f.data, f.data_dtype, data_sig),
         )
         # the kernels trust the row pointers: files that shrank since opening must not be read
         need = (self.image_count + 1, self.nnz, self.nnz)
@@ -414,16 +419,10 @@ class RawCSRDataSet(DataSet):
         return {**super().attrs(), "nnz": self.nnz}
 
     def _token_fields(self) -> tuple:
-        stats = []
-        for name in (self.path, self.files.indptr, self.files.indices, self.files.data):
-            try:
-                st = os.stat(name)
-                stats.append((name, st.st_size, st.st_mtime_ns))
-            except OSError:
-                stats.append((name, None, None))
+        names = (self.path, self.files.indptr, self.files.indices, self.files.data)
         return (
             super()._token_fields(),
-            stats,
+            tuple(zip(names, self.signatures, strict=True)),
             self.files.indptr_dtype.str,
             self.files.indices_dtype.str,
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Sequence
 
 import numpy as np
@@ -16,6 +17,7 @@ import numpy as np
 from ltdask.exceptions import DataSetError
 from ltdask.io.chunked import ChunkedArrayDataSet
 from ltdask.io.dataset import check_dtype
+from ltdask.io.fileset import changed_error, signature_of, stat_regular_file
 
 #: names of the metadata documents that mark a Zarr node
 ZARR_METADATA = ("zarr.json", ".zarray", ".zgroup", ".zattrs")
@@ -28,6 +30,25 @@ def is_zarr(path: str) -> bool:
     if os.path.isdir(path):
         return any(os.path.exists(os.path.join(path, m)) for m in ZARR_METADATA[:3])
     return False
+
+
+def check_local_store(store: str, path: str | None) -> None:
+    """A `DataSetError` if the local store `store` is not a directory, or if a metadata
+    document zarr would read for `path` is not a regular file (a FIFO blocks its reader,
+    a device never ends); checked before anything is opened."""
+    try:
+        mode = os.stat(store).st_mode
+    except OSError:
+        return  # missing: opening it says so
+    if not stat.S_ISDIR(mode):
+        stat_regular_file(store)  # the error names a FIFO or device
+        raise DataSetError(f"{store!r} is a file, not a Zarr store directory")
+    bases = [store] if not path else [store, os.path.join(store, path)]
+    for base in bases:
+        for name in ZARR_METADATA:
+            doc = os.path.join(base, name)
+            if os.path.lexists(doc):
+                stat_regular_file(doc)
 
 
 def _candidates(group, min_dims: int = 3) -> list[tuple[str, tuple[int, ...], str]]:
@@ -125,22 +146,41 @@ class ZarrDataSet(ChunkedArrayDataSet):
         )
 
     def _stat_metadata(self):
-        if not isinstance(self.store, str):
+        """``(metadata document, its Signature)`` of an array in a local store, or None:
+        the array is rewritten (new shape, dtype, codecs) exactly when this changes."""
+        if not isinstance(self.store, str) or "://" in self.store:
             return None
         base = os.path.join(self.store, self.array_path or "")
         for name in ("zarr.json", ".zarray"):
+            doc = os.path.join(base, name)
             try:
-                st = os.stat(os.path.join(base, name))
-                return (name, st.st_size, st.st_mtime_ns)
+                return (doc, signature_of(os.stat(doc)))
             except OSError:
                 continue
         return None
+
+    def check_unchanged(self) -> None:
+        """A `DataSetError` if the array's metadata document changed since it was opened
+        (one ``os.stat``): chunks would be decoded with the old shape, dtype and codecs."""
+        if self._metadata_stat is None:
+            return
+        doc, old = self._metadata_stat
+        try:
+            now = signature_of(os.stat(doc))
+        except OSError as e:
+            raise DataSetError(
+                f"cannot read the Zarr array {self.path}: {doc!r}: {e.strerror or e}; "
+                "was it deleted or rewritten since it was opened? Open it again"
+            ) from None
+        if now != tuple(old):
+            raise changed_error(doc, tuple(old), now)
 
     def open_array(self):
         if self._array is not None:
             return self._array
         import zarr
 
+        self.check_unchanged()
         try:
             return zarr.open_array(store=self.store, path=self.array_path or "", mode="r")
         except (FileNotFoundError, ValueError) as e:
@@ -255,6 +295,8 @@ def open_zarr(
         store = os.fspath(store)
         if os.path.basename(store) in ZARR_METADATA:
             store = os.path.dirname(store) or "."
+        if "://" not in store:
+            check_local_store(store, path)
     where = repr(f"{store}/{path}" if path else str(store))
     node = _open_node(store, path, where)
     if isinstance(node, zarr.Group):

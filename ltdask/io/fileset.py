@@ -5,9 +5,11 @@ from __future__ import annotations
 import collections
 import contextlib
 import contextvars
+import dataclasses
 import math
 import mmap
 import os
+import stat
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,15 +20,80 @@ from ltdask import _config
 from ltdask.exceptions import DataSetError
 from ltdask.io.read_ranges import strided_read_ranges
 
+#: what identifies one version of a file: ``(st_dev, st_ino, st_size, st_mtime_ns)``
+Signature = tuple[int, int, int, int]
+
+
+def signature_of(st: os.stat_result) -> Signature:
+    """The `Signature` of a file's ``os.stat`` / ``os.fstat`` result."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def stat_regular_file(path: str) -> os.stat_result:
+    """``os.stat(path)``, or a `DataSetError` if `path` is not a regular file.
+
+    Called before a file is opened: opening a FIFO blocks until someone writes to it, and
+    reading a device such as ``/dev/zero`` never ends.
+
+    Raises
+    ------
+    FileNotFoundError
+        `path` does not exist.
+    ltdask.DataSetError
+        `path` is a directory, FIFO, device or socket, or cannot be examined.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path!r} does not exist") from None
+    except OSError as e:
+        raise DataSetError(f"cannot examine {path!r}: {e.strerror or e}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise DataSetError(f"{path!r} is {_kind(st.st_mode)}; expected a regular file")
+    return st
+
+
+def describe_change(old: Signature, new: Signature) -> str:
+    """How the file `new` differs from the file `old`, for messages."""
+    if old[:2] != new[:2]:
+        return "it was replaced by another file"
+    if old[2] != new[2]:
+        return f"its size went from {old[2]} to {new[2]} bytes"
+    return "it was modified"
+
+
+def changed_error(path: str, old: Signature, new: Signature) -> DataSetError:
+    return DataSetError(
+        f"{path!r} changed since it was opened ({describe_change(old, new)}); open it again"
+    )
+
 
 @dataclass(frozen=True)
 class File:
-    """One file of a scan: frames ``first_frame .. first_frame + num_frames`` of the stream."""
+    """One file of a scan: frames ``first_frame .. first_frame + num_frames`` of the stream.
+
+    `signature` identifies the version of the file that was opened (see `Signature`); a
+    `FileSet` fills it in where a format leaves it out.
+    """
 
     path: str
     first_frame: int
     num_frames: int
     header_bytes: int = 0
+    signature: Signature | None = None
 
 
 class FileSet:
@@ -44,6 +111,9 @@ class FileSet:
         Bytes before / after each frame's pixels.
     bits_per_px
         Bits of one stored pixel; ``8 * itemsize`` unless the format packs pixels.
+
+    Each file's `Signature` is recorded here (if its `File` has none yet): tasks refuse to
+    read a file that changed since, as its layout would no longer be the one described.
     """
 
     def __init__(
@@ -55,7 +125,7 @@ class FileSet:
         frame_footer_bytes: int = 0,
         bits_per_px: int | None = None,
     ):
-        self.files = tuple(files)
+        self.files = tuple(with_signatures(files))
         self.sig_shape = tuple(int(s) for s in sig_shape)
         self.native_dtype = np.dtype(native_dtype)
         self.frame_header_bytes = int(frame_header_bytes)
@@ -142,17 +212,14 @@ class FileSet:
     def open(self) -> MappedFiles:
         return MappedFiles(self)
 
+    def signatures(self) -> tuple[tuple[str, Signature | None], ...]:
+        """``(path, signature)`` of every distinct file, in order (for dask tokens)."""
+        return tuple({f.path: f.signature for f in self.files}.items())
+
     def __dask_tokenize__(self):
-        stats = []
-        for f in self.files:
-            try:
-                st = os.stat(f.path)
-                stats.append((f.path, st.st_size, st.st_mtime_ns))
-            except OSError:
-                stats.append((f.path, None, None))
         return (
             "ltdask.FileSet",
-            stats,
+            self.signatures(),
             self.table.tobytes(),
             self.sig_shape,
             self.native_dtype.str,
@@ -176,9 +243,24 @@ class MappedFiles:
         if buf is None:
             if self._needed is None:
                 self._needed = self._fileset.bytes_needed()
-            path = self._fileset.files[idx].path
-            buf = self._maps[idx] = map_file(path, int(self._needed[idx]))
+            f = self._fileset.files[idx]
+            buf = self._maps[idx] = map_file(f.path, int(self._needed[idx]), f.signature)
         return buf
+
+
+def with_signatures(files: Sequence[File]) -> list[File]:
+    """`files` with the current `Signature` of each file where it has none (one ``os.stat``
+    per distinct path)."""
+    found: dict[str, Signature] = {}
+    out = []
+    for f in files:
+        if f.signature is None:
+            sig = found.get(f.path)
+            if sig is None:
+                sig = found[f.path] = signature_of(stat_regular_file(f.path))
+            f = dataclasses.replace(f, signature=sig)
+        out.append(f)
+    return out
 
 
 #: whether maps made in this context go into the `MapCache` (see `keeping_maps`)
@@ -196,34 +278,49 @@ def keeping_maps(keep: bool = True):
         _KEEP_MAPS.reset(token)
 
 
-def map_file(path: str, min_bytes: int = 0) -> np.ndarray:
+def map_file(path: str, min_bytes: int = 0, signature: Signature | None = None) -> np.ndarray:
     """The whole file as a read-only uint8 array backed by a memory map.
 
     A map kept in the `MapCache` is reused; a new map is kept there inside
     `keeping_maps` (a fresh map has to fault in every page again, which costs about as
-    much CPU time as summing the data).
+    much CPU time as summing the data). Maps are kept by `Signature`, so a changed file is
+    never served from an old map.
 
-    Raises a `DataSetError` if the file now has fewer than `min_bytes` bytes (it was
-    truncated or replaced after the dataset was opened).
+    Raises a `DataSetError` if the file is not the version with `signature` (it changed
+    since the dataset was opened), if it now has fewer than `min_bytes` bytes, or if it is
+    not a regular file.
     """
     try:
-        with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            size = st.st_size
-            if size < min_bytes:
-                raise DataSetError(
-                    f"{path!r} has {size} bytes, but the dataset was opened with frames up to "
-                    f"byte {min_bytes}; was the file truncated or replaced since? Open it again"
-                )
-            if size == 0:
-                return np.empty(0, dtype=np.uint8)
-            key = (path, st.st_dev, st.st_ino, size, st.st_mtime_ns)
-            cached = MAPS.get(key)
-            if cached is not None:
-                return cached
-            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        # O_NONBLOCK: a FIFO put in the file's place must not block the task (regular files
+        # ignore the flag)
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(path, flags)
     except OSError as e:
         raise DataSetError(f"cannot read {path!r}: {e.strerror or e}") from e
+    try:
+        st = os.fstat(fd)
+        now = signature_of(st)
+        if signature is not None and now != tuple(signature):
+            raise changed_error(path, tuple(signature), now)
+        if not stat.S_ISREG(st.st_mode):
+            raise DataSetError(f"{path!r} is {_kind(st.st_mode)}; expected a regular file")
+        size = st.st_size
+        if size < min_bytes:
+            raise DataSetError(
+                f"{path!r} has {size} bytes, but the dataset was opened with frames up to "
+                f"byte {min_bytes}; was the file truncated or replaced since? Open it again"
+            )
+        if size == 0:
+            return np.empty(0, dtype=np.uint8)
+        key = (path, *now)
+        cached = MAPS.get(key)
+        if cached is not None:
+            return cached
+        mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    except OSError as e:
+        raise DataSetError(f"cannot read {path!r}: {e.strerror or e}") from e
+    finally:
+        os.close(fd)
     buf = np.frombuffer(mm, dtype=np.uint8)
     return MAPS.put(key, buf) if _KEEP_MAPS.get() else buf
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from ltdask.exceptions import DataSetError
 from ltdask.io.dataset import DataSet
+from ltdask.io.fileset import stat_regular_file
 
 #: format name -> (how it is recognised, for messages)
 FORMATS = {
@@ -124,6 +125,8 @@ def detect_format(path, kwargs: dict | None = None) -> str:
         raise DataSetError(
             f"{path!r} is a directory but not a Zarr store; ltdask.open reads {supported_formats()}"
         )
+    # before a byte is read (the magic bytes below): a FIFO would block, /dev/zero never end
+    stat_regular_file(path)
     if suffix == ".npy":
         return "npy"
     if suffix in HDF5_SUFFIXES:
