@@ -926,6 +926,117 @@ def test_open(request, tmp_path, opener, kind, kwargs, expected, match):
     expect(request, expected, match, opener, path, names=names, **kwargs)
 
 
+# -- FIFOs and devices: refused before a byte is read ---------------------------------------------
+#: a FIFO blocked its reader forever and /dev/zero filled the memory; now an error at once
+NOT_REGULAR = r"is a (FIFO \(named pipe\)|character device); expected a regular file"
+RAW_KW = dict(nav_shape=NAV, sig_shape=SIG, dtype="uint16")
+SPECIAL_OPENERS = [
+    pytest.param(open_raw, ".raw", RAW_KW, id="open_raw"),
+    pytest.param(open_npy, ".npy", {}, id="open_npy"),
+    pytest.param(open_hdf5, ".h5", {}, id="open_hdf5"),
+    pytest.param(open_raw_csr, ".toml", {}, id="open_raw_csr"),
+    pytest.param(open_mib, ".mib", {}, id="open_mib"),
+    pytest.param(open_mib, ".hdr", {}, id="open_mib-hdr"),
+    pytest.param(open_zarr, ".zarr", {}, id="open_zarr"),
+    pytest.param(open_any, ".npy", {}, id="ltdask.open-npy"),
+    pytest.param(open_any, ".bin", {}, id="ltdask.open-sniffed"),
+    pytest.param(open_any, ".bin", RAW_KW, id="ltdask.open-raw"),
+    pytest.param(open_any, ".bin", {"format": "npy"}, id="ltdask.open-format"),
+]
+
+
+def _special(folder: Path, kind: str, suffix: str) -> Path:
+    """A FIFO, or a link to a device, named like a scan; or the device itself."""
+    if kind == "fifo":
+        path = folder / f"scan{suffix}"
+        os.mkfifo(path)
+        return path
+    if kind.startswith("link-"):
+        path = folder / f"scan{suffix}"
+        path.symlink_to("/dev/" + kind.removeprefix("link-"))
+        return path
+    return Path("/dev") / kind
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize("kind", ["fifo", "zero", "null", "link-zero"])
+@pytest.mark.parametrize(("opener", "suffix", "kwargs"), SPECIAL_OPENERS)
+def test_fifo_and_device_refused(request, tmp_path, opener, suffix, kwargs, kind):
+    path = _special(tmp_path, kind, suffix)
+    expect(request, DataSetError, NOT_REGULAR, opener, path, names=path, **kwargs)
+
+
+@pytest.mark.timeout(10)
+def test_fifo_among_raw_files(request, tmp_path):
+    fifo = tmp_path / "scan-2.raw"
+    os.mkfifo(fifo)
+    paths = [write_raw(tmp_path), fifo]
+    expect(request, DataSetError, NOT_REGULAR, open_raw, paths, names=fifo, **RAW_KW)
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize("part", ["indptr", "data"])
+def test_raw_csr_names_a_fifo(request, tmp_path, part):
+    from formatfiles import write_raw_csr
+
+    path, _ = write_raw_csr(tmp_path, scan_data("<f4"))
+    target = tmp_path / f"scan_{part}.raw"
+    target.unlink()
+    os.mkfifo(target)
+    expect(request, DataSetError, NOT_REGULAR, open_raw_csr, path, names=target)
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize("doc", ["zarr.json", ".zarray"])
+@pytest.mark.parametrize("opener", [open_zarr, open_any], ids=["open_zarr", "ltdask.open"])
+def test_zarr_metadata_is_a_fifo(request, tmp_path, opener, doc):
+    store = tmp_path / "scan.zarr"
+    store.mkdir()
+    os.mkfifo(store / doc)
+    expect(request, DataSetError, NOT_REGULAR, opener, store, names=store / doc)
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize("fmt", ["raw", "npy", "hdf5-mapped", "hdf5-gzip", "zarr"])
+def test_file_replaced_by_fifo_after_open(request, tmp_path, fmt):
+    """Tasks do not block on a FIFO put where the scan was: it is a changed file."""
+    data = scan_data()
+    if fmt == "raw":
+        path = write_raw(tmp_path)
+        ds = open_raw(path, **RAW_KW)
+    elif fmt == "npy":
+        path = tmp_path / "scan.npy"
+        np.save(path, data)
+        ds = open_npy(path)
+    elif fmt.startswith("hdf5"):
+        create = {"chunks": (2, 3, 4, 8), "compression": "gzip"} if fmt == "hdf5-gzip" else {}
+        path = write_hdf5(tmp_path, data={"data": data, **create})
+        ds = open_hdf5(path, "data")
+    else:
+        store = write_zarr(tmp_path, data, chunks=(2, 3, 4, 8))
+        ds = open_zarr(store)
+        path = store / "zarr.json"
+    path.unlink()
+    os.mkfifo(path)
+    run = ds.to_dask().compute
+    changed = r"changed since it was opened \(it was replaced by a FIFO \(named pipe\)\)"
+    expect(request, DataSetError, changed, run, names=path)
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_cli_info_on_fifo_and_device(tmp_path, kind):
+    from click.testing import CliRunner
+
+    from ltdask.cli import main
+
+    path = _special(tmp_path, kind, ".npy")
+    result = CliRunner().invoke(main, ["info", str(path)])
+    assert result.exit_code != 0
+    assert re.search(NOT_REGULAR, result.output), result.output
+    assert path.name in result.output
+
+
 # -- UDF runs ------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def small_ds():

@@ -308,11 +308,12 @@ class HDF5DataSet(ChunkedArrayDataSet):
         HDF5 may place the dataset elsewhere in a rewritten file, and h5py would read
         whatever the same key now holds, or another dataset's bytes."""
         try:
-            now = signature_of(os.stat(self.path))
+            st = os.stat(self.path)
+            now = signature_of(st)
         except OSError as e:
             raise DataSetError(f"cannot read {self.path!r}: {e.strerror or e}") from None
         if now != tuple(self.signature):
-            raise changed_error(self.path, tuple(self.signature), now)
+            raise changed_error(self.path, tuple(self.signature), now, st.st_mode)
 
     def _check_opened(self, f) -> None:
         """`check_unchanged` for the file h5py opened (it may have been replaced between

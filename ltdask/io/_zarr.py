@@ -166,14 +166,15 @@ class ZarrDataSet(ChunkedArrayDataSet):
             return
         doc, old = self._metadata_stat
         try:
-            now = signature_of(os.stat(doc))
+            st = os.stat(doc)
+            now = signature_of(st)
         except OSError as e:
             raise DataSetError(
                 f"cannot read the Zarr array {self.path}: {doc!r}: {e.strerror or e}; "
                 "was it deleted or rewritten since it was opened? Open it again"
             ) from None
         if now != tuple(old):
-            raise changed_error(doc, tuple(old), now)
+            raise changed_error(doc, tuple(old), now, st.st_mode)
 
     def open_array(self):
         if self._array is not None:

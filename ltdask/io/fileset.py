@@ -66,8 +66,10 @@ def stat_regular_file(path: str) -> os.stat_result:
     return st
 
 
-def describe_change(old: Signature, new: Signature) -> str:
-    """How the file `new` differs from the file `old`, for messages."""
+def describe_change(old: Signature, new: Signature, mode: int | None = None) -> str:
+    """How the file `new` (of ``st_mode`` `mode`) differs from the file `old`, for messages."""
+    if mode is not None and not stat.S_ISREG(mode):
+        return f"it was replaced by {_kind(mode)}"
     if old[:2] != new[:2]:
         return "it was replaced by another file"
     if old[2] != new[2]:
@@ -75,10 +77,11 @@ def describe_change(old: Signature, new: Signature) -> str:
     return "it was modified"
 
 
-def changed_error(path: str, old: Signature, new: Signature) -> DataSetError:
-    return DataSetError(
-        f"{path!r} changed since it was opened ({describe_change(old, new)}); open it again"
-    )
+def changed_error(
+    path: str, old: Signature, new: Signature, mode: int | None = None
+) -> DataSetError:
+    how = describe_change(old, new, mode)
+    return DataSetError(f"{path!r} changed since it was opened ({how}); open it again")
 
 
 @dataclass(frozen=True)
@@ -301,7 +304,7 @@ def map_file(path: str, min_bytes: int = 0, signature: Signature | None = None) 
         st = os.fstat(fd)
         now = signature_of(st)
         if signature is not None and now != tuple(signature):
-            raise changed_error(path, tuple(signature), now)
+            raise changed_error(path, tuple(signature), now, st.st_mode)
         if not stat.S_ISREG(st.st_mode):
             raise DataSetError(f"{path!r} is {_kind(st.st_mode)}; expected a regular file")
         size = st.st_size
