@@ -28,11 +28,18 @@ class AuxData:
         self.spec = BufferSpec.make(kind, extra_shape, dtype)
         self.data = np.asarray(data, dtype=self.spec.dtype)
 
+    def raw_data(self) -> np.ndarray:
+        """The data as LiberTEM keeps it: flat, ``(n,)`` for no or a ``(1,)`` extra shape
+        (frame views are then scalars), ``(n, *extra)`` otherwise: ``self.params.NAME``
+        where no partition, frame or tile is being processed."""
+        extra = self.spec.extra_shape
+        return self.data.reshape((-1,) if extra in ((), (1,)) else (-1, *extra))
+
     def flat(self, dataset_shape) -> np.ndarray:
-        """The data as a flat-nav ``(n, *extra)`` (nav) or ``(*sig, *extra)`` array."""
+        """The data as a flat-nav (see :meth:`raw_data`) or ``(*sig, *extra)`` array."""
         extra = self.spec.extra_shape
         if self.spec.kind == "nav":
-            return self.data.reshape((-1, *extra))
+            return self.raw_data()
         if self.spec.kind == "sig":
             return self.data.reshape((*dataset_shape.sig, *extra))
         return self.data.reshape(extra or (1,))
@@ -152,7 +159,10 @@ class UDF:
 
     def __init__(self, **kwargs: Any):
         self._kwargs = kwargs
-        self.params = Namespace(kwargs)
+        # aux data shows as arrays (see `AuxData.raw_data`); the wrappers stay in _kwargs
+        self.params = Namespace(
+            {k: v.raw_data() if isinstance(v, AuxData) else v for k, v in kwargs.items()}
+        )
         self.meta = None
         self.results = None
         self.task_data = None

@@ -103,7 +103,7 @@ def input_dtype(dataset: DataSet, udfs: list[UDF]) -> np.dtype:
     dtype = dataset.dtype
     for udf in udfs:
         dtype = np.result_type(udf.get_preferred_input_dtype(), dtype)
-    return np.dtype(dtype)
+    return dataset.run_dtype(dtype)
 
 
 def _preferences(udf: UDF) -> TilingPreferences:
@@ -433,10 +433,11 @@ class Run:
         partials = {name: self._partials(u, name) for name in stored}
         ordered = OrderedDict()
         for i, p in enumerate(self.partitions):
-            key = p.slice(self.sig_shape).adjust_for_roi(self.roi_flat)
-            ordered[key] = Namespace({name: partials[name][i] for name in stored})
+            if self.counts[i]:  # as LiberTEM: partitions without ROI frames are not merged
+                key = p.slice(self.sig_shape).adjust_for_roi(self.roi_flat)
+                ordered[key] = Namespace({name: partials[name][i] for name in stored})
         self._set_main_views(udf, u, None)
-        merged = udf.merge_all(ordered)
+        merged = udf.merge_all(ordered) if ordered else {}
         if not isinstance(merged, dict):
             raise UDFError(f"{type(udf).__name__}.merge_all must return a dict")
         unknown = set(merged) - set(stored)
@@ -462,13 +463,16 @@ class Run:
         """``merge_all`` in one task on the partial results as numpy arrays: for UDFs that
         say it works on numpy (``MERGE_ALL_ON_NUMPY``) and whose partials are small; a
         graph of two layers instead of dozens."""
-        keys = [p.slice(self.sig_shape).adjust_for_roi(self.roi_flat) for p in self.partitions]
+        todo = [i for i in range(len(self.partitions)) if self.counts[i]]
+        keys = [
+            self.partitions[i].slice(self.sig_shape).adjust_for_roi(self.roi_flat) for i in todo
+        ]
         initial = self._initial(u, stored)
         merge = _MergeAll(self.udfs[u], u, keys, self._meta_args(), stored, initial)
         merged = task_delayed(
             f"ltdask-merge-all-{u}-{self.token}",
             merge,
-            *(self._cell(i) for i in range(len(self.partitions))),
+            *(self._cell(i) for i in todo),
             deps=[self.cells],
         )
         return {name: self._picked(merged, name, spec, self.n_sel) for name, spec in stored.items()}
@@ -528,7 +532,8 @@ class Run:
     # -- results ---------------------------------------------------------------------------
     def _set_main_views(self, udf: UDF, u: int, merged: dict | None):
         udf.meta._set_valid_nav_mask(self.valid_flat, self.roi_flat)
-        udf.params = _main_params(udf, self)
+        # merge_all sees aux data for the dataset (ROI applied), get_results the raw data
+        udf.params = _main_params(udf, self) if merged is None else udf.copy().params
         if merged is None:
             return {}
         raw = {}
@@ -652,14 +657,18 @@ def _main_params(udf: UDF, run: Run) -> Namespace:
     return _dataset_params(udf, run.dataset.shape, run.roi_flat)
 
 
-def _dataset_params(udf: UDF, dataset_shape, roi_flat) -> Namespace:
-    """``self.params`` on the main node: aux data for the whole dataset (ROI applied)."""
+def _dataset_params(udf: UDF, dataset_shape, roi_flat, nav_range=None) -> Namespace:
+    """``self.params`` on the main node: aux data for the whole dataset (ROI applied), or
+    with nav aux data cut to `nav_range` of the ROI-compressed positions (in ``merge``)."""
     params = dict(udf._kwargs)
     for k, v in params.items():
         if isinstance(v, AuxData):
             flat = v.flat(dataset_shape)
-            if v.spec.kind == "nav" and roi_flat is not None:
-                flat = flat[roi_flat]
+            if v.spec.kind == "nav":
+                if roi_flat is not None:
+                    flat = flat[roi_flat]
+                if nav_range is not None:
+                    flat = flat[nav_range[0] : nav_range[1]]
             params[k] = flat
     return Namespace(params)
 
@@ -728,6 +737,7 @@ def _merge_group(state, template, u, meta_args, stored, bounds, *cells):
         merged_before = np.zeros(n_sel, dtype=bool)
         merged_before[:start] = True
         udf = _merge_udf(template, meta_args, merged_before)
+        udf.params = _dataset_params(template, meta_args[0], meta_args[3], (start, stop))
         views = {
             name: state[name][start:stop] if spec.kind == "nav" else state[name]
             for name, spec in stored.items()
@@ -758,7 +768,7 @@ class _MergeAll:
             (key, Namespace({name: cell[0][u][name] for name in stored}))
             for key, cell in zip(self.keys, cells, strict=True)
         )
-        merged = udf.merge_all(ordered)
+        merged = udf.merge_all(ordered) if ordered else {}
         cls = type(self.template).__name__
         if not isinstance(merged, dict):
             raise UDFError(f"{cls}.merge_all must return a dict")

@@ -176,6 +176,17 @@ def run_partition(
     roi_nd = None if roi_flat is None else roi_flat.reshape(dataset.nav_shape)
     full_sig = Slice.full(Shape(sig_shape, sig_dims=sig_dims))
 
+    if n_sel == 0:
+        # no frame of the ROI here: nothing of the UDFs runs (as LiberTEM, which makes no
+        # task for it); empty nav buffers keep the result's chunks
+        out = []
+        for template in udfs:
+            udf = template.copy()
+            udf.meta = UDFMeta(dataset.shape, dataset.dtype, read_dtype, roi=roi_nd)
+            specs = declared_buffers(udf).items()
+            out.append({k: s.allocate(0, sig_shape, k) for k, s in specs if s.use != "result_only"})
+        return out
+
     bound = []
     for template in udfs:
         meta = UDFMeta(

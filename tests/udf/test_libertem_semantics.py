@@ -133,3 +133,60 @@ def test_merge_like_libertem(small_partitions, roi_kind):
     np.testing.assert_array_equal(res["frame_max"].values, expected)
     pixel = data[roi].max(axis=0) if roi.any() else np.full((3, 4), -np.inf)
     np.testing.assert_array_equal(res["pixel_max"].values, pixel)
+
+
+# -- 3. aux data is an array wherever a UDF looks at it -----------------------------------------
+class AuxShapes(UDF):
+    """Records the shape of its aux data in each phase, as LiberTEM 0.16 shows them."""
+
+    def get_result_buffers(self):
+        self.params.log.append(("get_result_buffers", self.params.aux.shape))
+        return {"x": self.buffer(kind="nav", extra_shape=(2,)), "n": self.buffer(kind="single")}
+
+    def preprocess(self):
+        self.params.log.append(("preprocess", self.params.aux.shape))
+
+    def process_frame(self, frame):
+        self.params.log.append(("process_frame", self.params.aux.shape))
+        self.results.x[:] = self.params.aux
+
+    def merge(self, dest, src):
+        self.params.log.append(("merge", self.params.aux.shape))
+        np.testing.assert_array_equal(self.params.aux, src.x)  # the partition's part
+        dest.x[:] = src.x
+        dest.n[:] += 1
+
+    def get_results(self):
+        self.params.log.append(("get_results", self.params.aux.shape))
+        return {}
+
+
+def test_aux_data_views_like_libertem(small_partitions):
+    data = np.random.default_rng(5).random((12, 5, 3, 4)).astype(np.float32)
+    ds = ltdask.from_array(data)
+    values = np.arange(12 * 5 * 2, dtype=np.float32).reshape(12, 5, 2)
+    aux = UDF.aux_data(values, kind="nav", extra_shape=(2,), dtype=np.float32)
+    roi = np.zeros((12, 5), bool)
+    roi[1, 1:4] = True
+    roi[7, 0] = True
+    log: list = []
+    udf = AuxShapes(aux=aux, log=log)
+    assert udf.params.aux.shape == (60, 2)  # the caller sees the array, not a wrapper
+    res = Context.make_with("inline").run_udf(dataset=ds, udf=udf, roi=roi)
+    np.testing.assert_array_equal(res["x"].raw_data, values[roi])
+    phases: dict = {}
+    for phase, shape in log:
+        phases.setdefault(phase, []).append(shape)
+    # main node: the raw data in get_result_buffers and get_results, the ROI in preprocess;
+    # partitions: their ROI frames; merge: the merged partition's part
+    assert phases["get_result_buffers"][0] == (60, 2)
+    assert phases["preprocess"][0] == (4, 2) or (4, 2) in phases["preprocess"]
+    assert sorted(phases["merge"]) == [(1, 2), (3, 2)]
+    assert set(phases["process_frame"]) == {(2,)}
+    assert phases["get_results"] == [(60, 2)]
+    assert udf.params.aux.shape == (60, 2)
+
+
+def test_aux_data_with_one_value_per_frame_is_flat():
+    aux = UDF.aux_data(np.arange(6.0).reshape(2, 3, 1), kind="nav", extra_shape=(1,))
+    assert AuxShapes(aux=aux, log=[]).params.aux.shape == (6,)
