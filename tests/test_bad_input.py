@@ -32,7 +32,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ltdask
-from ltdask import DataSetError, UDFError
+from ltdask import UDF, DataSetError, UDFError
 from ltdask.udf import (
     ApplyMasksUDF,
     AutoUDF,
@@ -1131,6 +1131,89 @@ def test_map_function_raises(request, small_ds):
 
 def test_no_udfs(request, small_ds):
     expect(request, UDFError, r"no UDFs", ltdask.compute, small_ds, [])
+
+
+# -- dtypes numba cannot compute with: refused at open or when the run is built ----------------
+#: what every refusal lists (float16 is supported: decoded through numpy, run as float32)
+SUPPORTED = r"expected one of bool, .*uint64, float16, float32, float64, complex64, complex128"
+UNSUPPORTED_DTYPES = [
+    pytest.param(
+        np.longdouble, r"\(float128\) is not supported: extended precision", id="float128"
+    ),
+    pytest.param(np.clongdouble, r"\(complex256\) is not supported: extended", id="complex256"),
+    pytest.param(object, r"\(object\) is not supported: not a bool, integer", id="object"),
+]
+
+
+# h5py stores no object arrays: nothing to open
+DTYPE_WHERE = [
+    pytest.param(where, *case.values, id=f"{where}-{case.id}")
+    for where in ("open_raw", "open_npy", "open_hdf5", "from_array", "to_dask")
+    for case in UNSUPPORTED_DTYPES
+    if not (where == "open_hdf5" and case.id == "object")
+]
+
+
+@pytest.mark.parametrize(("where", "dtype", "match"), DTYPE_WHERE)
+def test_unsupported_dtype(request, tmp_path, where, dtype, match):
+    data = np.ones((*NAV, *SIG), dtype=dtype)
+    names = None
+    if where == "open_raw":
+        run, args, names = open_raw, (write_raw(tmp_path),), "scan.raw"
+        kwargs = dict(nav_shape=NAV, sig_shape=SIG, dtype=dtype)
+    elif where == "open_npy":
+        path = tmp_path / "scan.npy"
+        np.save(path, data, allow_pickle=True)
+        run, args, kwargs, names = open_npy, (path,), {}, path
+    elif where == "open_hdf5":
+        path = write_hdf5(tmp_path, data=data)
+        run, args, kwargs, names = open_hdf5, (path, "data"), {}, path
+    elif where == "from_array":
+        run, args, kwargs = from_array, (data,), {}
+    else:
+        run, args, kwargs = from_array(scan_data()).to_dask, (), dict(dtype=dtype)
+    expect(request, DataSetError, match + ".*" + SUPPORTED, run, *args, names=names, **kwargs)
+
+
+def test_raw_csr_float128_values(request, tmp_path):
+    path = csr_files(tmp_path, data_dtype='"<f16"')
+    expect(request, DataSetError, r"\(float128\) is not supported", open_raw_csr, path, names=path)
+
+
+class _Prefers(UDF):
+    """A UDF whose tiles would be `dtype`: LiberTEM lets it through to numba's TypingError."""
+
+    def __init__(self, dtype):
+        super().__init__(dtype=dtype)
+
+    def get_preferred_input_dtype(self):
+        return self.params.dtype
+
+    def get_result_buffers(self):
+        return {"peak": self.buffer(kind="nav", dtype="float64")}
+
+    def process_frame(self, frame):
+        self.results.peak[:] = frame.max()
+
+
+@pytest.mark.parametrize(
+    ("dtype", "match"),
+    [
+        pytest.param(object, r"cannot be read as object \(not a bool", id="object"),
+        pytest.param(np.longdouble, r"cannot be read as float128 \(extended", id="float128"),
+        pytest.param(np.clongdouble, r"cannot be read as complex256", id="complex256"),
+    ],
+)
+@pytest.mark.parametrize("how", ["compute", "lazy", "with-sum"])
+def test_udf_preferred_dtype_refused_at_run_start(request, small_ds, how, dtype, match):
+    udf = _Prefers(dtype)
+    run = {
+        "compute": lambda: udf.compute(small_ds),
+        "lazy": lambda: udf.lazy(small_ds),  # refused when built, not when computed
+        "with-sum": lambda: ltdask.compute(small_ds, [SumUDF(), udf]),
+    }[how]
+    message = match + r".*get_preferred_input_dtype\(\); return one of bool, .*complex128"
+    expect(request, UDFError, message, run)
 
 
 # -- NaN and inf propagate like numpy --------------------------------------------------------------

@@ -72,8 +72,14 @@ def csr_densify(starts, stops, indices, values, out):
     return bad
 
 
+def _numba_cannot(*dtypes) -> bool:
+    """Whether numba cannot compute with one of `dtypes` (bool additions, float16)."""
+    return any(np.dtype(d).kind == "b" or np.dtype(d) == np.float16 for d in dtypes)
+
+
 def csr_densify_reference(starts, stops, indices, values, out) -> int:
-    """Pure-numpy :func:`csr_densify` (also used for dtypes numba cannot add, like bool)."""
+    """Pure-numpy :func:`csr_densify` (also used for dtypes numba cannot add: bool,
+    float16)."""
     n_sig = out.shape[1]
     bad = 0
     for i in range(starts.shape[0]):
@@ -312,7 +318,7 @@ class RawCSRDataSet(DataSet):
 
     def _densify(self, rows, out2d: np.ndarray) -> None:
         starts, stops, indices, values = rows
-        if out2d.dtype.kind == "b" or values.dtype.kind == "b":
+        if _numba_cannot(out2d.dtype, values.dtype):
             bad = csr_densify_reference(starts, stops, indices, values, out2d)
         else:
             bad = csr_densify(starts, stops, indices, values, out2d)
@@ -334,8 +340,8 @@ class RawCSRDataSet(DataSet):
         idx_out = np.empty(total, dtype=index_dtype)
         val_out = np.empty(total, dtype=dtype)
         indptr_out = np.empty(n + 1, dtype=index_dtype)
-        if values.dtype.kind == "b" or dtype.kind == "b":
-            # numba does not cast to and from bool; this path is rare
+        if _numba_cannot(values.dtype, dtype):
+            # numba does not cast to and from bool or handle float16; this path is rare
             indptr_out[0] = 0
             np.cumsum(counts, out=indptr_out[1:])
             for i, (a, b) in enumerate(zip(starts.tolist(), stops.tolist(), strict=True)):

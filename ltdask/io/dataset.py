@@ -10,7 +10,7 @@ import numpy as np
 
 from ltdask import _config
 from ltdask.common import Shape, Slice
-from ltdask.exceptions import DataSetError, MissingFramesWarning, warn
+from ltdask.exceptions import DataSetError, MissingFramesWarning, UDFError, warn
 from ltdask.io.partition import Partition, nav_grid, partitions_for_grid
 from ltdask.io.tiling import Negotiator, TilingPreferences, TilingScheme
 
@@ -62,15 +62,35 @@ def check_shape(value, what: str, where: str) -> tuple[int, ...]:
     return dims
 
 
+#: the pixel dtypes ltdask reads, converts to and runs UDFs on (either byte order), for messages
+SUPPORTED_DTYPES = (
+    "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, "
+    "float64, complex64, complex128"
+)
+
+
+def unsupported(dt: np.dtype) -> str | None:
+    """Why the read path cannot handle pixels of `dt`, or None if it can."""
+    if dt.kind not in "biufc" or dt.fields is not None or dt.subdtype is not None:
+        return "not a bool, integer, float or complex dtype"
+    if (dt.kind == "f" and dt.itemsize > 8) or (dt.kind == "c" and dt.itemsize > 16):
+        # numba and most of numpy's reductions have no extended precision
+        return "extended precision (longdouble), which numba cannot compute with"
+    return None
+
+
 def check_dtype(value, where: str) -> np.dtype:
+    """`value` as a numpy dtype the read path handles, or a `DataSetError` naming `where`,
+    the value and the supported dtypes."""
     try:
         dt = np.dtype(value)
     except (TypeError, ValueError) as e:  # ValueError for e.g. "0\x1b"
         raise DataSetError(f"{where}: dtype={value!r} is not a numpy dtype ({e})") from None
-    if dt.kind not in "biufc" or dt.fields is not None or dt.subdtype is not None:
+    reason = unsupported(dt)
+    if reason is not None:
         raise DataSetError(
-            f"{where}: dtype={value!r} ({dt}) is not supported; expected a bool, integer, float "
-            "or complex dtype"
+            f"{where}: dtype={value!r} ({dt}) is not supported: {reason}; expected one of "
+            f"{SUPPORTED_DTYPES}"
         )
     return dt
 
@@ -242,7 +262,13 @@ class DataSet:
         negotiator: Negotiator | None = None,
         max_io_size: int | None = None,
     ) -> TilingScheme:
-        """The tiling scheme for `consumers` reading this dataset as `read_dtype`."""
+        """The tiling scheme for `consumers` reading this dataset as `read_dtype`.
+
+        Raises a `UDFError` if tiles cannot be read as `read_dtype` (a UDF run's dtype
+        comes from the UDFs' ``get_preferred_input_dtype()``): this runs when the run is
+        built, before numba meets the dtype in a task.
+        """
+        read_dtype = self.run_dtype(read_dtype, promote=False)
         negotiator = negotiator or Negotiator()
         depth = max(p.num_frames for p in self.get_partitions())
         return negotiator.get_scheme(consumers, self, read_dtype, depth, roi, max_io_size)
@@ -375,6 +401,36 @@ class DataSet:
                 f"{self.path}: cannot read complex data ({self.dtype}) as {dt}; "
                 "ask for a complex dtype"
             )
+        return dt.newbyteorder("=")
+
+    def run_dtype(self, dtype, promote: bool = True) -> np.dtype:
+        """The dtype a UDF run reads tiles as, given `dtype`: the ``numpy.result_type`` of
+        the data's dtype and every UDF's ``get_preferred_input_dtype()``.
+
+        float16 becomes float32 (with `promote`): the shipped UDFs compute in numba, which
+        has no float16, and float32 holds every float16 value exactly.
+
+        Raises
+        ------
+        ltdask.UDFError
+            Tiles cannot be read as `dtype` (object, extended precision, strings...).
+        """
+        try:
+            dt = np.dtype(dtype)
+        except (TypeError, ValueError) as e:
+            raise UDFError(
+                f"{self.path}: get_preferred_input_dtype() gave {dtype!r}, which is not a "
+                f"numpy dtype ({e}); return one of {SUPPORTED_DTYPES}"
+            ) from None
+        reason = unsupported(dt)
+        if reason is not None:
+            raise UDFError(
+                f"{self.path}: tiles cannot be read as {dt} ({reason}), the "
+                f"numpy.result_type of the data's {self.dtype} and the UDFs' "
+                f"get_preferred_input_dtype(); return one of {SUPPORTED_DTYPES}"
+            )
+        if promote and dt == np.float16:
+            return np.dtype(np.float32)
         return dt.newbyteorder("=")
 
     def _token_fields(self) -> tuple:

@@ -6,6 +6,9 @@ a 2-D read-range array (see :mod:`ltdask.io.read_ranges`); the kernel decodes ev
 belongs to ``file_idx`` into the flat output buffer ``out``. A format whose bytes are not a
 plain numpy dtype (packed bits, reordered quadrants) brings its own kernel and a
 :class:`Decoder` subclass; the rest of the read path is shared.
+
+numba has no float16: float16 pixels are decoded through numpy (range by range), and a
+float16 output is decoded as float32 and then cast.
 """
 
 from __future__ import annotations
@@ -99,6 +102,8 @@ class Decoder:
         if self.native_dtype.kind == "c":
             unit //= 2
         self._unit = unit
+        #: pixels numba cannot read (float16, either byte order): decoded through numpy
+        self._through_numpy = self.native_dtype.kind == "f" and self.native_dtype.itemsize == 2
 
     @property
     def is_plain(self) -> bool:
@@ -112,8 +117,26 @@ class Decoder:
         used = ranges[ranges[:, 1] != ranges[:, 2], 0]
         if used.size == 0:
             return
+        if out.dtype == np.float16 and not self._through_numpy:
+            # numba kernels cannot write float16; start from `out` (decoders that
+            # accumulate rely on its zeros)
+            wide = out.astype(np.float32)
+            self.decode(buffers, ranges, wide)
+            out[...] = wide
+            return
         for file_idx in np.unique(used):
-            self._decode_file(buffers[file_idx], int(file_idx), ranges, out)
+            if self._through_numpy:
+                self._decode_file_numpy(buffers[file_idx], int(file_idx), ranges, out)
+            else:
+                self._decode_file(buffers[file_idx], int(file_idx), ranges, out)
+
+    def _decode_file_numpy(self, src, file_idx, ranges, out):
+        """:func:`decode_plain` in numpy, for pixels numba cannot read."""
+        rows = ranges[(ranges[:, 0] == file_idx) & (ranges[:, 1] != ranges[:, 2])]
+        dtype = self.native_dtype
+        for start, stop, dest in rows[:, 1:4].tolist():
+            values = src[start:stop].view(dtype)
+            out[dest : dest + values.size] = values
 
     def _decode_file(self, src, file_idx, ranges, out):
         if self._swapped:
