@@ -1,8 +1,9 @@
-"""Arrays already in memory (numpy) or in a dask graph, as datasets."""
+"""Arrays already in memory (numpy), in a dask graph or in an xarray DataArray, as datasets."""
 
 from __future__ import annotations
 
 import bisect
+import sys
 from collections.abc import Iterator
 
 import numpy as np
@@ -13,8 +14,35 @@ from ltdask.io.dataset import DataSet, flat_of
 from ltdask.io.tiling import TilingScheme
 
 
+def _is_dataarray(obj) -> bool:
+    xr = sys.modules.get("xarray")  # a DataArray means xarray is imported; never import it
+    return xr is not None and isinstance(obj, xr.DataArray)
+
+
+def unwrap_dataarray(array, dims):
+    """``(data, dims, coords)`` of an `xarray.DataArray`, its dims renamed to `dims` if
+    given (with the coordinates along them)."""
+    if dims is not None:
+        dims = tuple(str(d) for d in dims)
+        if len(dims) != array.ndim:
+            raise DataSetError(
+                f"from_array: dims={dims} must be {array.ndim} names, one per dim of the "
+                f"DataArray {array.dims}"
+            )
+        try:
+            array = array.rename(
+                {old: new for old, new in zip(array.dims, dims, strict=True) if old != new}
+            )
+        except ValueError as e:  # a new name that is already a coordinate's
+            raise DataSetError(
+                f"from_array: cannot rename the DataArray's dims {array.dims} to {dims}: {e}"
+            ) from None
+    coords = {name: coord.variable for name, coord in array.coords.items()}
+    return array.data, tuple(str(d) for d in array.dims), coords
+
+
 class ArrayDataSet(DataSet):
-    """A numpy or dask array as a dataset (see :func:`from_array`).
+    """A numpy, dask or xarray array as a dataset (see :func:`from_array`).
 
     The data enters graphs as a dask array whose nav blocks are the partitions, so each
     task receives just its block.
@@ -25,6 +53,9 @@ class ArrayDataSet(DataSet):
     def __init__(self, array, sig_dims: int = 2, dims=None):
         import dask.array as da
 
+        coords = {}
+        if _is_dataarray(array):
+            array, dims, coords = unwrap_dataarray(array, dims)
         if not hasattr(array, "shape") or not hasattr(array, "dtype"):
             array = np.asarray(array)
         ndim = len(array.shape)
@@ -34,6 +65,7 @@ class ArrayDataSet(DataSet):
                 f"{tuple(array.shape)}; expected 1 to {ndim - 1}"
             )
         super().__init__(array.shape[:-sig_dims], array.shape[-sig_dims:], array.dtype, dims=dims)
+        self.coords = coords
         if isinstance(array, da.Array):
             darr = array
         else:
@@ -54,6 +86,7 @@ class ArrayDataSet(DataSet):
         light = object.__new__(type(self))
         light.__dict__.update(self.__dict__)
         light._array = None
+        light.coords = {}  # only to_xarray needs them
         return light
 
     def partition_blocks(self):
@@ -104,7 +137,20 @@ class ArrayDataSet(DataSet):
 
 
 def from_array(array, sig_dims: int = 2, dims=None) -> ArrayDataSet:
-    """A numpy or dask array (nav dims first, then `sig_dims` signal dims) as a dataset.
+    """A numpy, dask or xarray array (nav dims first, then `sig_dims` signal dims) as a
+    dataset.
+
+    Parameters
+    ----------
+    array
+        A numpy or dask array (or anything ``numpy.asarray`` takes), or an
+        `xarray.DataArray`: its data (a dask-backed one stays lazy), its dim names and its
+        coordinates (``ds.coords``, which :meth:`~ltdask.io.dataset.DataSet.to_xarray`
+        gives back) make the dataset; its name and attrs are not kept.
+    sig_dims
+        How many trailing dims are the frame.
+    dims
+        Names of the nav and sig dims (for a DataArray: new names for its dims).
 
     Examples
     --------
@@ -112,5 +158,14 @@ def from_array(array, sig_dims: int = 2, dims=None) -> ArrayDataSet:
     >>> ds = ltdask.from_array(np.zeros((4, 4, 16, 16), dtype=np.float32))
     >>> ds.shape.nav, ds.shape.sig
     (Shape((4, 4), sig_dims=0), Shape((16, 16), sig_dims=2))
+
+    A DataArray keeps its dims and coordinates:
+
+    >>> import xarray as xr
+    >>> xa = xr.DataArray(np.zeros((3, 4, 8, 8)), dims=("y", "x", "ky", "kx"),
+    ...                   coords={"y": [0.0, 0.5, 1.0]})
+    >>> ds = ltdask.from_array(xa)
+    >>> ds.dims, ds.to_xarray().y.values.tolist()
+    (('y', 'x', 'ky', 'kx'), [0.0, 0.5, 1.0])
     """
     return ArrayDataSet(array, sig_dims=sig_dims, dims=dims)

@@ -108,6 +108,9 @@ class DataSet:
 
     #: where the data comes from, for messages
     path: str = "<memory>"
+    #: coordinates of the scan's dims (name -> ``xarray.Variable``), given to
+    #: :meth:`to_xarray`; e.g. those of a DataArray given to :func:`ltdask.from_array`
+    coords: dict = {}
 
     def __init__(
         self,
@@ -345,11 +348,18 @@ class DataSet:
         return dataset_to_dask(self, dtype=dtype, chunks=chunks)
 
     def to_xarray(self, dtype=None, chunks=None):
-        """The scan as a lazy `xarray.DataArray` with named dims (see :meth:`to_dask`)."""
+        """The scan as a lazy `xarray.DataArray` with named dims and the dataset's
+        :attr:`coords` (see :meth:`to_dask`)."""
         import xarray as xr
 
         arr = self.to_dask(dtype=dtype, chunks=chunks)
-        return xr.DataArray(arr, dims=self.dims, name=type(self).__name__, attrs=self.attrs())
+        return xr.DataArray(
+            arr,
+            dims=self.dims,
+            coords=dict(self.coords) or None,
+            name=type(self).__name__,
+            attrs=self.attrs(),
+        )
 
     def to_zarr(
         self,

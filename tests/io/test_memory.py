@@ -135,3 +135,99 @@ def test_from_array_iter_tiles(dtype, roi):
     np.testing.assert_array_equal(seen[selected], 1)
     np.testing.assert_array_equal(seen[~selected], 0)
     np.testing.assert_array_equal(out[selected], flat[selected].astype(dtype))
+
+
+# -- xarray DataArrays (issue 11, item 11: every UDF failed with "no attribute 'reshape'") --
+def data_array(kind: str):
+    import xarray as xr
+
+    data = DATA if kind == "numpy" else da.from_array(DATA, chunks=(2, 7, 5, 4))
+    return xr.DataArray(
+        data,
+        dims=("y", "x", "ky", "kx"),
+        coords={
+            "y": np.linspace(0.0, 1.0, 6),
+            "x": np.arange(7) * 2,
+            "dose": (("y", "x"), np.arange(42.0).reshape(6, 7)),
+            "ky": ("ky", np.arange(5) - 2.0, {"units": "1/nm"}),
+        },
+        name="scan",
+        attrs={"units": "counts"},
+    )
+
+
+@pytest.mark.parametrize("kind", ["numpy", "dask"])
+def test_from_dataarray(small_partitions, kind):
+    xa = data_array(kind)
+    ds = ltdask.from_array(xa)
+    assert ds.dims == ("y", "x", "ky", "kx")
+    assert ds.nav_shape == (6, 7) and ds.sig_shape == (5, 4)
+    assert set(ds.coords) == {"y", "x", "dose", "ky"}
+    np.testing.assert_array_equal(ds.to_dask().compute(), DATA)
+    sums, sig_sums, std = ltdask.compute(
+        ds, [ltdask.udf.SumUDF(), ltdask.udf.SumSigUDF(), ltdask.udf.StdDevUDF()]
+    )
+    np.testing.assert_allclose(sums["intensity"].values, DATA.sum(axis=(0, 1)), rtol=1e-5)
+    np.testing.assert_allclose(sig_sums["intensity"].values, DATA.sum(axis=(2, 3)), rtol=1e-5)
+    np.testing.assert_allclose(std["std"].values, DATA.std(axis=(0, 1)), rtol=1e-5)
+    assert sig_sums["intensity"].dims == ("y", "x")
+    roi = np.zeros((6, 7), dtype=bool)
+    roi[2, 3:6] = True
+    picked = ltdask.udf.PickUDF().compute(ds, roi=roi)
+    np.testing.assert_array_equal(picked["intensity"].values, DATA[roi])
+    back = ds.to_xarray()
+    assert back.dims == xa.dims
+    for name in ("y", "x", "dose", "ky"):
+        assert back[name].identical(xa[name]), name
+    np.testing.assert_array_equal(back.values, DATA)
+
+
+def test_dask_dataarray_stays_lazy(small_partitions):
+    import xarray as xr
+
+    computed = []
+
+    def count(block):
+        computed.append(block.shape)
+        return block
+
+    meta = np.empty((0, 0, 0, 0), DATA.dtype)
+    lazy = da.from_array(DATA, chunks=(3, 7, 5, 4)).map_blocks(count, meta=meta)
+    ds = ltdask.from_array(xr.DataArray(lazy, dims=("a", "b", "c", "d")))
+    arr = ds.to_dask()
+    assert computed == [] and ds.dims == ("a", "b", "c", "d")
+    np.testing.assert_array_equal(arr.compute(), DATA)
+    assert computed
+
+
+def test_dataarray_dims_renamed_and_sig_dims(small_partitions):
+    xa = data_array("numpy")
+    ds = ltdask.from_array(xa, dims=("p", "q", "u", "v"))
+    assert ds.dims == ("p", "q", "u", "v")
+    back = ds.to_xarray()
+    np.testing.assert_array_equal(back["p"].values, xa["y"].values)
+    assert back["dose"].dims == ("p", "q")
+    flat = ltdask.from_array(
+        xa.stack(pos=("y", "x")).transpose("pos", "ky", "kx").drop_vars(["pos", "y", "x", "dose"]),
+        sig_dims=2,
+    )
+    assert flat.dims == ("pos", "ky", "kx") and flat.nav_shape == (42,)
+    three = ltdask.from_array(xa.isel(kx=0), sig_dims=1)
+    assert three.dims == ("y", "x", "ky") and three.sig_shape == (5,)
+    res = ltdask.udf.SumUDF().compute(three)
+    np.testing.assert_allclose(res["intensity"].values, DATA[..., 0].sum(axis=(0, 1)), rtol=1e-5)
+
+
+def test_dataarray_bad_dims():
+    xa = data_array("numpy")
+    with pytest.raises(ltdask.DataSetError, match=r"dims=\('a', 'b'\) must be 4 names, one per"):
+        ltdask.from_array(xa, dims=("a", "b"))
+    with pytest.raises(ltdask.DataSetError, match=r"sig_dims=4 does not fit an array of shape"):
+        ltdask.from_array(xa, sig_dims=4)
+
+
+def test_dataarray_coords_stay_out_of_tasks():
+    xa = data_array("numpy")
+    ds = ltdask.from_array(xa)
+    assert ds.for_task().coords == {}
+    assert ds.coords  # the dataset itself keeps them
