@@ -8,6 +8,7 @@ from ltdask.exceptions import (
     MissingFramesWarning,
     PerformanceWarning,
     UDFError,
+    UseDiscouragedWarning,
 )
 from ltdask.io import (
     DataSet,
@@ -40,6 +41,7 @@ __all__ = [
     "Negotiator",
     "MissingFramesWarning",
     "PerformanceWarning",
+    "UseDiscouragedWarning",
     "Shape",
     "Slice",
     "TilingPreferences",

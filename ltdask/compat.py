@@ -23,17 +23,19 @@ import numpy as np
 
 import ltdask
 from ltdask.exceptions import DataSetError, LtdaskError
-from ltdask.udf.api import compute, iter_with_damage
+from ltdask.udf.api import compute, compute_datasets, iter_steps
 from ltdask.udf.base import UDF
 from ltdask.udf.builtin.pick import AutoUDF
+from ltdask.udf.graph import normalize_roi
 
 _IGNORED_LOAD_KEYS = ("num_partitions", "io_backend", "tileshape", "enable_direct")
 
 
 class ResultBuffer:
     """One result as LiberTEM's ``BufferWrapper`` shows it: ``data`` (nav-shaped, fill
-    values outside the ROI), ``raw_data`` (nav results flat and ROI-compressed),
-    ``valid_mask`` and ``masked_data``."""
+    values outside the ROI), ``raw_data`` (nav results flat and ROI-compressed, the shape
+    of the buffer: ``shape``), ``valid_mask`` (shaped as ``data``), ``masked_data``,
+    ``raw_masked_data``, ``valid_slice_bounding``, ``kind``, ``extra_shape``, ``dtype``."""
 
     def __init__(self, variable, valid, kind: str, roi_flat, nav_dims: int):
         self.data = np.asarray(variable)
@@ -42,20 +44,47 @@ class ResultBuffer:
         self._roi_flat = roi_flat
         self._nav_dims = nav_dims
 
+    def _raw(self, arr: np.ndarray) -> np.ndarray:
+        if self.kind != "nav":
+            return arr
+        flat = arr.reshape((-1, *arr.shape[self._nav_dims :]))
+        return flat if self._roi_flat is None else flat[self._roi_flat]
+
     @property
     def raw_data(self) -> np.ndarray:
-        if self.kind != "nav":
-            return self.data
-        flat = self.data.reshape((-1, *self.data.shape[self._nav_dims :]))
-        return flat if self._roi_flat is None else flat[self._roi_flat]
+        return self._raw(self.data)
 
     @property
     def masked_data(self) -> np.ma.MaskedArray:
         return np.ma.masked_array(self.data, mask=~self.valid_mask)
 
     @property
+    def raw_masked_data(self) -> np.ma.MaskedArray:
+        return np.ma.masked_array(self.raw_data, mask=~self._raw(self.valid_mask))
+
+    @property
+    def valid_slice_bounding(self) -> tuple[slice, ...]:
+        """Per dim of ``data``, the slice from the first to the last valid element (for no
+        valid element, LiberTEM's empty ``slice(size, 1)``)."""
+        out = []
+        for axis in range(self.valid_mask.ndim):
+            others = tuple(d for d in range(self.valid_mask.ndim) if d != axis)
+            hits = np.flatnonzero(self.valid_mask.any(axis=others))
+            size = self.valid_mask.shape[axis]
+            out.append(slice(int(hits[0]), int(hits[-1]) + 1) if hits.size else slice(size, 1))
+        return tuple(out)
+
+    @property
+    def extra_shape(self) -> tuple[int, ...]:
+        if self.kind == "nav":
+            return tuple(self.data.shape[self._nav_dims :])
+        if self.kind == "sig":
+            return tuple(self.data.shape[self._nav_dims :])
+        return tuple(self.data.shape) if self.data.shape != (1,) else ()
+
+    @property
     def shape(self):
-        return self.data.shape
+        return self.raw_data.shape
 
     @property
     def dtype(self):
@@ -65,11 +94,11 @@ class ResultBuffer:
         return self.data if dtype is None else self.data.astype(dtype)
 
     def __repr__(self) -> str:
-        return f"<ResultBuffer kind={self.kind} shape={self.data.shape} dtype={self.data.dtype}>"
+        return f"<ResultBuffer kind={self.kind} shape={self.shape} dtype={self.data.dtype}>"
 
 
 def _buffers(result, udf: UDF, dataset, roi) -> dict[str, ResultBuffer]:
-    roi_flat = None if roi is None else np.asarray(roi, dtype=bool).reshape(-1)
+    roi_flat = None if roi is None else np.asarray(roi, dtype=bool).reshape(-1)  # normalized
     nav_dims = len(dataset.nav_shape)
     nav_names = set(dataset.dims[:nav_dims])
     out = {}
@@ -87,13 +116,41 @@ def _buffers(result, udf: UDF, dataset, roi) -> dict[str, ResultBuffer]:
     return out
 
 
+class Damage:
+    """Which nav positions a step of `Context.run_udf_iter` has processed, as LiberTEM's
+    nav-kind boolean buffer: ``data`` (nav-shaped, False outside the ROI) and ``raw_data``
+    (flat, ROI-compressed)."""
+
+    def __init__(self, flat: np.ndarray, nav_shape, roi_flat):
+        self._flat = flat if roi_flat is None else flat & roi_flat
+        self._nav_shape = tuple(nav_shape)
+        self._roi_flat = roi_flat
+        self.kind = "nav"
+        self.dtype = np.dtype(bool)
+
+    @property
+    def data(self) -> np.ndarray:
+        return self._flat.reshape(self._nav_shape)
+
+    @property
+    def raw_data(self) -> np.ndarray:
+        return self._flat if self._roi_flat is None else self._flat[self._roi_flat]
+
+    def __array__(self, dtype=None, copy=None):
+        return self.data if dtype is None else self.data.astype(dtype)
+
+
 class UDFResults:
     """One step of :meth:`Context.run_udf_iter`: ``buffers`` (a tuple with one dict per
-    UDF) and ``damage`` (flat boolean mask of the nav positions done)."""
+    UDF; computed, and ``get_results`` run, when first read) and ``damage``."""
 
     def __init__(self, buffers, damage):
-        self.buffers = buffers
+        self._buffers = buffers
         self.damage = damage
+
+    @functools.cached_property
+    def buffers(self):
+        return self._buffers() if callable(self._buffers) else self._buffers
 
 
 class UnsupportedError(LtdaskError, NotImplementedError):
@@ -263,9 +320,10 @@ class Context:
 
     def _run_udf(self, dataset, udf, roi, progress):
         udfs = list(udf) if isinstance(udf, (list, tuple)) else [udf]
+        roi_flat = normalize_roi(roi, dataset)
         with self._scheduler():
-            results = compute(dataset, udfs, roi=roi, progress=progress)
-        out = tuple(_buffers(r, u, dataset, roi) for r, u in zip(results, udfs, strict=True))
+            results = compute(dataset, udfs, roi=roi_flat, progress=progress)
+        out = tuple(_buffers(r, u, dataset, roi_flat) for r, u in zip(results, udfs, strict=True))
         return out if isinstance(udf, (list, tuple)) else out[0]
 
     def run_udf_iter(
@@ -286,12 +344,20 @@ class Context:
 
     def _run_udf_iter(self, dataset, udf, roi):
         udfs = list(udf) if isinstance(udf, (list, tuple)) else [udf]
+        roi_flat = normalize_roi(roi, dataset)
+
+        def buffers(make):
+            with self._scheduler():
+                results = compute_datasets(make())
+            return tuple(
+                _buffers(r, u, dataset, roi_flat) for r, u in zip(results, udfs, strict=True)
+            )
+
         with self._scheduler():
-            for results, damage in iter_with_damage(dataset, udfs, roi=roi):
-                buffers = tuple(
-                    _buffers(r, u, dataset, roi) for r, u in zip(results, udfs, strict=True)
-                )
-                yield UDFResults(buffers, damage)
+            steps = iter_steps(dataset, udfs, roi=roi_flat, unprocessed="initial")
+            for make, damage in steps:
+                damage = Damage(damage, dataset.nav_shape, roi_flat)
+                yield UDFResults(functools.partial(buffers, make), damage)
 
     def map(self, dataset, f, roi=None, progress: bool = False, corrections=None, backends=None):
         """``f(frame)`` for every frame: the ``result`` buffer of an `AutoUDF`."""

@@ -19,6 +19,18 @@ class ConfigError(LtdaskError, ValueError):
     """An ``ltdask.*`` setting in dask's config holds a value that cannot be used."""
 
 
+class UseDiscouragedWarning(FutureWarning):
+    """A feature kept for LiberTEM compatibility that invites mistakes (as LiberTEM's)."""
+
+
+class UndeclaredResultError(UDFError, KeyError):
+    """``get_results`` returned a name that ``get_result_buffers`` did not declare (a
+    `KeyError`, as in LiberTEM)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 class PerformanceWarning(UserWarning):
     """Work will complete, but much slower than it could."""
 

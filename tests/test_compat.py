@@ -94,7 +94,7 @@ def test_run_udf_iter_async(data):
     with dask.config.set({"ltdask.partition-bytes": 4 * 7 * 24, "ltdask.min-partitions": 1}):
         steps = asyncio.run(collect())
     assert len(steps) > 1
-    assert steps[-1].damage.all()
+    assert steps[-1].damage.data.all()
     final = steps[-1].buffers[0]["intensity"].data
     np.testing.assert_allclose(final, data.sum(axis=(2, 3)), rtol=1e-5)
 
@@ -110,7 +110,7 @@ def test_run_udf_iter_async_close_early(data, ctx):
 
     with dask.config.set({"ltdask.partition-bytes": 4 * 7 * 24, "ltdask.min-partitions": 1}):
         step = asyncio.run(first_only())
-    assert 0 < step.damage.sum() < step.damage.size
+    assert 0 < step.damage.data.sum() < step.damage.data.size
 
 
 class WhereAmI(UDF):

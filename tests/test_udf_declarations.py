@@ -330,7 +330,7 @@ def test_sparse_roi_accepted(ds, data):
 def test_not_a_udf(ds):
     with pytest.raises(UDFError, match="is not an ltdask.UDF instance"):
         ltdask.lazy(ds, [ex.SumUDF(), object()])
-    with pytest.raises(UDFError, match="no UDFs to run"):
+    with pytest.raises(UDFError, match="empty list of UDFs - nothing to do!"):
         ltdask.lazy(ds, [])
 
 

@@ -154,6 +154,17 @@ def iter_results(dataset: DataSet, udfs: list[UDF] | UDF, roi=None):
 def iter_with_damage(dataset: DataSet, udfs: list[UDF] | UDF, roi=None):
     """Like `iter_results`, yielding ``(datasets, damage)``: damage is the flat boolean
     mask of the nav positions whose partitions are done."""
+    for make, damage in iter_steps(dataset, udfs, roi):
+        yield compute_datasets(make()), damage
+
+
+def iter_steps(dataset: DataSet, udfs: list[UDF] | UDF, roi=None, unprocessed: str = "fill"):
+    """Run `udfs` partition group by partition group, yielding ``(make, damage)``:
+    ``make()`` builds the lazy Datasets of what is done (``get_results`` runs then, on
+    numpy partials in memory), ``damage`` is the flat boolean nav mask of the positions
+    whose partitions are done. Nav positions not done yet hold fill values
+    (``unprocessed="fill"``) or the buffers' values after ``preprocess`` on the whole
+    dataset (``"initial"``, as LiberTEM shows them); their valid masks are False."""
     import dask
 
     if isinstance(udfs, UDF):
@@ -172,31 +183,40 @@ def iter_with_damage(dataset: DataSet, udfs: list[UDF] | UDF, roi=None):
         damage = np.zeros(dataset.num_frames, dtype=bool)
         for i, p in enumerate(run.partitions):
             damage[p.start : p.stop] = done[i]
-        yield compute_datasets(_partial_datasets(run, cells, done)), damage
+        snapshot = (cells.copy(), done.copy())
+        yield (lambda s=snapshot: _partial_datasets(run, *s, unprocessed)), damage
 
 
-def _partial_datasets(run: Run, cells: np.ndarray, done: np.ndarray):
-    """Datasets for the partitions done so far (others invalid)."""
+def _partial_datasets(run: Run, cells: np.ndarray, done: np.ndarray, unprocessed: str = "fill"):
+    """Datasets for the partitions done so far (others invalid and not merged)."""
     import dask.array as da
 
     partial = object.__new__(Run)
     partial.__dict__.update(run.__dict__)
+    partial.ready = done
+    starts = np.concatenate([[0], np.cumsum(run.counts)]).astype(int)
+    initial = (
+        [run.initial_state(u) for u in range(len(run.udfs))] if unprocessed == "initial" else None
+    )
     filled = np.empty(len(cells), dtype=object)
     for i in range(len(cells)):
         if done[i]:
             filled[i] = cells[i]
-        else:
-            # not processed yet: nav values are fill values (NaN for floats), as outside
-            # the ROI; their valid masks are False
-            filled[i] = [
-                {
-                    k: filled_buffer(s.shape(run.counts[i], run.sig_shape), s.dtype)
-                    if s.kind == "nav"
-                    else s.allocate(run.counts[i], run.sig_shape, k)
-                    for k, s in run._stored(u).items()
-                }
-                for u in range(len(run.udfs))
-            ]
+            continue
+        # not processed yet: fill values (or the initial values) at nav positions, with
+        # False valid masks; other buffers are not merged
+        parts = []
+        for u in range(len(run.udfs)):
+            part = {}
+            for k, s in run._stored(u).items():
+                if s.kind != "nav":
+                    part[k] = s.allocate(run.counts[i], run.sig_shape, k)
+                elif initial is not None:
+                    part[k] = initial[u][k][starts[i] : starts[i + 1]]
+                else:
+                    part[k] = filled_buffer(s.shape(run.counts[i], run.sig_shape), s.dtype)
+            parts.append(part)
+        filled[i] = parts
     wrapped = np.empty(len(cells), dtype=object)
     for i in range(len(cells)):
         box = np.empty(1, dtype=object)

@@ -264,8 +264,8 @@ class UDF:
         not merged at all: each partition's nav buffers are its part of the result.
         """
         for name in src:
-            dest_arr = dest[name]
-            src_arr = src[name]
+            dest_arr = getattr(dest, name)
+            src_arr = getattr(src, name)
             if not np.can_cast(src_arr.dtype, dest_arr.dtype, casting="safe"):
                 raise TypeError(
                     f"{type(self).__name__}: cannot merge buffer {name!r} of dtype "

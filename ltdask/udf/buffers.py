@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ltdask.exceptions import UDFError
+from ltdask.exceptions import UDFError, UseDiscouragedWarning, warn
 
 KINDS = ("nav", "sig", "single")
 USES = (None, "private", "result_only")
@@ -113,9 +113,13 @@ class Namespace:
     """Attribute access to named arrays: ``ns.name``, ``ns["name"]``; assignment to an
     existing name writes into the array (``dest.x = y`` is ``dest.x[...] = y``)."""
 
-    def __init__(self, arrays: dict | None = None, assign_in_place: bool = False):
+    def __init__(
+        self, arrays: dict | None = None, assign_in_place: bool = False, buffers: bool = False
+    ):
         object.__setattr__(self, "_arrays", dict(arrays or {}))
         object.__setattr__(self, "_in_place", assign_in_place)
+        #: result buffers: ``ns["name"]`` works, with LiberTEM's `UseDiscouragedWarning`
+        object.__setattr__(self, "_buffers", buffers)
 
     def __getattr__(self, name):
         # through __dict__: while unpickling, _arrays is not set yet and pickle asks for
@@ -133,6 +137,12 @@ class Namespace:
             self._arrays[name] = value
 
     def __getitem__(self, name):
+        if self._buffers:
+            warn(
+                f"dict-like access to buffers (['{name}']) is discouraged, as it can be "
+                f"confusing vs. attribute access; use .{name}",
+                UseDiscouragedWarning,
+            )
         return self._arrays[name]
 
     def __setitem__(self, name, value):
@@ -185,7 +195,7 @@ class ResultsNamespace(Namespace):
     """``self.results`` in ``get_results``: raw arrays by name, and `get_buffer`."""
 
     def __init__(self, arrays: dict, views: dict):
-        super().__init__(arrays)
+        super().__init__(arrays, buffers=True)
         object.__setattr__(self, "_views", views)
 
     def get_buffer(self, name) -> BufferView:

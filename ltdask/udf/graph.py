@@ -26,7 +26,7 @@ from dask.sizeof import sizeof
 
 from ltdask import _config
 from ltdask.common import Shape
-from ltdask.exceptions import MergeNotImplementedError, UDFError, warn
+from ltdask.exceptions import MergeNotImplementedError, UDFError, UndeclaredResultError, warn
 from ltdask.io.dataset import DataSet
 from ltdask.io.fileset import keeping_maps
 from ltdask.io.tiling import TilingPreferences, TilingScheme
@@ -211,7 +211,7 @@ class Run:
             udfs = [udfs]
         udfs = list(udfs)
         if not udfs:
-            raise UDFError("no UDFs to run")
+            raise UDFError("empty list of UDFs - nothing to do!")
         for u in udfs:
             if not isinstance(u, UDF):
                 raise UDFError(f"{u!r} is not an ltdask.UDF instance")
@@ -228,6 +228,8 @@ class Run:
         valid = dataset.valid_nav_mask().reshape(-1)
         self.valid_flat = valid if self.roi_flat is None else valid & self.roi_flat
 
+        #: partitions whose results exist (None: all); partial results merge only these
+        self.ready: np.ndarray | None = None
         self.mains = [self._main_instance(u) for u in udfs]
         for template, main in zip(udfs, self.mains, strict=True):
             template.meta = main.meta  # as LiberTEM: the instance given knows the run
@@ -284,6 +286,18 @@ class Run:
             for i in range(len(self.partitions))
         }
         return task_array(out, tasks, ((1,) * len(self.partitions),), bool, [self.cells])
+
+    def _to_merge(self) -> list[int]:
+        """The partitions a merge takes, in order: those with ROI frames (and results)."""
+        return [
+            i
+            for i in range(len(self.partitions))
+            if self.counts[i] and (self.ready is None or self.ready[i])
+        ]
+
+    def initial_state(self, u: int) -> dict[str, np.ndarray]:
+        """UDF `u`'s dataset-sized buffers after ``preprocess`` on them (numpy)."""
+        return _initial_state(self.udfs[u], self._meta_args(), self._stored(u))
 
     def _cell(self, i: int) -> TaskRef:
         return TaskRef((self.cells.name, i))
@@ -419,7 +433,7 @@ class Run:
         udf = self.udfs[u].copy()
         udf.meta = self._meta()
         arrays = {k: s.allocate(self.n_sel, self.sig_shape, k) for k, s in stored.items()}
-        udf.results = Namespace(arrays, assign_in_place=True)
+        udf.results = _preprocess_results(udf, arrays)
         udf.params = _main_params(udf, self)
         udf.task_data = Namespace({})
         if hasattr(udf, "preprocess"):
@@ -432,10 +446,9 @@ class Run:
         udf = self.mains[u]
         partials = {name: self._partials(u, name) for name in stored}
         ordered = OrderedDict()
-        for i, p in enumerate(self.partitions):
-            if self.counts[i]:  # as LiberTEM: partitions without ROI frames are not merged
-                key = p.slice(self.sig_shape).adjust_for_roi(self.roi_flat)
-                ordered[key] = Namespace({name: partials[name][i] for name in stored})
+        for i in self._to_merge():  # as LiberTEM: partitions without ROI frames are left out
+            key = self.partitions[i].slice(self.sig_shape).adjust_for_roi(self.roi_flat)
+            ordered[key] = Namespace({name: partials[name][i] for name in stored}, buffers=True)
         self._set_main_views(udf, u, None)
         merged = udf.merge_all(ordered) if ordered else {}
         if not isinstance(merged, dict):
@@ -463,7 +476,7 @@ class Run:
         """``merge_all`` in one task on the partial results as numpy arrays: for UDFs that
         say it works on numpy (``MERGE_ALL_ON_NUMPY``) and whose partials are small; a
         graph of two layers instead of dozens."""
-        todo = [i for i in range(len(self.partitions)) if self.counts[i]]
+        todo = self._to_merge()
         keys = [
             self.partitions[i].slice(self.sig_shape).adjust_for_roi(self.roi_flat) for i in todo
         ]
@@ -497,7 +510,7 @@ class Run:
             f"ltdask-merge-init-{u}-{self.token}", _initial_state, template, meta_args, stored
         )
         starts = np.concatenate([[0], np.cumsum(self.counts)]).astype(int)
-        todo = [i for i in range(len(self.partitions)) if self.counts[i]]
+        todo = self._to_merge()
         for k in range(0, len(todo), MERGE_GROUP):
             group = todo[k : k + MERGE_GROUP]
             bounds = [(int(starts[i]), int(starts[i + 1])) for i in group]
@@ -568,7 +581,10 @@ class Run:
         cls = type(udf).__name__
         for name in returned:
             if name not in specs:
-                raise UDFError(f"{cls}.get_results returned {name!r}, which is not declared")
+                raise UndeclaredResultError(
+                    f"{cls}.get_results returned {name!r}, which is not declared in "
+                    "get_result_buffers"
+                )
             if specs[name].use == "private":
                 raise UDFError(f"{cls}.get_results returned the private buffer {name!r}")
         out = {}
@@ -715,13 +731,23 @@ def _merge_udf(template: UDF, meta_args, valid_before: np.ndarray):
     return udf
 
 
+def _preprocess_results(udf: UDF, arrays: dict) -> Namespace:
+    """``self.results`` for ``preprocess`` on the main node: the buffers, and the
+    ``result_only`` ones as None (as in the partition tasks)."""
+    results = Namespace(arrays, assign_in_place=True, buffers=True)
+    for name, spec in declared_buffers(udf).items():
+        if spec.use == "result_only":
+            results._arrays[name] = None
+    return results
+
+
 def _initial_state(template, meta_args, stored) -> dict[str, np.ndarray]:
     """The dataset-sized buffers a `merge` chain starts from: zeros, then ``preprocess``
     with whole-dataset views (as on LiberTEM's main node)."""
     n_sel, sig_shape = meta_args[4], meta_args[5]
     udf = _merge_udf(template, meta_args, np.zeros(n_sel, dtype=bool))
     arrays = {k: s.allocate(n_sel, sig_shape, k) for k, s in stored.items()}
-    udf.results = Namespace(arrays, assign_in_place=True)
+    udf.results = _preprocess_results(udf, arrays)
     udf.params = _dataset_params(template, meta_args[0], meta_args[3])
     udf.task_data = Namespace({})
     if hasattr(udf, "preprocess"):
@@ -742,7 +768,10 @@ def _merge_group(state, template, u, meta_args, stored, bounds, *cells):
             name: state[name][start:stop] if spec.kind == "nav" else state[name]
             for name, spec in stored.items()
         }
-        udf.merge(Namespace(views, assign_in_place=True), Namespace(cell[0][u]))
+        udf.merge(
+            Namespace(views, assign_in_place=True, buffers=True),
+            Namespace(cell[0][u], buffers=True),
+        )
     return state
 
 
@@ -765,7 +794,7 @@ class _MergeAll:
         meta_args, stored, u = self.meta_args, self.stored, self.u
         udf = _merge_udf(self.template, meta_args, np.zeros(meta_args[4], dtype=bool))
         ordered = OrderedDict(
-            (key, Namespace({name: cell[0][u][name] for name in stored}))
+            (key, Namespace({name: cell[0][u][name] for name in stored}, buffers=True))
             for key, cell in zip(self.keys, cells, strict=True)
         )
         merged = udf.merge_all(ordered) if ordered else {}

@@ -90,7 +90,11 @@ class _Bound:
         self._sig_cache: dict = {}
         self._nav_names = [k for k, sp in self.specs.items() if sp.kind == "nav"]
         self._other_names = [k for k, sp in self.specs.items() if sp.kind != "nav"]
-        self._results = Namespace({}, assign_in_place=True)
+        self._results = Namespace({}, assign_in_place=True, buffers=True)
+        # result_only buffers are there while processing, as None (LiberTEM: placeholders)
+        self._results._arrays.update(
+            (k, None) for k, s in declared_buffers(udf).items() if s.use == "result_only"
+        )
         self._params = Namespace(dict(template._kwargs))
         self.flat = self.method is UDFMethod.TILE and hasattr(udf, "process_flat_tile")
         #: whether the run's shared tile statistics feed it (set once the run's UDFs are known)

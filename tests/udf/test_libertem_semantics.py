@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pickle
 
+import dask
 import numpy as np
 import pytest
 
@@ -190,3 +191,137 @@ def test_aux_data_views_like_libertem(small_partitions):
 def test_aux_data_with_one_value_per_frame_is_flat():
     aux = UDF.aux_data(np.arange(6.0).reshape(2, 3, 1), kind="nav", extra_shape=(1,))
     assert AuxShapes(aux=aux, log=[]).params.aux.shape == (6,)
+
+
+# -- 1., 2. and 9. partial results, damage and result objects of Context ------------------------
+def _steps(ds, udfs, roi=None):
+    with dask.config.set({"ltdask.partition-bytes": 3 * 4 * 4 * 5, "ltdask.min-partitions": 1}):
+        return list(Context.make_with("inline").run_udf_iter(dataset=ds, udf=udfs, roi=roi))
+
+
+@pytest.fixture
+def raw_ds(data, tmp_path):
+    data.tofile(tmp_path / "scan.raw")
+    return ltdask.open_raw(tmp_path / "scan.raw", nav_shape=(4, 6), sig_shape=(5, 3), dtype="f4")
+
+
+def test_partial_results_show_initial_values_and_damage(data, raw_ds):
+    ds = raw_ds
+    roi = np.zeros(ds.nav_shape, bool)
+    roi[1:3, 2:5] = True
+    roi[0, 0] = True
+    steps = _steps(ds, [SumSigUDF(), RunningMax(log=[])], roi=roi)
+    assert len(steps) > 2
+    expected = data.sum(axis=(2, 3))
+    for step in steps:
+        damage = step.damage
+        assert damage.data.shape == ds.nav_shape and damage.data.dtype == bool
+        assert not damage.data[~roi].any()
+        np.testing.assert_array_equal(damage.raw_data, damage.data[roi])
+        sumsig, running = step.buffers
+        frames = sumsig["intensity"]
+        done = damage.data
+        np.testing.assert_array_equal(frames.valid_mask, done)
+        np.testing.assert_allclose(frames.data[done], expected[done], rtol=1e-6)
+        # in the ROI and not processed yet: the buffer's start value (0), not NaN
+        assert (frames.data[roi & ~done] == 0).all()
+        assert np.isnan(frames.data[~roi]).all()
+        # a merged UDF: not-yet-merged positions keep what preprocess set (-inf)
+        assert (running["frame_max"].data[roi & ~done] == -np.inf).all()
+    assert steps[-1].damage.data[roi].all()
+
+
+class CountsGetResults(UDF):
+    def __init__(self, log=None):
+        super().__init__(log=log)
+
+    def get_result_buffers(self):
+        return {"x": self.buffer(kind="nav")}
+
+    def process_frame(self, frame):
+        self.results.x[:] = 1
+
+    def get_results(self):
+        self.params.log.append(1)
+        return {}
+
+
+def test_get_results_runs_when_buffers_are_read(raw_ds):
+    ds = raw_ds
+    log: list = []
+    steps = _steps(ds, [CountsGetResults(log=log)])
+    assert len(steps) > 1 and log == []
+    steps[-1].buffers  # noqa: B018
+    steps[-1].buffers  # noqa: B018
+    assert log == [1]
+
+
+def test_result_buffer_api(data, ds):
+    ctx = Context.make_with("inline")
+    roi = np.zeros(ds.nav_shape, bool)
+    roi[1:3, 2:5] = True
+    frames, total = ctx.run_udf(dataset=ds, udf=[SumSigUDF(), SumUDF()], roi=roi)
+    res = frames["intensity"]
+    assert res.kind == "nav" and res.extra_shape == () and res.dtype == np.float32
+    assert res.shape == (6,) == res.raw_data.shape  # the buffer: flat, ROI-compressed
+    assert res.valid_slice_bounding == (slice(1, 3), slice(2, 5))
+    np.testing.assert_allclose(
+        res.raw_masked_data.compressed(), data[roi].sum(axis=(1, 2)), rtol=1e-5
+    )
+    np.testing.assert_array_equal(res.masked_data.mask, ~roi)
+    assert total["intensity"].shape == (5, 3) and total["intensity"].kind == "sig"
+    assert total["intensity"].valid_slice_bounding == (slice(0, 5), slice(0, 3))
+    full = ctx.run_udf(dataset=ds, udf=SumSigUDF())["intensity"]
+    assert full.shape == (24,)
+    empty = ctx.run_udf(dataset=ds, udf=SumSigUDF(), roi=np.zeros(ds.nav_shape, bool))
+    assert empty["intensity"].shape == (0,)
+    assert empty["intensity"].valid_slice_bounding == (slice(4, 1), slice(6, 1))
+
+
+class DictAccess(UDF):
+    def get_result_buffers(self):
+        return {
+            "x": self.buffer(kind="nav"),
+            "later": self.buffer(kind="nav", use="result_only"),
+            "n": self.buffer(kind="single"),
+        }
+
+    def preprocess(self):
+        # result_only buffers are there while processing, with no value
+        assert "later" in self.results and self.results.later is None
+
+    def process_frame(self, frame):
+        self.results["x"][:] = frame.sum()
+
+    def merge(self, dest, src):
+        dest.x[:] = src["x"]
+        dest.n[:] += 1
+
+    def get_results(self):
+        return {"later": self.results.x * 2}
+
+
+def test_dict_style_buffer_access_warns(ds, data):
+    from ltdask import UseDiscouragedWarning
+
+    with pytest.warns(UseDiscouragedWarning, match=r"dict-like access to buffers \(\['x'\]\)"):
+        res = DictAccess().compute(ds)
+    np.testing.assert_allclose(res["later"].values, 2 * data.sum(axis=(2, 3)), rtol=1e-6)
+
+
+class ReturnsUndeclared(UDF):
+    def get_result_buffers(self):
+        return {"x": self.buffer(kind="nav")}
+
+    def process_frame(self, frame):
+        pass
+
+    def get_results(self):
+        return {"zzz": self.results.x}
+
+
+def test_undeclared_result_and_empty_run_errors(ds):
+    with pytest.raises(KeyError, match="'zzz', which is not declared"):
+        ReturnsUndeclared().compute(ds)
+    with pytest.raises(ValueError, match="empty list of UDFs - nothing to do!"):
+        Context.make_with("inline").run_udf(dataset=ds, udf=[])
