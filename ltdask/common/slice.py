@@ -86,6 +86,17 @@ class Slice:
         nd = self.shape.nav_dims
         return Slice(self.origin[nd:], self.shape.sig)
 
+    @property
+    def sig(self) -> Slice:
+        """The signal part of this slice (LiberTEM's ``Slice.sig``)."""
+        return self.sig_part()
+
+    @property
+    def nav(self) -> Slice:
+        """The nav part of this slice, with no sig dims (LiberTEM's ``Slice.nav``)."""
+        nd = self.shape.nav_dims
+        return Slice(self.origin[:nd], self.shape.nav)
+
     def subslices(self, shape: Sequence[int]) -> Iterator[Slice]:
         """Cut this slice into boxes of `shape` (smaller at the far borders), C order."""
         shape = tuple(int(s) for s in shape)

@@ -179,3 +179,16 @@ def test_sig_part_and_full():
 def test_origin_length_must_match():
     with pytest.raises(ValueError, match="differ in length"):
         Slice((0, 0), Shape((1, 2, 3), sig_dims=1))
+
+
+@given(slices())
+def test_nav_and_sig_parts(sl):
+    """``Slice.nav`` / ``Slice.sig`` (LiberTEM's names) cut the same box as the whole."""
+    nav, sig = sl.nav, sl.sig
+    assert nav.shape.sig_dims == 0 and sig.shape.sig_dims == sl.shape.sig_dims
+    assert nav.origin + sig.origin == sl.origin
+    assert tuple(nav.shape) + tuple(sig.shape) == tuple(sl.shape)
+    whole = mask_of(sl, SPACE[: len(sl.shape)])
+    nd = len(nav.shape)
+    parts = np.multiply.outer(mask_of(nav, SPACE[:nd]), mask_of(sig, SPACE[nd : len(sl.shape)]))
+    np.testing.assert_array_equal(whole, parts)
