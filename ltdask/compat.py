@@ -15,6 +15,7 @@ Only the imports of a LiberTEM script change::
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 
@@ -22,8 +23,8 @@ import dask
 import numpy as np
 
 import ltdask
-from ltdask.exceptions import DataSetError, LtdaskError
-from ltdask.udf.api import compute, compute_datasets, iter_steps
+from ltdask.exceptions import DataSetError, LtdaskError, warn
+from ltdask.udf.api import compute, compute_datasets, initial_datasets, iter_steps
 from ltdask.udf.base import UDF
 from ltdask.udf.builtin.pick import AutoUDF
 from ltdask.udf.graph import normalize_roi
@@ -174,7 +175,7 @@ _EXECUTORS = {
 }
 
 
-def _check_run_arguments(where: str, corrections, backends, plots) -> None:
+def _check_run_arguments(where: str, corrections, backends) -> None:
     if corrections is not None:
         _refuse(
             where,
@@ -191,8 +192,6 @@ def _check_run_arguments(where: str, corrections, backends, plots) -> None:
                 backends,
                 "UDFs run on numpy arrays only for now; include 'numpy' or leave backends out",
             )
-    if plots not in (None, False):
-        _refuse(where, "plots", plots, "no live plots yet; plot the results after the run")
 
 
 class Context:
@@ -218,8 +217,12 @@ class Context:
                 "work runs on the active dask scheduler; use Context() or "
                 "Context.make_with('inline' | 'threads' | 'dask', cpus=N)",
             )
-        if plot_class is not None:
-            _refuse("Context", "plot_class", plot_class, "no live plots yet")
+        if plot_class is None:
+            from ltdask.viz import MPLLive2DPlot
+
+            plot_class = MPLLive2DPlot
+        #: the class of the live plots of ``run_udf(..., plots=True)`` (see `ltdask.viz`)
+        self.plot_class = plot_class
         self.executor = executor
         self._config: dict = {}
         if executor is not None:
@@ -310,13 +313,24 @@ class Context:
         """Run one UDF (→ dict of results) or a list of UDFs (→ tuple of dicts).
 
         With ``sync=False``, returns an awaitable of the same (the run goes on in a thread).
-        ``corrections``, ``plots`` and backends other than numpy are refused, not ignored.
+        ``plots``: True (every 2-D result of every UDF), a list per UDF of channels (buffer
+        names, ``(name, function)`` pairs or functions) or a list of plot objects; they are
+        updated as partitions finish (see `ltdask.viz`). ``corrections`` and backends other
+        than numpy are refused, not ignored.
         """
-        _check_run_arguments("Context.run_udf", corrections, backends, plots)
-        run = functools.partial(self._run_udf, dataset, udf, roi, progress)
+        _check_run_arguments("Context.run_udf", corrections, backends)
+        if plots:
+            run = functools.partial(self._run_udf_plotted, dataset, udf, roi, plots)
+        else:
+            run = functools.partial(self._run_udf, dataset, udf, roi, progress)
         if not sync:
             return _in_thread(run)
         return run()
+
+    def _run_udf_plotted(self, dataset, udf, roi, plots):
+        (last,) = collections.deque(self._run_udf_iter(dataset, udf, roi, plots), maxlen=1)
+        out = last.buffers
+        return out if isinstance(udf, (list, tuple)) else out[0]
 
     def _run_udf(self, dataset, udf, roi, progress):
         udfs = list(udf) if isinstance(udf, (list, tuple)) else [udf]
@@ -337,14 +351,18 @@ class Context:
         plots=None,
         sync: bool = True,
     ):
-        """Yield `UDFResults` as partitions finish; with ``sync=False`` an async iterator."""
-        _check_run_arguments("Context.run_udf_iter", corrections, backends, plots)
-        steps = self._run_udf_iter(dataset, udf, roi)
+        """Yield `UDFResults` as partitions finish; with ``sync=False`` an async iterator.
+        ``plots`` as in :meth:`run_udf`."""
+        _check_run_arguments("Context.run_udf_iter", corrections, backends)
+        steps = self._run_udf_iter(dataset, udf, roi, plots)
         return steps if sync else _async_steps(steps)
 
-    def _run_udf_iter(self, dataset, udf, roi):
+    def _run_udf_iter(self, dataset, udf, roi, plots=None):
         udfs = list(udf) if isinstance(udf, (list, tuple)) else [udf]
         roi_flat = normalize_roi(roi, dataset)
+        if plots:
+            with self._scheduler():
+                plots = self._prepare_plots(udfs, dataset, roi_flat, plots)
 
         def buffers(make):
             with self._scheduler():
@@ -355,9 +373,61 @@ class Context:
 
         with self._scheduler():
             steps = iter_steps(dataset, udfs, roi=roi_flat, unprocessed="initial")
+            step = None
             for make, damage in steps:
-                damage = Damage(damage, dataset.nav_shape, roi_flat)
-                yield UDFResults(functools.partial(buffers, make), damage)
+                step = UDFResults(
+                    functools.partial(buffers, make), Damage(damage, dataset.nav_shape, roi_flat)
+                )
+                if plots:
+                    _update_plots(plots, udfs, step, force=False)
+                yield step
+            if plots and step is not None:
+                _update_plots(plots, udfs, step, force=True)
+
+    def _prepare_plots(self, udfs, dataset, roi_flat, plots) -> list:
+        """LiberTEM's three forms of ``plots``: True, channels per UDF, plot objects."""
+        if plots is True:
+            channels = None
+        elif isinstance(plots, (list, tuple)) and all(
+            isinstance(p, (list, tuple))
+            and all(isinstance(c, (str, list, tuple)) or callable(c) for c in p)
+            for p in plots
+        ):
+            channels = plots
+        else:
+            return list(plots)
+        before = dry_run(dataset, udfs, roi_flat)
+        if channels is None:
+            from ltdask.viz import plottable_channels
+
+            channels = [plottable_channels(b) for b in before.buffers]
+            for udf, chans in zip(udfs, channels, strict=True):
+                if not chans:
+                    warn(
+                        f"No plottable channels found for {type(udf).__name__}, not plotting",
+                        UserWarning,
+                    )
+        out = []
+        for u, (udf, chans) in enumerate(zip(udfs, channels, strict=True)):
+            for channel in chans:
+                plot = self.plot_class(
+                    dataset,
+                    udf=udf,
+                    roi=roi_flat,
+                    channel=channel,
+                    udfresult=UDFResults((before.buffers[u],), before.damage),
+                )
+                plot.display()
+                out.append(plot)
+        return out
+
+    def display(self, dataset, udf, roi=None):
+        """What `udf` would give on `dataset`: its result buffers (name, kind, extra shape,
+        shape, dtype), as an object that notebooks show as a table."""
+        roi_flat = normalize_roi(roi, dataset)
+        with self._scheduler():
+            buffers = dry_run(dataset, [udf], roi_flat).buffers[0]
+        return UDFInfo(type(udf).__name__, buffers)
 
     def map(self, dataset, f, roi=None, progress: bool = False, corrections=None, backends=None):
         """``f(frame)`` for every frame: the ``result`` buffer of an `AutoUDF`."""
@@ -379,6 +449,55 @@ class Context:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _update_plots(plots, udfs, step, force: bool):
+    damage = step.damage.data
+    for plot in plots:
+        index = next(i for i, u in enumerate(udfs) if u is plot.get_udf())
+        plot.new_data(step.buffers[index], damage, force=force)
+
+
+def dry_run(dataset, udfs, roi=None) -> UDFResults:
+    """The results of `udfs` before any partition is processed (their buffers after
+    ``preprocess``), as a `UDFResults` step: shapes and dtypes of what a run gives."""
+    roi_flat = normalize_roi(roi, dataset)
+    results = compute_datasets(initial_datasets(dataset, udfs, roi_flat))
+    buffers = tuple(_buffers(r, u, dataset, roi_flat) for r, u in zip(results, udfs, strict=True))
+    return UDFResults(
+        buffers, Damage(np.zeros(dataset.num_frames, bool), dataset.nav_shape, roi_flat)
+    )
+
+
+class UDFInfo:
+    """A UDF's result buffers on a dataset (from :meth:`Context.display`)."""
+
+    def __init__(self, title: str, buffers: dict):
+        self.title = title
+        self.buffers = buffers
+
+    def rows(self) -> list[tuple]:
+        return [(name, b.kind, b.extra_shape, b.shape, b.dtype) for name, b in self.buffers.items()]
+
+    def __repr__(self) -> str:
+        lines = [self.title] + [
+            f"  {n}: kind={k}, extra_shape={e}, shape={s}, dtype={d}"
+            for n, k, e, s, d in self.rows()
+        ]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        import html
+
+        cells = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
+            for row in self.rows()
+        )
+        head = "".join(f"<th>{h}</th>" for h in ("name", "kind", "extra_shape", "shape", "dtype"))
+        return (
+            f"<h4>{html.escape(self.title)}</h4><table><thead><tr>{head}</tr></thead>"
+            f"<tbody>{cells}</tbody></table>"
+        )
 
 
 async def _in_thread(fn):

@@ -49,8 +49,6 @@ def test_load_and_run_like_libertem(tmp_path, data, ctx):
 REFUSED = [
     pytest.param(dict(corrections=object()), "corrections=", id="corrections"),
     pytest.param(dict(backends=("cupy",)), r"backends=\('cupy',\)", id="backends-cupy"),
-    pytest.param(dict(plots=True), "plots=True", id="plots"),
-    pytest.param(dict(plots=[["intensity"]]), r"plots=\[\['intensity'\]\]", id="plots-list"),
 ]
 
 
@@ -151,6 +149,4 @@ def test_make_with_refuses_what_it_cannot_do():
         Context.make_with("threads", cpus=0)
     with pytest.raises(UnsupportedError, match=r"Context: executor=<object .*> is not supported"):
         Context(executor=object())
-    with pytest.raises(UnsupportedError, match=r"Context: plot_class=.* is not supported"):
-        Context(plot_class=object)
     assert Context.make_with("dask", gpus=[]).executor == "dask"

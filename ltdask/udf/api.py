@@ -187,6 +187,14 @@ def iter_steps(dataset: DataSet, udfs: list[UDF] | UDF, roi=None, unprocessed: s
         yield (lambda s=snapshot: _partial_datasets(run, *s, unprocessed)), damage
 
 
+def initial_datasets(dataset: DataSet, udfs: list[UDF], roi=None) -> list:
+    """Lazy Datasets of `udfs` as before any partition is processed: nav values as after
+    ``preprocess`` on the whole dataset, all invalid (a "dry run": shapes and dtypes)."""
+    run = Run(dataset, list(udfs), roi)
+    n = len(run.partitions)
+    return _partial_datasets(run, np.empty(n, dtype=object), np.zeros(n, bool), "initial")
+
+
 def _partial_datasets(run: Run, cells: np.ndarray, done: np.ndarray, unprocessed: str = "fill"):
     """Datasets for the partitions done so far (others invalid and not merged)."""
     import dask.array as da

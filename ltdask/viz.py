@@ -1,0 +1,176 @@
+"""Live plots of UDF results while a run goes on, with LiberTEM's plot interface.
+
+``Context.run_udf(..., plots=True)`` (see :mod:`ltdask.compat`) makes one plot per 2-D
+result buffer of each UDF and feeds it the partial results as partitions finish. A plot
+class takes ``(dataset, udf, roi=None, channel=None, title=None, min_delta=..., udfresult=
+None)`` and implements :meth:`Live2DPlot.display` and :meth:`Live2DPlot.update`; the channel
+is a buffer name, a ``(name, function)`` pair, or a function of ``(buffers, damage)``.
+`MPLLive2DPlot` draws with matplotlib (imported when a plot is made, never by ``import
+ltdask``); `Dummy2DPlot` draws nothing (for scripts and tests without a screen).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+
+def plottable_channels(buffers: dict) -> list[str]:
+    """The names of the result buffers whose data is 2-D once axes of size 1 are dropped."""
+    return [name for name, buf in buffers.items() if np.asarray(buf.data).squeeze().ndim == 2]
+
+
+class Live2DPlot:
+    """A plot of one channel of one UDF's results, updated as partitions finish.
+
+    Parameters
+    ----------
+    dataset
+        The dataset the UDF runs on.
+    udf
+        The UDF instance given to the run.
+    roi
+        The run's region of interest.
+    channel
+        None (the first 2-D buffer), a buffer name, ``(name, function)`` (the function maps
+        the buffer's data to a 2-D array) or ``function(buffers, damage) -> (data, damage)``.
+    title
+        By default the UDF's class name and the channel.
+    min_delta
+        Seconds between two updates at least (except the last one).
+    udfresult
+        The results before the run (`ltdask.compat.UDFResults` with one UDF); made from the
+        UDF's buffers after ``preprocess`` if not given.
+    """
+
+    def __init__(
+        self, dataset, udf, roi=None, channel=None, title=None, min_delta=0.0, udfresult=None
+    ):
+        if udfresult is None:
+            from ltdask.compat import dry_run
+
+            udfresult = dry_run(dataset, [udf], roi)
+        buffers = udfresult.buffers[0]
+        eligible = plottable_channels(buffers)
+        self._extract = None
+        if channel is None:
+            if not eligible:
+                raise ValueError(f"No plottable 2D channel found for {type(udf).__name__}")
+            channel = label = eligible[0]
+        elif callable(channel):
+            self._extract, label, channel = channel, channel.__name__, None
+        elif isinstance(channel, (tuple, list)):
+            name, func = channel
+            if name not in buffers:
+                raise ValueError(f"channel {name} not found, have: {list(buffers)}")
+            nav = buffers[name].kind == "nav"
+
+            def extract(results, damage, name=name, func=func, nav=nav):
+                return func(results[name].data), (damage if nav else True)
+
+            self._extract, label, channel = extract, f"{func.__name__}({name})", name
+        else:
+            if channel not in eligible:
+                raise ValueError(
+                    f"channel {channel} not found or not plottable, have: {eligible!r}"
+                )
+            label = channel
+        self.channel = channel
+        self.title = f"{type(udf).__name__}: {label}" if title is None else title
+        self.udf = udf
+        self.min_delta = min_delta
+        self.last_update = 0.0
+        self.data, _ = self.extract(buffers, udfresult.damage)
+
+    def get_udf(self):
+        """The UDF instance this plot belongs to."""
+        return self.udf
+
+    def extract(self, udf_results: dict, damage):
+        """``(data, damage)`` to plot from one UDF's (partial) results."""
+        if self._extract is not None:
+            return self._extract(udf_results, damage)
+        buffer = udf_results[self.channel]
+        return buffer.masked_data.squeeze(), np.asarray(buffer.valid_mask).squeeze()
+
+    def new_data(self, udf_results: dict, damage, force: bool = False):
+        """Take the results of a step; updates the plot unless the last update is more
+        recent than ``min_delta`` (or `force`)."""
+        now = time.monotonic()
+        if not force and now - self.last_update < self.min_delta:
+            return
+        self.data, damage = self.extract(udf_results, damage)
+        finite = np.isfinite(np.ma.filled(np.asarray(self.data, dtype=float), np.nan))
+        if hasattr(damage, "shape"):
+            damage = np.asarray(damage)
+            extra = tuple(range(damage.ndim, finite.ndim))
+            if extra:  # e.g. RGB channels
+                finite = finite.all(axis=extra)
+        self.update(damage & finite, force=force)
+        self.last_update = time.monotonic()
+
+    def update(self, damage, force=False):
+        """Redraw from ``self.data``; `damage` marks its finite, processed positions."""
+        raise NotImplementedError
+
+    def display(self):
+        """Show the plot."""
+        raise NotImplementedError
+
+
+class Dummy2DPlot(Live2DPlot):
+    """A plot that shows nothing: for batch runs and tests."""
+
+    def update(self, damage, force=False):
+        pass
+
+    def display(self):
+        pass
+
+
+class MPLLive2DPlot(Live2DPlot):
+    """A live matplotlib image of the channel, its colour range from the processed part.
+
+    Keyword arguments beyond `Live2DPlot`'s go to ``imshow``.
+    """
+
+    def __init__(
+        self,
+        dataset,
+        udf,
+        roi=None,
+        channel=None,
+        title=None,
+        min_delta=0.5,
+        udfresult=None,
+        **kwargs,
+    ):
+        super().__init__(dataset, udf, roi, channel, title, min_delta, udfresult)
+        self.kwargs = kwargs
+        self.fig = self.axes = self.im_obj = None
+
+    def display(self):
+        try:
+            import matplotlib.pyplot as plt
+        except ImportError:
+            raise ImportError(
+                "live plots need matplotlib: pip install matplotlib (or pass "
+                "plot_class=ltdask.viz.Dummy2DPlot)"
+            ) from None
+        self.fig, self.axes = plt.subplots()
+        self.im_obj = self.axes.imshow(np.ma.filled(self.data, np.nan), **self.kwargs)
+        self.axes.set_title(self.title)
+        self.fig.colorbar(self.im_obj, ax=self.axes)
+
+    def update(self, damage, force=False):
+        if self.im_obj is None:
+            return
+        data = np.ma.filled(np.asarray(self.data, dtype=float), np.nan)
+        self.im_obj.set_data(data)
+        shown = data[damage] if np.ndim(damage) else data[np.isfinite(data)]
+        if shown.size:
+            low, high = float(np.nanmin(shown)), float(np.nanmax(shown))
+            self.im_obj.set_clim(low, high if high > low else np.nextafter(low, np.inf))
+        self.fig.canvas.draw_idle()
+        self.fig.canvas.flush_events()
