@@ -24,7 +24,13 @@ import numpy as np
 
 import ltdask
 from ltdask.exceptions import DataSetError, LtdaskError, warn
-from ltdask.udf.api import compute, compute_datasets, initial_datasets, iter_steps
+from ltdask.udf.api import (
+    RunControl,
+    compute,
+    compute_datasets,
+    initial_datasets,
+    iter_steps,
+)
 from ltdask.udf.base import UDF
 from ltdask.udf.builtin.pick import AutoUDF
 from ltdask.udf.graph import normalize_roi
@@ -354,10 +360,11 @@ class Context:
         """Yield `UDFResults` as partitions finish; with ``sync=False`` an async iterator.
         ``plots`` as in :meth:`run_udf`."""
         _check_run_arguments("Context.run_udf_iter", corrections, backends)
-        steps = self._run_udf_iter(dataset, udf, roi, plots)
+        control = RunControl()
+        steps = ResultGenerator(self._run_udf_iter(dataset, udf, roi, plots, control), control)
         return steps if sync else _async_steps(steps)
 
-    def _run_udf_iter(self, dataset, udf, roi, plots=None):
+    def _run_udf_iter(self, dataset, udf, roi, plots=None, control=None):
         udfs = list(udf) if isinstance(udf, (list, tuple)) else [udf]
         roi_flat = normalize_roi(roi, dataset)
         if plots:
@@ -372,7 +379,7 @@ class Context:
             )
 
         with self._scheduler():
-            steps = iter_steps(dataset, udfs, roi=roi_flat, unprocessed="initial")
+            steps = iter_steps(dataset, udfs, roi=roi_flat, unprocessed="initial", control=control)
             step = None
             for make, damage in steps:
                 step = UDFResults(
@@ -449,6 +456,29 @@ class Context:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class ResultGenerator:
+    """The steps of :meth:`Context.run_udf_iter`; between two steps,
+    :meth:`update_parameters_experimental` changes the UDFs' parameters for the partitions
+    still to come."""
+
+    def __init__(self, steps, control: RunControl):
+        self._steps = steps
+        self._control = control
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> UDFResults:
+        return next(self._steps)
+
+    def close(self):
+        self._steps.close()
+
+    def update_parameters_experimental(self, parameters: list[dict]) -> None:
+        """One dict per UDF of the parameters to change (LiberTEM's experimental API)."""
+        self._control.update_parameters(parameters)
 
 
 def _update_plots(plots, udfs, step, force: bool):

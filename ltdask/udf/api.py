@@ -6,6 +6,7 @@ import numpy as np
 
 import ltdask
 from ltdask._progress import compute as run_compute
+from ltdask.exceptions import UDFError
 from ltdask.io.dataset import DataSet
 from ltdask.udf.base import UDF
 from ltdask.udf.buffers import filled as filled_buffer
@@ -158,13 +159,32 @@ def iter_with_damage(dataset: DataSet, udfs: list[UDF] | UDF, roi=None):
         yield compute_datasets(make()), damage
 
 
-def iter_steps(dataset: DataSet, udfs: list[UDF] | UDF, roi=None, unprocessed: str = "fill"):
+class RunControl:
+    """Changes to a run that `iter_steps` makes between two steps."""
+
+    def __init__(self):
+        self.parameters: list[dict] | None = None
+
+    def update_parameters(self, parameters: list[dict]) -> None:
+        """New parameters (one dict per UDF, the keywords to change) for the partitions
+        that are not processed yet (LiberTEM's ``update_parameters_experimental``)."""
+        self.parameters = [dict(p) for p in parameters]
+
+
+def iter_steps(
+    dataset: DataSet,
+    udfs: list[UDF] | UDF,
+    roi=None,
+    unprocessed: str = "fill",
+    control: RunControl | None = None,
+):
     """Run `udfs` partition group by partition group, yielding ``(make, damage)``:
     ``make()`` builds the lazy Datasets of what is done (``get_results`` runs then, on
     numpy partials in memory), ``damage`` is the flat boolean nav mask of the positions
     whose partitions are done. Nav positions not done yet hold fill values
     (``unprocessed="fill"``) or the buffers' values after ``preprocess`` on the whole
-    dataset (``"initial"``, as LiberTEM shows them); their valid masks are False."""
+    dataset (``"initial"``, as LiberTEM shows them); their valid masks are False.
+    Parameters given to `control` between steps apply to the partitions after them."""
     import dask
 
     if isinstance(udfs, UDF):
@@ -175,6 +195,18 @@ def iter_steps(dataset: DataSet, udfs: list[UDF] | UDF, roi=None, unprocessed: s
     done = np.zeros(n, dtype=bool)
     cells = np.empty(n, dtype=object)
     for first in range(0, n, step):
+        if control is not None and control.parameters is not None:
+            if len(control.parameters) != len(run.udfs):
+                raise UDFError(
+                    f"update_parameters: {len(control.parameters)} dicts of parameters for "
+                    f"{len(run.udfs)} UDFs; give one dict per UDF"
+                )
+            changed = [
+                type(u)(**{**u._kwargs, **p})
+                for u, p in zip(run.udfs, control.parameters, strict=True)
+            ]
+            control.parameters = None
+            run = Run(dataset, changed, run.roi_flat)
         idx = list(range(first, min(n, first + step)))
         computed = dask.compute(*[run.cells.blocks[i] for i in idx])
         for i, c in zip(idx, computed, strict=True):
@@ -184,7 +216,7 @@ def iter_steps(dataset: DataSet, udfs: list[UDF] | UDF, roi=None, unprocessed: s
         for i, p in enumerate(run.partitions):
             damage[p.start : p.stop] = done[i]
         snapshot = (cells.copy(), done.copy())
-        yield (lambda s=snapshot: _partial_datasets(run, *s, unprocessed)), damage
+        yield (lambda s=snapshot, r=run: _partial_datasets(r, *s, unprocessed)), damage
 
 
 def initial_datasets(dataset: DataSet, udfs: list[UDF], roi=None) -> list:

@@ -325,3 +325,41 @@ def test_undeclared_result_and_empty_run_errors(ds):
         ReturnsUndeclared().compute(ds)
     with pytest.raises(ValueError, match="empty list of UDFs - nothing to do!"):
         Context.make_with("inline").run_udf(dataset=ds, udf=[])
+
+
+# -- 9. parameters changed during run_udf_iter --------------------------------------------------
+class Scaled(UDF):
+    def __init__(self, factor=1.0):
+        super().__init__(factor=factor)
+
+    def get_result_buffers(self):
+        return {"x": self.buffer(kind="nav"), "total": self.buffer(kind="single")}
+
+    def process_frame(self, frame):
+        self.results.x[:] = self.params.factor
+        self.results.total[:] += self.params.factor
+
+    def merge(self, dest, src):
+        dest.x[:] = src.x
+        dest.total[:] += src.total
+
+
+def test_update_parameters_between_steps(raw_ds):
+    ds = raw_ds
+    with dask.config.set({"ltdask.partition-bytes": 3 * 4 * 4 * 5, "ltdask.min-partitions": 1}):
+        steps = Context.make_with("inline").run_udf_iter(dataset=ds, udf=Scaled(factor=1.0))
+        first = next(steps)
+        steps.update_parameters_experimental([{"factor": 5.0}])
+        last = first
+        for last in steps:
+            pass
+    done_first = first.damage.data.reshape(-1)
+    x = last.buffers[0]["x"].data.reshape(-1)
+    np.testing.assert_array_equal(x[done_first], 1.0)
+    np.testing.assert_array_equal(x[~done_first], 5.0)
+    assert last.buffers[0]["total"].data[0] == done_first.sum() + 5 * (~done_first).sum()
+    with pytest.raises(ValueError, match="2 dicts of parameters for 1 UDFs"):
+        steps = Context.make_with("inline").run_udf_iter(dataset=ds, udf=Scaled())
+        next(steps)
+        steps.update_parameters_experimental([{}, {}])
+        list(steps)
