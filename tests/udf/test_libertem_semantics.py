@@ -350,9 +350,7 @@ def test_update_parameters_between_steps(raw_ds):
         steps = Context.make_with("inline").run_udf_iter(dataset=ds, udf=Scaled(factor=1.0))
         first = next(steps)
         steps.update_parameters_experimental([{"factor": 5.0}])
-        last = first
-        for last in steps:
-            pass
+        *_, last = [first, *steps]
     done_first = first.damage.data.reshape(-1)
     x = last.buffers[0]["x"].data.reshape(-1)
     np.testing.assert_array_equal(x[done_first], 1.0)
