@@ -1051,10 +1051,9 @@ ROI_CASES = [
                  id="roi-transposed"),
     pytest.param(np.ones(23, bool), r"roi of shape \(23,\).*24", id="roi-flat-too-short"),
     pytest.param(np.ones((4, 6, 1), bool), r"roi of shape \(4, 6, 1\)", id="roi-3d"),
-    pytest.param(np.ones((4, 6), np.int64), r"dtype int64", id="roi-int"),
-    pytest.param(np.ones((4, 6), np.float32), r"dtype float32", id="roi-float"),
-    pytest.param(np.full((4, 6), np.nan), r"dtype float64", id="roi-nan"),
-    pytest.param("all", r"dtype <U3", id="roi-string"),
+    pytest.param(np.full((4, 6), "a"), r"roi must be a boolean \(or numeric\) array, got dtype <U1",
+                 id="roi-strings"),
+    pytest.param("all", r"roi of shape \(\) does not fit", id="roi-string"),
     pytest.param(np.ones((), bool), r"roi of shape \(\)", id="roi-scalar"),
 ]  # fmt: skip
 
@@ -1070,6 +1069,19 @@ def test_roi(request, small_ds, roi, match, run):
         return list(ltdask.iter(small_ds, [SumUDF()], roi=roi))
 
     expect(request, UDFError, match, go)
+
+
+@pytest.mark.parametrize(
+    "roi",
+    [np.ones((4, 6), np.int64), np.ones((4, 6), np.float32), np.full((4, 6), np.nan)],
+    ids=["roi-int", "roi-float", "roi-nan"],
+)
+def test_numeric_roi_cast_with_warning(small_ds, roi):
+    """As LiberTEM: a numeric ROI warns and is cast to bool (NaN is True)."""
+    with pytest.warns(UserWarning, match=rf"ROI dtype is {roi.dtype}, expected bool"):
+        (res,) = ltdask.compute(small_ds, [SumUDF()], roi=roi)
+    (full,) = ltdask.compute(small_ds, [SumUDF()], roi=roi.astype(bool))
+    np.testing.assert_array_equal(res["intensity"].values, full["intensity"].values)
 
 
 def _masks(shape):
@@ -1130,7 +1142,7 @@ def test_map_function_raises(request, small_ds):
 
 
 def test_no_udfs(request, small_ds):
-    expect(request, UDFError, r"no UDFs", ltdask.compute, small_ds, [])
+    expect(request, UDFError, r"empty list of UDFs - nothing to do!", ltdask.compute, small_ds, [])
 
 
 # -- dtypes numba cannot compute with: refused at open or when the run is built ----------------

@@ -135,7 +135,13 @@ def compute_datasets(datasets: list, progress: bool = False, run: Run | None = N
             if dask.is_dask_collection(var.data):
                 slots.append((i, name))
                 arrays.append(var.data)
-    extra = [run.done()] if run is not None else []
+    # results that use the partition tasks use every one with ROI frames; where none does
+    # (UDFs without results), run them anyway
+    extra = []
+    if run is not None and not any(
+        run.cells.name in getattr(a.__dask_graph__(), "layers", ()) for a in arrays
+    ):
+        extra = [run.done()]
     values = run_compute(*arrays, *extra, progress=progress)
     out = [d.copy(deep=False) for d in datasets]
     for (i, name), value in zip(slots, values[: len(slots)], strict=True):

@@ -70,6 +70,8 @@ def normalize_roi(roi, dataset: DataSet) -> np.ndarray | None:
             f"roi of shape {roi.shape} does not fit the dataset's nav shape {nav} "
             f"(or its flat size {math.prod(nav)})"
         )
+    if roi.dtype.kind not in "biuf":
+        raise UDFError(f"roi must be a boolean (or numeric) array, got dtype {roi.dtype}")
     if roi.dtype != bool:
         warn(f"ROI dtype is {roi.dtype}, expected bool; casting it to bool", UserWarning)
         roi = roi.astype(bool)
