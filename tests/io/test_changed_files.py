@@ -80,6 +80,20 @@ def test_rewritten_file_is_refused(tmp_path, fmt, scheduler):
     np.testing.assert_allclose(res["intensity"].values, expected, rtol=1e-6)
 
 
+def test_changed_file_on_every_scheduler(scheduler, tmp_path):
+    """The error comes back from worker processes and distributed workers too."""
+    path = tmp_path / "scan.raw"
+    data = np.arange(6 * 5 * 4, dtype=np.uint16).reshape(6, 5, 4)
+    data.tofile(path)
+    ds = ltdask.open_raw(path, nav_shape=(6,), sig_shape=(5, 4), dtype="uint16")
+    np.testing.assert_array_equal(ds.to_dask().compute(), data)
+    data[::-1].astype(np.float32).tofile(path)
+    with pytest.raises(DataSetError, match=r"scan.raw' changed since it was opened \(its size"):
+        ds.to_dask().compute()
+    with pytest.raises(DataSetError, match=r"scan.raw' changed since it was opened \(its size"):
+        SumSigUDF().compute(ds)
+
+
 def test_npy_replaced_by_float32_is_not_read_as_uint16(tmp_path):
     """The issue's case: same shape, another dtype (was read as uint16 garbage)."""
     data = make_data("<u2")
