@@ -74,7 +74,8 @@ RAW_ERRORS = [
     pytest.param({"dtype": "foo"}, r"dtype='foo' is not a numpy dtype", id="dtype-unknown"),
     pytest.param(
         {"dtype": [("a", "u1"), ("b", "u1")]},
-        r"dtype=.* is not supported; expected a bool, integer, float or complex dtype",
+        r"dtype=.* is not supported: not a bool, integer, float or complex dtype; expected one of "
+        r"bool, int8, .*, complex128",
         id="dtype-structured",
     ),
     pytest.param({"dtype": object}, r"dtype=.*object.* is not supported", id="dtype-object"),
