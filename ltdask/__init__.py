@@ -2,6 +2,7 @@
 
 from ltdask import _config  # noqa: F401  (registers the ltdask.* dask config defaults)
 from ltdask.common import Shape, Slice
+from ltdask.corrections import CorrectionSet
 from ltdask.exceptions import (
     DataSetError,
     LtdaskError,
@@ -35,6 +36,7 @@ from ltdask.udf.api import iter_results as iter
 from ltdask.udf.builtin import map  # noqa: E402
 
 __all__ = [
+    "CorrectionSet",
     "DataSet",
     "DataSetError",
     "LtdaskError",

@@ -23,6 +23,7 @@ import dask
 import numpy as np
 
 import ltdask
+from ltdask.corrections import CorrectionSet
 from ltdask.exceptions import DataSetError, LtdaskError, warn
 from ltdask.udf.api import (
     RunControl,
@@ -182,12 +183,12 @@ _EXECUTORS = {
 
 
 def _check_run_arguments(where: str, corrections, backends) -> None:
-    if corrections is not None:
+    if corrections is not None and not isinstance(corrections, CorrectionSet):
         _refuse(
             where,
             "corrections",
             corrections,
-            "detector corrections are not applied yet; correct the data before the run",
+            "expected an ltdask.compat.CorrectionSet (ltdask.CorrectionSet)",
         )
     if backends is not None:
         names = [backends] if isinstance(backends, str) else list(backends)
@@ -321,28 +322,31 @@ class Context:
         With ``sync=False``, returns an awaitable of the same (the run goes on in a thread).
         ``plots``: True (every 2-D result of every UDF), a list per UDF of channels (buffer
         names, ``(name, function)`` pairs or functions) or a list of plot objects; they are
-        updated as partitions finish (see `ltdask.viz`). ``corrections`` and backends other
-        than numpy are refused, not ignored.
+        updated as partitions finish (see `ltdask.viz`). ``corrections``: a `CorrectionSet`
+        applied to every frame. Backends other than numpy are refused, not ignored.
         """
         _check_run_arguments("Context.run_udf", corrections, backends)
         if plots:
-            run = functools.partial(self._run_udf_plotted, dataset, udf, roi, plots)
+            run = functools.partial(self._run_udf_plotted, dataset, udf, roi, plots, corrections)
         else:
-            run = functools.partial(self._run_udf, dataset, udf, roi, progress)
+            run = functools.partial(self._run_udf, dataset, udf, roi, progress, corrections)
         if not sync:
             return _in_thread(run)
         return run()
 
-    def _run_udf_plotted(self, dataset, udf, roi, plots):
-        (last,) = collections.deque(self._run_udf_iter(dataset, udf, roi, plots), maxlen=1)
+    def _run_udf_plotted(self, dataset, udf, roi, plots, corrections):
+        steps = self._run_udf_iter(dataset, udf, roi, plots, corrections=corrections)
+        (last,) = collections.deque(steps, maxlen=1)
         out = last.buffers
         return out if isinstance(udf, (list, tuple)) else out[0]
 
-    def _run_udf(self, dataset, udf, roi, progress):
+    def _run_udf(self, dataset, udf, roi, progress, corrections=None):
         udfs = list(udf) if isinstance(udf, (list, tuple)) else [udf]
         roi_flat = normalize_roi(roi, dataset)
         with self._scheduler():
-            results = compute(dataset, udfs, roi=roi_flat, progress=progress)
+            results = compute(
+                dataset, udfs, roi=roi_flat, progress=progress, corrections=corrections
+            )
         out = tuple(_buffers(r, u, dataset, roi_flat) for r, u in zip(results, udfs, strict=True))
         return out if isinstance(udf, (list, tuple)) else out[0]
 
@@ -361,10 +365,12 @@ class Context:
         ``plots`` as in :meth:`run_udf`."""
         _check_run_arguments("Context.run_udf_iter", corrections, backends)
         control = RunControl()
-        steps = ResultGenerator(self._run_udf_iter(dataset, udf, roi, plots, control), control)
+        steps = ResultGenerator(
+            self._run_udf_iter(dataset, udf, roi, plots, control, corrections), control
+        )
         return steps if sync else _async_steps(steps)
 
-    def _run_udf_iter(self, dataset, udf, roi, plots=None, control=None):
+    def _run_udf_iter(self, dataset, udf, roi, plots=None, control=None, corrections=None):
         udfs = list(udf) if isinstance(udf, (list, tuple)) else [udf]
         roi_flat = normalize_roi(roi, dataset)
         if plots:
@@ -379,7 +385,14 @@ class Context:
             )
 
         with self._scheduler():
-            steps = iter_steps(dataset, udfs, roi=roi_flat, unprocessed="initial", control=control)
+            steps = iter_steps(
+                dataset,
+                udfs,
+                roi=roi_flat,
+                unprocessed="initial",
+                control=control,
+                corrections=corrections,
+            )
             step = None
             for make, damage in steps:
                 step = UDFResults(

@@ -71,7 +71,7 @@ def _lazy_mask(valid: np.ndarray, chunks, name: str):
     return da.broadcast_to(da.from_array(base, chunks=base_chunks, name=name), valid.shape, chunks)
 
 
-def lazy(dataset: DataSet, udfs: list[UDF] | UDF, roi=None) -> list:
+def lazy(dataset: DataSet, udfs: list[UDF] | UDF, roi=None, corrections=None) -> list:
     """Build the graph that runs `udfs` together on `dataset` (each tile read once).
 
     Parameters
@@ -82,6 +82,9 @@ def lazy(dataset: DataSet, udfs: list[UDF] | UDF, roi=None) -> list:
         UDF instances; they share the partition tasks.
     roi
         Boolean array of the nav shape (or the flat nav size), or None for all positions.
+    corrections
+        A `ltdask.CorrectionSet` (dark frame, gain map, excluded pixels) applied to every
+        frame before the UDFs see it.
 
     Returns
     -------
@@ -99,10 +102,12 @@ def lazy(dataset: DataSet, udfs: list[UDF] | UDF, roi=None) -> list:
     """
     if isinstance(udfs, UDF):
         udfs = [udfs]
-    return to_datasets(Run(dataset, list(udfs), roi))
+    return to_datasets(Run(dataset, list(udfs), roi, corrections))
 
 
-def compute(dataset: DataSet, udfs: list[UDF] | UDF, roi=None, progress: bool = False) -> list:
+def compute(
+    dataset: DataSet, udfs: list[UDF] | UDF, roi=None, progress: bool = False, corrections=None
+) -> list:
     """Run `udfs` together on `dataset` in one pass; computed `xarray.Dataset` per UDF.
 
     Examples
@@ -116,7 +121,7 @@ def compute(dataset: DataSet, udfs: list[UDF] | UDF, roi=None, progress: bool = 
     """
     if isinstance(udfs, UDF):
         udfs = [udfs]
-    run = Run(dataset, list(udfs), roi)
+    run = Run(dataset, list(udfs), roi, corrections)
     return compute_datasets(to_datasets(run), progress=progress, run=run)
 
 
@@ -149,19 +154,19 @@ def compute_datasets(datasets: list, progress: bool = False, run: Run | None = N
     return out
 
 
-def iter_results(dataset: DataSet, udfs: list[UDF] | UDF, roi=None):
+def iter_results(dataset: DataSet, udfs: list[UDF] | UDF, roi=None, corrections=None):
     """Yield partial results (one list of Datasets per step) as partitions finish.
 
     Each step's ``NAME_valid`` coordinates mark what is done; the last step is complete.
     """
-    for datasets, _ in iter_with_damage(dataset, udfs, roi):
+    for datasets, _ in iter_with_damage(dataset, udfs, roi, corrections):
         yield datasets
 
 
-def iter_with_damage(dataset: DataSet, udfs: list[UDF] | UDF, roi=None):
+def iter_with_damage(dataset: DataSet, udfs: list[UDF] | UDF, roi=None, corrections=None):
     """Like `iter_results`, yielding ``(datasets, damage)``: damage is the flat boolean
     mask of the nav positions whose partitions are done."""
-    for make, damage in iter_steps(dataset, udfs, roi):
+    for make, damage in iter_steps(dataset, udfs, roi, corrections=corrections):
         yield compute_datasets(make()), damage
 
 
@@ -183,6 +188,7 @@ def iter_steps(
     roi=None,
     unprocessed: str = "fill",
     control: RunControl | None = None,
+    corrections=None,
 ):
     """Run `udfs` partition group by partition group, yielding ``(make, damage)``:
     ``make()`` builds the lazy Datasets of what is done (``get_results`` runs then, on
@@ -195,7 +201,7 @@ def iter_steps(
 
     if isinstance(udfs, UDF):
         udfs = [udfs]
-    run = Run(dataset, list(udfs), roi)
+    run = Run(dataset, list(udfs), roi, corrections)
     n = len(run.partitions)
     step = max(1, ltdask._config.min_partitions())
     done = np.zeros(n, dtype=bool)
@@ -212,7 +218,7 @@ def iter_steps(
                 for u, p in zip(run.udfs, control.parameters, strict=True)
             ]
             control.parameters = None
-            run = Run(dataset, changed, run.roi_flat)
+            run = Run(dataset, changed, run.roi_flat, corrections)
         idx = list(range(first, min(n, first + step)))
         computed = dask.compute(*[run.cells.blocks[i] for i in idx])
         for i, c in zip(idx, computed, strict=True):
@@ -225,10 +231,10 @@ def iter_steps(
         yield (lambda s=snapshot, r=run: _partial_datasets(r, *s, unprocessed)), damage
 
 
-def initial_datasets(dataset: DataSet, udfs: list[UDF], roi=None) -> list:
+def initial_datasets(dataset: DataSet, udfs: list[UDF], roi=None, corrections=None) -> list:
     """Lazy Datasets of `udfs` as before any partition is processed: nav values as after
     ``preprocess`` on the whole dataset, all invalid (a "dry run": shapes and dtypes)."""
-    run = Run(dataset, list(udfs), roi)
+    run = Run(dataset, list(udfs), roi, corrections)
     n = len(run.partitions)
     return _partial_datasets(run, np.empty(n, dtype=object), np.zeros(n, bool), "initial")
 

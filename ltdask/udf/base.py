@@ -281,23 +281,23 @@ class UDF:
         pass
 
     # -- running ---------------------------------------------------------------------------
-    def lazy(self, dataset, roi=None):
+    def lazy(self, dataset, roi=None, corrections=None):
         """The results as a lazy `xarray.Dataset` (see :func:`ltdask.lazy`)."""
         from ltdask.udf.api import lazy
 
-        return lazy(dataset, [self], roi=roi)[0]
+        return lazy(dataset, [self], roi=roi, corrections=corrections)[0]
 
-    def compute(self, dataset, roi=None, progress: bool = False):
+    def compute(self, dataset, roi=None, progress: bool = False, corrections=None):
         """Run on `dataset` and return the results as an `xarray.Dataset`."""
         from ltdask.udf.api import compute
 
-        return compute(dataset, [self], roi=roi, progress=progress)[0]
+        return compute(dataset, [self], roi=roi, progress=progress, corrections=corrections)[0]
 
-    def iter(self, dataset, roi=None):
+    def iter(self, dataset, roi=None, corrections=None):
         """Partial results as partitions finish (see :func:`ltdask.iter`)."""
         from ltdask.udf.api import iter_results
 
-        for partials in iter_results(dataset, [self], roi=roi):
+        for partials in iter_results(dataset, [self], roi=roi, corrections=corrections):
             yield partials[0]
 
     def __dask_tokenize__(self):

@@ -163,6 +163,8 @@ class PartitionJob:
     roi_flat: np.ndarray | None
     #: whether the tasks keep their memory maps (see `read_before`)
     keep_maps: bool
+    #: detector corrections for the dataset's signal shape, or None
+    corrections: object = None
     #: a fresh id per run, for per-process caches of a run's derived data
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
@@ -174,7 +176,14 @@ def _partition_task(job: PartitionJob, index: int, block=None):
         try:
             with keeping_maps(job.keep_maps):
                 partials = run_partition(
-                    job.dataset, p, job.udfs, job.scheme, job.read_dtype, job.roi_flat, block
+                    job.dataset,
+                    p,
+                    job.udfs,
+                    job.scheme,
+                    job.read_dtype,
+                    job.roi_flat,
+                    block,
+                    job.corrections,
                 )
         finally:
             RUN_ID.reset(run)
@@ -206,7 +215,7 @@ def _sizeof_cell(cell) -> int:
 class Run:
     """The graph of one run: a dataset, the UDFs that share its tiles, a ROI."""
 
-    def __init__(self, dataset: DataSet, udfs: list[UDF], roi=None):
+    def __init__(self, dataset: DataSet, udfs: list[UDF], roi=None, corrections=None):
         from dask.base import tokenize
 
         if isinstance(udfs, UDF):
@@ -221,6 +230,19 @@ class Run:
         self.udfs = udfs
         self.roi_flat = normalize_roi(roi, dataset)
         self.read_dtype = input_dtype(dataset, udfs)
+        #: the `CorrectionSet` of the run and its form for the dataset's signal shape
+        self.corrections = corrections
+        self.prepared = None
+        if corrections is not None:
+            if not hasattr(corrections, "for_shape"):
+                raise UDFError(
+                    f"corrections={corrections!r}: expected an ltdask.CorrectionSet (dark, gain, "
+                    "excluded_pixels)"
+                )
+            if corrections.have_corrections():
+                self.prepared = corrections.for_shape(dataset.sig_shape, dataset.path)
+                # corrected frames are floats (as LiberTEM's)
+                self.read_dtype = np.dtype(np.result_type(self.read_dtype, np.float32))
         self.partitions = dataset.get_partitions()
         sig = tuple(dataset.sig_shape)
         self.sig_shape = sig
@@ -245,6 +267,9 @@ class Run:
         for m, specs in zip(self.mains, self.specs, strict=True):
             self._check_mergeable(m, specs)
         consumers = [_preferences(m) for m in self.mains]
+        if self.prepared is not None and self.prepared.has_excluded:
+            # excluded pixels are repaired from their neighbours: whole frames per tile
+            consumers.append(TilingPreferences("frame"))
         self.scheme = dataset.negotiate(consumers, self.read_dtype, self.roi_flat)
         if any(meth is not UDFMethod.TILE for meth in methods) and len(self.scheme) != 1:
             raise UDFError(
@@ -253,7 +278,9 @@ class Run:
             )
         # the dataset's token stats its files: once per run
         dataset_token = tokenize(dataset)
-        self.token = tokenize(dataset_token, udfs, self.roi_flat, self.read_dtype.str, self.scheme)
+        self.token = tokenize(
+            dataset_token, udfs, self.roi_flat, self.read_dtype.str, self.scheme, self.prepared
+        )
         job = PartitionJob(
             dataset.for_task(),
             self.partitions,
@@ -262,6 +289,7 @@ class Run:
             self.read_dtype,
             self.roi_flat,
             read_before(dataset_token),
+            self.prepared,
         )
         name = f"ltdask-udf-{self.token}"
         job_key = f"ltdask-job-{self.token}"
@@ -314,13 +342,15 @@ class Run:
     def _meta(self, udf_input_dtype=None) -> UDFMeta:
         ds = self.dataset
         roi_nd = None if self.roi_flat is None else self.roi_flat.reshape(ds.nav_shape)
-        return UDFMeta(
+        meta = UDFMeta(
             ds.shape,
             ds.dtype,
             self.read_dtype if udf_input_dtype is None else udf_input_dtype,
             roi=roi_nd,
             partition_shape=Shape((self.n_sel, *self.sig_shape), sig_dims=len(self.sig_shape)),
         )
+        meta.corrections = self.corrections
+        return meta
 
     def _main_instance(self, template: UDF) -> UDF:
         udf = template.copy()

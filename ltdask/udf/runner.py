@@ -163,6 +163,7 @@ def run_partition(
     read_dtype,
     roi_flat: np.ndarray | None,
     block=None,
+    corrections=None,
 ) -> list[dict[str, np.ndarray]]:
     """Process one partition with every UDF of a run; returns each UDF's partial buffers
     (nav buffers ROI-compressed and partition sized)."""
@@ -203,6 +204,7 @@ def run_partition(
             positions=selected,
             slice_origin=origin,
         )
+        meta.corrections = None if corrections is None else corrections.source
         b = _Bound(template, meta, n_sel, sig_shape, sig_dims)
         b.select_aux(selected)
         meta.set_slice(origin, n_sel, full_sig, None)
@@ -218,6 +220,10 @@ def run_partition(
     if present.size:
         sig_indices = scheme.sig_indices
         for data, first, s, flat in dataset.iter_flat_tiles(present, scheme, read_dtype, block):
+            if corrections is not None:
+                whole = len(scheme) == 1
+                data = corrections.apply(data, read_dtype, None if whole else sig_indices[s])
+                flat = flat_of(data)
             data = read_only(data)
             if flat is not None:
                 flat = (read_only(flat[0]), *flat[1:])

@@ -1,0 +1,205 @@
+"""Detector corrections (dark frame, gain map, excluded pixels) in UDF runs: against numpy
+on the corrected frames and against LiberTEM 0.16's results (``tests/reference``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import dask
+import numpy as np
+import pytest
+
+import ltdask
+from ltdask import UDF, CorrectionSet, DataSetError
+from ltdask.compat import Context
+from ltdask.udf import ApplyMasksUDF, CoMUDF, PickUDF, StdDevUDF, SumSigUDF, SumUDF
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "reference"))
+import corrections_cases as cases  # noqa: E402
+
+REFERENCE = os.path.join(os.path.dirname(__file__), "reference", "data", "corrections")
+
+
+def corrected(data, dark=None, gain=None, mask=None) -> np.ndarray:
+    """The corrections written out pixel by pixel (an independent reference)."""
+    sig = data.shape[-2:]
+    out = data.reshape(-1, *sig).astype(np.float64)
+    if dark is not None:
+        out = out - dark
+    if gain is not None:
+        out = out * gain
+    if mask is not None:
+        for y, x in zip(*np.nonzero(mask), strict=True):
+            near = [
+                (y + dy, x + dx)
+                for dy in (-1, 0, 1)
+                for dx in (-1, 0, 1)
+                if (dy or dx)
+                and 0 <= y + dy < sig[0]
+                and 0 <= x + dx < sig[1]
+                and not mask[y + dy, x + dx]
+            ]
+            out[:, y, x] = np.mean([out[:, a, b] for a, b in near], axis=0)
+    return out.reshape(data.shape)
+
+
+def case_inputs(case):
+    case_id, dtype, with_dark, with_gain, excl, roi_kind = case
+    data = cases.frames(dtype)
+    dark = cases.dark() if with_dark else None
+    gain = cases.gain() if with_gain else None
+    mask = cases.excluded(excl) if excl != "none" else None
+    return data, dark, gain, mask, cases.roi(roi_kind)
+
+
+def ltdask_udfs():
+    h, w = cases.SIG
+    return {
+        "sum": SumUDF(),
+        "sumsig": SumSigUDF(),
+        "stddev": StdDevUDF(),
+        "ring": ApplyMasksUDF(mask_factories=[lambda: ltdask.masks.ring(6, 8, w, h, 6, 2)]),
+        "com": CoMUDF.with_params(cy=8, cx=6, r=5),
+        "pick": PickUDF(),
+    }
+
+
+CASES = [pytest.param(c, id=c[0]) for c in cases.CASES]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_frames_as_numpy_and_libertem(case):
+    data, dark, gain, mask, _ = case_inputs(case)
+    cs = CorrectionSet(dark=dark, gain=gain, excluded_pixels=mask)
+    got = cs.for_shape(cases.SIG).apply(data.reshape(-1, *cases.SIG), np.float32)
+    expected = corrected(data, dark, gain, mask).reshape(-1, *cases.SIG)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-3)
+    libertem = np.load(os.path.join(REFERENCE, f"{case[0]}.npz"))["frames"]
+    np.testing.assert_allclose(got, libertem.reshape(got.shape), rtol=1e-5, atol=1e-3)
+
+
+def _runs(data, tmp_path, how):
+    if how == "memory":
+        return ltdask.from_array(data)
+    path = tmp_path / "scan.raw"
+    data.tofile(path)
+    return ltdask.open_raw(path, nav_shape=cases.NAV, sig_shape=cases.SIG, dtype=data.dtype)
+
+
+@pytest.mark.parametrize("how", ["memory", "raw"])
+@pytest.mark.parametrize("case", CASES)
+def test_udfs_as_libertem(case, how, tmp_path):
+    data, dark, gain, mask, roi = case_inputs(case)
+    ds = _runs(data, tmp_path, how)
+    cs = CorrectionSet(dark=dark, gain=gain, excluded_pixels=mask)
+    reference = np.load(os.path.join(REFERENCE, f"{case[0]}.npz"))
+    udfs = ltdask_udfs()
+    pick_roi = np.zeros(cases.NAV, bool)
+    pick_roi[1, 2] = True
+    with dask.config.set({"ltdask.partition-bytes": 4 * 192 * 11, "ltdask.min-partitions": 1}):
+        results = dict(
+            zip(
+                udfs,
+                ltdask.compute(
+                    ds, [u for k, u in udfs.items() if k != "pick"], roi=roi, corrections=cs
+                ),
+                strict=False,
+            )
+        )
+        results["pick"] = ltdask.compute(ds, [udfs["pick"]], roi=pick_roi, corrections=cs)[0]
+        ctx = Context.make_with("inline")
+        compat = ctx.run_udf(dataset=ds, udf=SumSigUDF(), roi=roi, corrections=cs)
+    for key in reference.files:
+        if key == "frames" or key.endswith("__valid"):
+            continue
+        name, buffer = key.split("__")
+        got = results[name][buffer].values
+        want = reference[key]
+        assert got.shape == want.shape, key
+        rtol = 1e-4 if name in ("stddev", "com") else 1e-5
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-3, err_msg=key)
+        np.testing.assert_array_equal(
+            results[name][f"{buffer}_valid"].values, reference[f"{key}__valid"], err_msg=key
+        )
+    np.testing.assert_allclose(
+        compat["intensity"].data, reference["sumsig__intensity"], rtol=1e-5, atol=1e-3
+    )
+
+
+@pytest.mark.parametrize("tile_bytes", ["auto", 2 * 12 * 4])
+def test_every_udf_sees_corrected_frames(tile_bytes):
+    """Any UDF's result equals the same UDF on frames corrected beforehand (tiles cut the
+    frame where only dark and gain apply)."""
+    data, dark, gain, mask, roi = case_inputs(cases.CASES[8])
+    fixed = corrected(data, dark, gain, mask).astype(np.float32)
+    for m in (None, mask):
+        cs = CorrectionSet(dark=dark, gain=gain, excluded_pixels=m)
+        fixed = corrected(data, dark, gain, m).astype(np.float32)
+        with dask.config.set({"ltdask.tile-bytes": tile_bytes}):
+            got = ltdask.compute(
+                ltdask.from_array(data), list(ltdask_udfs().values())[:5], roi=roi, corrections=cs
+            )
+            want = ltdask.compute(
+                ltdask.from_array(fixed), list(ltdask_udfs().values())[:5], roi=roi
+            )
+        for g, w in zip(got, want, strict=True):
+            for name in w.data_vars:
+                np.testing.assert_allclose(g[name].values, w[name].values, rtol=1e-5, atol=1e-3)
+
+
+class SeesCorrections(UDF):
+    def get_result_buffers(self):
+        return {"n": self.buffer(kind="nav")}
+
+    def process_frame(self, frame):
+        assert self.meta.corrections is self.params.cs
+        assert frame.dtype == np.float32
+        self.results.n[:] = frame[1, 1]
+
+
+def test_meta_corrections_and_float_input():
+    data = np.arange(2 * 3 * 4 * 4, dtype=np.uint16).reshape(2, 3, 4, 4)
+    cs = CorrectionSet(dark=np.ones((4, 4)))
+    res = SeesCorrections(cs=cs).compute(ltdask.from_array(data), corrections=cs)
+    np.testing.assert_array_equal(res["n"].values, data[..., 1, 1] - 1.0)
+
+
+BAD = [
+    pytest.param(dict(dark=np.zeros((12, 16))), r"dark has shape \(12, 16\); expected the "
+                 r"signal shape \(16, 12\)", id="dark-transposed"),
+    pytest.param(dict(gain=np.ones((16, 11))), r"gain has shape \(16, 11\)", id="gain-shape"),
+    pytest.param(dict(excluded_pixels=np.zeros((16, 13), bool)), r"excluded_pixels \(a mask\) "
+                 r"has shape \(16, 13\)", id="mask-shape"),
+    pytest.param(dict(excluded_pixels=np.array([[3, 16], [2, 2]])), r"coordinate 16 in dim 0 "
+                 r"is outside the signal shape \(16, 12\)", id="coords-out-of-range"),
+    pytest.param(dict(excluded_pixels=np.ones((16, 12), bool)), r"excluded pixel \(0, 0\) has "
+                 r"no neighbour that is not excluded", id="all-excluded"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("kwargs, message", BAD)
+def test_bad_corrections_name_the_array(kwargs, message):
+    ds = ltdask.from_array(cases.frames("float32"))
+    with pytest.raises(DataSetError, match=message):
+        SumUDF().compute(ds, corrections=CorrectionSet(**kwargs))
+
+
+def test_bad_values_when_made():
+    gain = np.ones(cases.SIG)
+    gain[3, 4] = np.nan
+    with pytest.raises(DataSetError, match=r"gain has non-finite values \(first at \(3, 4\)\)"):
+        CorrectionSet(gain=gain)
+    with pytest.raises(DataSetError, match=r"dark \(16, 12\) and gain \(12, 16\)"):
+        CorrectionSet(dark=np.zeros((16, 12)), gain=np.ones((12, 16)))
+    with pytest.raises(DataSetError, match="no neighbour that is not excluded"):
+        CorrectionSet(excluded_pixels=np.ones((3, 3), bool))
+    with pytest.raises(ValueError, match="expected an ltdask.CorrectionSet"):
+        SumUDF().compute(ltdask.from_array(cases.frames("float32")), corrections={"dark": 1})
+    # allow_empty: the pixel keeps its corrected value
+    mask = np.zeros((5, 5), bool)
+    mask[1:4, 1:4] = True
+    data = np.random.default_rng(0).random((1, 2, 5, 5)).astype(np.float32)
+    cs = CorrectionSet(excluded_pixels=mask, allow_empty=True)
+    res = PickUDF().compute(ltdask.from_array(data), roi=np.array([[True, False]]), corrections=cs)
+    assert res["intensity"].values[0, 2, 2] == data[0, 0, 2, 2]
