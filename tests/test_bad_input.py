@@ -1024,6 +1024,22 @@ def test_file_replaced_by_fifo_after_open(request, tmp_path, fmt):
 
 
 @pytest.mark.timeout(10)
+@pytest.mark.parametrize("suffix", [".toml", ".npy", ".mib", ".h5"])
+def test_xarray_engine_guess_on_fifo(request, tmp_path, suffix):
+    """xarray asks every engine whether it can open a path: ltdask's guess must not read a
+    FIFO, and opening it with the engine is refused."""
+    import xarray as xr
+
+    from ltdask.io.xarray_backend import LtdaskBackendEntrypoint
+
+    path = _special(tmp_path, "fifo", suffix)
+    entry = LtdaskBackendEntrypoint()
+    assert entry.guess_can_open(path) == (suffix in (".npy", ".mib"))
+    run = xr.open_dataset
+    expect(request, DataSetError, NOT_REGULAR, run, path, engine="ltdask", names=path)
+
+
+@pytest.mark.timeout(10)
 @pytest.mark.parametrize("kind", ["fifo", "zero"])
 def test_cli_info_on_fifo_and_device(tmp_path, kind):
     from click.testing import CliRunner

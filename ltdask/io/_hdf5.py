@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import math
 import os
+import stat
 from collections.abc import Sequence
 
 import numpy as np
@@ -63,9 +64,13 @@ def import_h5py():
 
 
 def is_hdf5(path: str) -> bool:
-    """Whether the file starts with the HDF5 signature (at 0, 512, 1024, ... bytes)."""
+    """Whether the file starts with the HDF5 signature (at 0, 512, 1024, ... bytes); False
+    for anything but a regular file (reading a FIFO would block)."""
     try:
-        size = os.path.getsize(path)
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        size = st.st_size
         with open(path, "rb") as f:
             offset = 0
             while offset + 8 <= size:

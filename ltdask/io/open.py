@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+import stat
 from collections.abc import Callable
 
 from ltdask.exceptions import DataSetError
@@ -68,7 +69,18 @@ def _opener(fmt: str) -> Callable[..., DataSet]:
     raise DataSetError(f"format={fmt!r} is not known; supported: {', '.join(FORMATS)}")
 
 
+def is_regular_file(path: str) -> bool:
+    """Whether `path` is a regular file: only those may be opened to sniff their format (a
+    FIFO blocks the reader, a device never ends)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _head(path: str, n: int = 8) -> bytes:
+    if not is_regular_file(path):
+        return b""
     try:
         with open(path, "rb") as f:
             return f.read(n)
@@ -80,7 +92,7 @@ def _is_raw_csr(path: str) -> bool:
     import tomllib
 
     try:
-        if os.path.getsize(path) > TOML_MAX_BYTES:
+        if not is_regular_file(path) or os.path.getsize(path) > TOML_MAX_BYTES:
             return False
         with open(path, "rb") as f:
             conf = tomllib.load(f)
