@@ -39,6 +39,7 @@ from ltdask.io.fileset import (
     MappedFiles,
     Signature,
     changed_error,
+    same_version,
     signature_of,
     stat_regular_file,
 )
@@ -317,7 +318,7 @@ class HDF5DataSet(ChunkedArrayDataSet):
             now = signature_of(st)
         except OSError as e:
             raise DataSetError(f"cannot read {self.path!r}: {e.strerror or e}") from None
-        if now != tuple(self.signature):
+        if not same_version(self.signature, now):
             raise changed_error(self.path, tuple(self.signature), now, st.st_mode)
 
     def _check_opened(self, f) -> None:
@@ -327,7 +328,7 @@ class HDF5DataSet(ChunkedArrayDataSet):
             now = signature_of(os.fstat(f.id.get_vfd_handle()))
         except (OSError, ValueError, TypeError, AttributeError):
             return  # a file driver without a file descriptor: the check before opening holds
-        if now != tuple(self.signature):
+        if not same_version(self.signature, now):
             raise changed_error(self.path, tuple(self.signature), now)
 
     @contextlib.contextmanager

@@ -17,7 +17,7 @@ import numpy as np
 from ltdask.exceptions import DataSetError
 from ltdask.io.chunked import ChunkedArrayDataSet
 from ltdask.io.dataset import check_dtype
-from ltdask.io.fileset import changed_error, signature_of, stat_regular_file
+from ltdask.io.fileset import changed_error, same_version, signature_of, stat_regular_file
 
 #: names of the metadata documents that mark a Zarr node
 ZARR_METADATA = ("zarr.json", ".zarray", ".zgroup", ".zattrs")
@@ -173,7 +173,7 @@ class ZarrDataSet(ChunkedArrayDataSet):
                 f"cannot read the Zarr array {self.path}: {doc!r}: {e.strerror or e}; "
                 "was it deleted or rewritten since it was opened? Open it again"
             ) from None
-        if now != tuple(old):
+        if not same_version(old, now):
             raise changed_error(doc, tuple(old), now, st.st_mode)
 
     def open_array(self):

@@ -29,6 +29,13 @@ def signature_of(st: os.stat_result) -> Signature:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+def same_version(old: Signature, new: Signature) -> bool:
+    """Whether the file with `new` is the version `old` was taken of: same inode, size and
+    modification time. Device numbers are not compared: they are local to a machine, and
+    differ between the hosts of a cluster that mount the same network file system."""
+    return tuple(old[1:]) == tuple(new[1:])
+
+
 def _kind(mode: int) -> str:
     for test, name in (
         (stat.S_ISDIR, "a directory"),
@@ -70,7 +77,7 @@ def describe_change(old: Signature, new: Signature, mode: int | None = None) -> 
     """How the file `new` (of ``st_mode`` `mode`) differs from the file `old`, for messages."""
     if mode is not None and not stat.S_ISREG(mode):
         return f"it was replaced by {_kind(mode)}"
-    if old[:2] != new[:2]:
+    if old[1] != new[1]:
         return "it was replaced by another file"
     if old[2] != new[2]:
         return f"its size went from {old[2]} to {new[2]} bytes"
@@ -303,7 +310,7 @@ def map_file(path: str, min_bytes: int = 0, signature: Signature | None = None) 
     try:
         st = os.fstat(fd)
         now = signature_of(st)
-        if signature is not None and now != tuple(signature):
+        if signature is not None and not same_version(signature, now):
             raise changed_error(path, tuple(signature), now, st.st_mode)
         if not stat.S_ISREG(st.st_mode):
             raise DataSetError(f"{path!r} is {_kind(st.st_mode)}; expected a regular file")

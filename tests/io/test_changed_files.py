@@ -213,3 +213,21 @@ def test_raw_csr_value_file_replaced(tmp_path):
     os.replace(str(values) + ".new", values)  # same size, another file
     with pytest.raises(DataSetError, match=r"scan_data.raw' changed since it was opened"):
         ds.to_dask().compute(scheduler="sync")
+
+
+def test_device_number_of_another_host_is_not_a_change(tmp_path):
+    """Workers of a cluster see a network file system under their own device numbers: the
+    same inode, size and mtime is the same file."""
+    import dataclasses
+
+    path = tmp_path / "scan.raw"
+    data = np.arange(4 * 5 * 6, dtype=np.float32).reshape(4, 5, 6)
+    data.tofile(path)
+    ds = ltdask.open_raw(path, nav_shape=(4,), sig_shape=(5, 6), dtype="float32")
+    f = ds.fileset.files[0]
+    elsewhere = (f.signature[0] + 1, *f.signature[1:])
+    ds.fileset.files = (dataclasses.replace(f, signature=elsewhere),)
+    np.testing.assert_array_equal(ds.to_dask().compute(scheduler="sync"), data)
+    np.testing.assert_array_equal(
+        map_file(str(path), signature=elsewhere).view(np.float32), data.ravel()
+    )
