@@ -203,3 +203,45 @@ def test_bad_values_when_made():
     cs = CorrectionSet(excluded_pixels=mask, allow_empty=True)
     res = PickUDF().compute(ltdask.from_array(data), roi=np.array([[True, False]]), corrections=cs)
     assert res["intensity"].values[0, 2, 2] == data[0, 0, 2, 2]
+
+
+# -- finding the pixels to exclude --------------------------------------------------------------
+def _diffraction_scan(seed=0):
+    """Poisson counts of a smooth background and a bright disk, with planted bad pixels."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[:32, :28]
+    disk = np.where((yy - 15.5) ** 2 + (xx - 13.2) ** 2 <= 7**2, 400.0, 0.0)
+    rate = 20 + 0.5 * yy + disk
+    data = rng.poisson(rate, (6, 7, 32, 28)).astype(np.float32)
+    hot = [(2, 3), (20, 25), (15, 13)]  # one inside the disk
+    dead = [(0, 0), (30, 10)]
+    noisy = [(8, 20), (25, 4)]
+    for y, x in hot:
+        data[..., y, x] += 3000
+    for y, x in dead:
+        data[..., y, x] = 0
+    for y, x in noisy:  # about the right mean, ten times the counting noise
+        data[..., y, x] = np.abs(rng.normal(rate[y, x], 10 * np.sqrt(rate[y, x]), (6, 7)))
+    return data, hot, dead, noisy
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_find_excluded_recovers_planted_pixels(seed):
+    data, hot, dead, noisy = _diffraction_scan(seed)
+    mask, report = ltdask.corrections.find_excluded(ltdask.from_array(data))
+    assert sorted(map(tuple, np.argwhere(mask).tolist())) == sorted(hot + dead + noisy)
+    assert sorted(map(tuple, report.kinds["hot"].T.tolist())) == sorted(hot)
+    assert sorted(map(tuple, report.kinds["dead"].T.tolist())) == sorted(dead)
+    assert sorted(map(tuple, report.kinds["noisy"].T.tolist())) == sorted(noisy)
+    assert report.frames == 42 and "7 of 896 pixels (3 hot, 2 dead, 2 noisy)" in repr(report)
+    # the mask repairs the scan: the SumUDF equals the clean counts' neighbourhood means
+    cs = CorrectionSet(excluded_pixels=mask)
+    total = SumUDF().compute(ltdask.from_array(data), corrections=cs)["intensity"].values
+    np.testing.assert_allclose(total, corrected(data, mask=mask).sum(axis=(0, 1)), rtol=1e-5)
+
+
+def test_find_excluded_kinds_can_be_skipped():
+    data, hot, dead, noisy = _diffraction_scan(1)
+    mask, report = ltdask.corrections.find_excluded(ltdask.from_array(data), dead=None, noisy=None)
+    assert sorted(map(tuple, np.argwhere(mask).tolist())) == sorted(hot)
+    assert set(report.kinds) == {"hot"}
