@@ -240,8 +240,12 @@ def test_find_excluded_recovers_planted_pixels(seed):
     np.testing.assert_allclose(total, corrected(data, mask=mask).sum(axis=(0, 1)), rtol=1e-5)
 
 
-def test_find_excluded_kinds_can_be_skipped():
+@pytest.mark.parametrize("skip", ["hot", "dead"])
+def test_find_excluded_kinds_can_be_skipped(skip):
     data, hot, dead, noisy = _diffraction_scan(1)
-    mask, report = ltdask.corrections.find_excluded(ltdask.from_array(data), dead=None, noisy=None)
-    assert sorted(map(tuple, np.argwhere(mask).tolist())) == sorted(hot)
-    assert set(report.kinds) == {"hot"}
+    mask, report = ltdask.corrections.find_excluded(ltdask.from_array(data), **{skip: None})
+    expected = {"hot": hot, "dead": dead, "noisy": noisy}
+    del expected[skip]
+    assert set(report.kinds) == set(expected)
+    found = sorted(map(tuple, np.argwhere(mask).tolist()))
+    assert found == sorted(p for pixels in expected.values() for p in pixels)
