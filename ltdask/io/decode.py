@@ -8,7 +8,7 @@ plain numpy dtype (packed bits, reordered quadrants) brings its own kernel and a
 :class:`Decoder` subclass; the rest of the read path is shared.
 
 numba has no float16: float16 pixels are decoded through numpy (range by range), and a
-float16 output is decoded as float32 and then cast.
+float16 output is decoded as float64 and then cast.
 """
 
 from __future__ import annotations
@@ -118,9 +118,10 @@ class Decoder:
         if used.size == 0:
             return
         if out.dtype == np.float16 and not self._through_numpy:
-            # numba kernels cannot write float16; start from `out` (decoders that
-            # accumulate rely on its zeros)
-            wide = out.astype(np.float32)
+            # numba kernels cannot write float16: decode as float64 (exact for every pixel
+            # dtype up to 32 bits, so float16 is rounded once, as numpy's astype does),
+            # starting from `out` (decoders that accumulate rely on its zeros)
+            wide = out.astype(np.float64)
             self.decode(buffers, ranges, wide)
             out[...] = wide
             return

@@ -155,3 +155,20 @@ def test_udf_meta_input_dtype_is_float32(tmp_path):
     res = Native().compute(ds)
     assert set(seen) == {(np.dtype(np.float32), np.dtype(np.float32))}
     np.testing.assert_array_equal(res["peak"].values, half_data().max(axis=(2, 3)))
+
+
+@pytest.mark.parametrize("stored", ["<u2", ">u2", "<i4", ">f4", "<f8"])
+def test_other_dtypes_as_float16(tmp_path, stored):
+    """float16 output of every decoder is rounded once, as numpy's astype rounds."""
+    rng = np.random.default_rng(3)
+    dtype = np.dtype(stored)
+    if dtype.kind == "f":
+        values = rng.standard_normal((*NAV, *SIG)) * 1000
+    else:
+        values = rng.integers(0 if dtype.kind == "u" else -65000, 65000, (*NAV, *SIG))
+    data = values.astype(dtype)
+    path = tmp_path / "scan.raw"
+    data.tofile(path)
+    ds = ltdask.open_raw(path, NAV, SIG, stored, frame_header_bytes=0)
+    expected = data.astype(np.float16)
+    np.testing.assert_array_equal(ds.to_dask(dtype="float16").compute(), expected)
