@@ -99,8 +99,11 @@ class CorrectionSet:
         shape = shape or (None if self.gain is None else self.gain.shape)
         return sparse.COO(self.excluded, data=True, shape=shape)
 
-    def for_shape(self, sig_shape: Sequence[int], where: str = "") -> PreparedCorrections:
-        """The corrections checked against a dataset's signal shape, ready to apply."""
+    def for_shape(
+        self, sig_shape: Sequence[int], where: str = "", tile_dtype=None, out_dtype=np.float32
+    ) -> PreparedCorrections:
+        """The corrections checked against a dataset's signal shape, ready to apply to tiles
+        read as `tile_dtype` (by default `out_dtype`), giving `out_dtype`."""
         sig_shape = tuple(int(s) for s in sig_shape)
         prefix = f"{where}: " if where else ""
         for name, arr in (("dark", self.dark), ("gain", self.gain)):
@@ -115,7 +118,9 @@ class CorrectionSet:
         if self._excluded_input is not None:
             excluded = _coordinates(self._excluded_input, sig_shape, prefix)
         plan = RepairPlan.make(sig_shape, excluded, self.allow_empty, prefix)
-        return PreparedCorrections(self, sig_shape, plan)
+        out_dtype = np.dtype(out_dtype)
+        tile_dtype = out_dtype if tile_dtype is None else np.dtype(tile_dtype)
+        return PreparedCorrections(self, sig_shape, plan, tile_dtype, out_dtype)
 
     def __dask_tokenize__(self):
         from dask.base import tokenize
@@ -243,25 +248,35 @@ class RepairPlan:
 class PreparedCorrections:
     """A `CorrectionSet` for one signal shape: what the partition tasks apply."""
 
-    def __init__(self, source: CorrectionSet, sig_shape, plan: RepairPlan):
+    def __init__(self, source: CorrectionSet, sig_shape, plan: RepairPlan, tile_dtype, out_dtype):
         #: the `CorrectionSet` (``self.meta.corrections`` in UDFs)
         self.source = source
         self.sig_shape = tuple(sig_shape)
         self.plan = plan
+        #: the dtype tiles are read as, and the dtype of the corrected tiles
+        self.tile_dtype = np.dtype(tile_dtype)
+        self.out_dtype = np.dtype(out_dtype)
 
     @property
     def has_excluded(self) -> bool:
         return self.plan.excluded.size > 0
 
-    def apply(self, tile: np.ndarray, out_dtype, sig_index: tuple | None = None) -> np.ndarray:
-        """A corrected copy of `tile` (``(n, *slice shape)``) as `out_dtype` (a float dtype).
+    def apply(
+        self, tile: np.ndarray, out_dtype=None, sig_index: tuple | None = None, out=None
+    ) -> np.ndarray:
+        """A corrected copy of `tile` (``(n, *slice shape)``) as `out_dtype` (a float dtype;
+        by default ``self.out_dtype``), in `out` (a flat buffer to reuse) if given.
 
         `sig_index` is the tile's signal slice (``Slice.get()``); None for whole frames.
         Excluded pixels are repaired only in whole frames (runs with excluded pixels
         negotiate whole-frame tiles)."""
         n = tile.shape[0]
         src = np.ascontiguousarray(tile).reshape(n, -1)
-        out = np.empty(src.shape, dtype=out_dtype)
+        out_dtype = self.out_dtype if out_dtype is None else np.dtype(out_dtype)
+        if out is None or out.dtype != out_dtype or out.size < src.size:
+            out = np.empty(src.shape, dtype=out_dtype)
+        else:
+            out = out.reshape(-1)[: src.size].reshape(src.shape)
         dark, gain = self._cut(sig_index)
         plan = self.plan
         if sig_index is not None and src.shape[1] != int(np.prod(self.sig_shape)):

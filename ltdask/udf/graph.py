@@ -240,9 +240,16 @@ class Run:
                     "excluded_pixels)"
                 )
             if corrections.have_corrections():
-                self.prepared = corrections.for_shape(dataset.sig_shape, dataset.path)
-                # corrected frames are floats (as LiberTEM's)
+                # corrected frames are floats (as LiberTEM's); tiles are read in the data's
+                # own dtype (views of the files where possible) and the correction kernel
+                # converts them: one pass, not a decode and then a correction
                 self.read_dtype = np.dtype(np.result_type(self.read_dtype, np.float32))
+                self.prepared = corrections.for_shape(
+                    dataset.sig_shape,
+                    dataset.path,
+                    tile_dtype=dataset.run_dtype(dataset.dtype),
+                    out_dtype=self.read_dtype,
+                )
         self.partitions = dataset.get_partitions()
         sig = tuple(dataset.sig_shape)
         self.sig_shape = sig

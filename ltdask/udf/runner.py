@@ -219,10 +219,16 @@ def run_partition(
         b.shared = shared is not None and b.flat and shared.wants(b.udf)
     if present.size:
         sig_indices = scheme.sig_indices
-        for data, first, s, flat in dataset.iter_flat_tiles(present, scheme, read_dtype, block):
+        tile_dtype = read_dtype if corrections is None else corrections.tile_dtype
+        corrected = None  # the buffer corrected tiles are written to, reused
+        for data, first, s, flat in dataset.iter_flat_tiles(present, scheme, tile_dtype, block):
             if corrections is not None:
                 whole = len(scheme) == 1
-                data = corrections.apply(data, read_dtype, None if whole else sig_indices[s])
+                data = corrections.apply(
+                    data, read_dtype, None if whole else sig_indices[s], out=corrected
+                )
+                if corrected is None or corrected.size < data.size:
+                    corrected = data
                 flat = flat_of(data)
             data = read_only(data)
             if flat is not None:
