@@ -48,37 +48,45 @@ def _swap8(x):
     return (_swap4(x & 0xFFFFFFFF) << 32) | _swap4((x >> 32) & 0xFFFFFFFF)
 
 
-def _make_swapped(swap):
-    def kernel(src, file_idx, ranges, uproto, proto, out):
-        max_len = 0
-        for i in range(ranges.shape[0]):
-            max_len = max(max_len, ranges[i, 2] - ranges[i, 1])
-        scratch = np.empty(max_len // uproto.itemsize, dtype=uproto.dtype)
-        for i in range(ranges.shape[0]):
-            start = ranges[i, 1]
-            stop = ranges[i, 2]
-            if ranges[i, 0] != file_idx or start == stop:
-                continue
-            raw = src[start:stop].view(uproto.dtype)
-            swapped = scratch[: raw.shape[0]]
+@numba.njit(nogil=True, cache=True)
+def decode_swapped(src, file_idx, ranges, uproto, proto, out):
+    """Like `decode_plain` for the other byte order: each range's words (``uproto.dtype``,
+    an unsigned int of the pixel's width) are swapped, then viewed as ``proto.dtype``.
+
+    One module-level kernel for every width (numba caches functions made by a factory
+    under one name, so three of them would overwrite each other's cache entries and
+    compile again in every process)."""
+    max_len = 0
+    for i in range(ranges.shape[0]):
+        max_len = max(max_len, ranges[i, 2] - ranges[i, 1])
+    scratch = np.empty(max_len // uproto.itemsize, dtype=uproto.dtype)
+    width = uproto.itemsize
+    for i in range(ranges.shape[0]):
+        start = ranges[i, 1]
+        stop = ranges[i, 2]
+        if ranges[i, 0] != file_idx or start == stop:
+            continue
+        raw = src[start:stop].view(uproto.dtype)
+        swapped = scratch[: raw.shape[0]]
+        if width == 2:
             for k in range(raw.shape[0]):
-                swapped[k] = swap(raw[k])
-            values = swapped.view(proto.dtype)
-            dest = out[ranges[i, 3] : ranges[i, 3] + values.shape[0]]
-            for k in range(values.shape[0]):
-                dest[k] = values[k]
+                swapped[k] = _swap2(raw[k])
+        elif width == 4:
+            for k in range(raw.shape[0]):
+                swapped[k] = _swap4(raw[k])
+        else:
+            for k in range(raw.shape[0]):
+                swapped[k] = _swap8(raw[k])
+        values = swapped.view(proto.dtype)
+        dest = out[ranges[i, 3] : ranges[i, 3] + values.shape[0]]
+        for k in range(values.shape[0]):
+            dest[k] = values[k]
 
-    return kernel
 
-
-# one module-level kernel per swap width, so that numba caches each (see the module doc)
-decode_swapped2 = numba.njit(nogil=True, cache=True)(_make_swapped(_swap2))
-decode_swapped4 = numba.njit(nogil=True, cache=True)(_make_swapped(_swap4))
-decode_swapped8 = numba.njit(nogil=True, cache=True)(_make_swapped(_swap8))
 _SWAPPED = {
-    2: (decode_swapped2, np.uint16),
-    4: (decode_swapped4, np.uint32),
-    8: (decode_swapped8, np.uint64),
+    2: (decode_swapped, np.uint16),
+    4: (decode_swapped, np.uint32),
+    8: (decode_swapped, np.uint64),
 }
 
 
