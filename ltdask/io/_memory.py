@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import math
 import sys
 from collections.abc import Iterator
 
@@ -10,7 +11,7 @@ import numpy as np
 
 from ltdask.common import Slice
 from ltdask.exceptions import DataSetError
-from ltdask.io.dataset import DataSet, flat_of
+from ltdask.io.dataset import DataSet, check_shape, flat_of
 from ltdask.io.tiling import TilingScheme
 
 
@@ -50,7 +51,9 @@ class ArrayDataSet(DataSet):
 
     path = "<array>"
 
-    def __init__(self, array, sig_dims: int = 2, dims=None):
+    def __init__(
+        self, array, sig_dims: int = 2, dims=None, nav_shape=None, sig_shape=None, sync_offset=0
+    ):
         import dask.array as da
 
         coords = {}
@@ -64,20 +67,50 @@ class ArrayDataSet(DataSet):
                 f"from_array: sig_dims={sig_dims!r} does not fit an array of shape "
                 f"{tuple(array.shape)}; expected 1 to {ndim - 1}"
             )
-        super().__init__(array.shape[:-sig_dims], array.shape[-sig_dims:], array.dtype, dims=dims)
-        self.coords = coords
-        if isinstance(array, da.Array):
+        own_nav, own_sig = tuple(array.shape[:-sig_dims]), tuple(array.shape[-sig_dims:])
+        # the frames as a stream, as a file holds them: nav_shape, sig_shape and sync_offset
+        # lay them out differently (as LiberTEM's memory datasets do)
+        relaid = nav_shape is not None or sig_shape is not None or sync_offset != 0
+        nav = own_nav if nav_shape is None else check_shape(nav_shape, "nav_shape", self.path)
+        sig = own_sig if sig_shape is None else check_shape(sig_shape, "sig_shape", self.path)
+        if math.prod(sig) != math.prod(own_sig):
+            raise DataSetError(
+                f"from_array: sig_shape={sig} does not fit the array's frames of shape "
+                f"{own_sig} ({math.prod(own_sig)} pixels)"
+            )
+        image_count = math.prod(own_nav)
+        super().__init__(
+            nav, sig, array.dtype, sync_offset=sync_offset, image_count=image_count, dims=dims
+        )
+        self.coords = {} if relaid else coords
+        chunks = (*self.nav_chunks, *((s,) for s in self.sig_shape))
+        if relaid:
+            darr = self._relaid(da.asarray(array).reshape((image_count, *sig)))
+        elif isinstance(array, da.Array):
             darr = array
         else:
             from dask.base import tokenize
 
-            darr = da.from_array(
-                array,
-                chunks=(*self.nav_chunks, *((s,) for s in self.sig_shape)),
-                name=f"ltdask-array-{tokenize(array)}",
-            )
+            darr = da.from_array(array, chunks=chunks, name=f"ltdask-array-{tokenize(array)}")
         self._array = darr
         self._array_name = darr.name
+
+    def _relaid(self, stream):
+        """The stream of frames laid out on the nav shape: position ``p`` holds frame
+        ``p + sync_offset``, zeros where there is none."""
+        import dask.array as da
+
+        start, stop = self.present_range
+        first = start + self.sync_offset
+        pieces = [
+            da.zeros((start, *self.sig_shape), dtype=stream.dtype),
+            stream[first : first + stop - start],
+            da.zeros((self.num_frames - stop, *self.sig_shape), dtype=stream.dtype),
+        ]
+        flat = da.concatenate([p for p in pieces if p.shape[0]], axis=0)
+        sizes = tuple(p.num_frames for p in self.get_partitions())
+        flat = flat.rechunk((sizes, *((s,) for s in self.sig_shape)))
+        return flat.reshape((*self.nav_shape, *self.sig_shape))
 
     def need_decode(self, read_dtype, roi=None) -> bool:
         return roi is not None or np.dtype(read_dtype) != self.raw_dtype
@@ -136,7 +169,9 @@ class ArrayDataSet(DataSet):
         return (super()._token_fields(), self._array_name)
 
 
-def from_array(array, sig_dims: int = 2, dims=None) -> ArrayDataSet:
+def from_array(
+    array, sig_dims: int = 2, dims=None, nav_shape=None, sig_shape=None, sync_offset: int = 0
+) -> ArrayDataSet:
     """A numpy, dask or xarray array (nav dims first, then `sig_dims` signal dims) as a
     dataset.
 
@@ -151,6 +186,11 @@ def from_array(array, sig_dims: int = 2, dims=None) -> ArrayDataSet:
         How many trailing dims are the frame.
     dims
         Names of the nav and sig dims (for a DataArray: new names for its dims).
+    nav_shape, sig_shape, sync_offset
+        Lay the array's frames out as a file's stream of frames would be (as LiberTEM's
+        memory datasets do): another scan shape, frames of another shape with the same
+        pixels, and the first frame at position ``-sync_offset`` (positive: frames skipped;
+        negative: positions without a frame, zeros and invalid in results).
 
     Examples
     --------
@@ -168,4 +208,4 @@ def from_array(array, sig_dims: int = 2, dims=None) -> ArrayDataSet:
     >>> ds.dims, ds.to_xarray().y.values.tolist()
     (('y', 'x', 'ky', 'kx'), [0.0, 0.5, 1.0])
     """
-    return ArrayDataSet(array, sig_dims=sig_dims, dims=dims)
+    return ArrayDataSet(array, sig_dims, dims, nav_shape, sig_shape, sync_offset)

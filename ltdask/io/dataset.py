@@ -95,6 +95,18 @@ def check_dtype(value, where: str) -> np.dtype:
     return dt
 
 
+class RoiBuilder:
+    """``ds.roi[index]``: a nav-shaped boolean array that is True at `index` (LiberTEM's)."""
+
+    def __init__(self, nav_shape: tuple[int, ...]):
+        self.nav_shape = nav_shape
+
+    def __getitem__(self, index) -> np.ndarray:
+        roi = np.zeros(self.nav_shape, dtype=bool)
+        roi[index] = True
+        return roi
+
+
 class DataSet:
     """A scan of ``nav_shape`` positions, each holding a ``sig_shape`` frame.
 
@@ -157,6 +169,11 @@ class DataSet:
                 f"{self.num_frames - (stop - start)} read as zeros and are invalid in results",
                 MissingFramesWarning,
             )
+
+    @property
+    def roi(self) -> RoiBuilder:
+        """ROIs by indexing: ``ds.roi[2:5, 3]`` is a nav-shaped boolean array, True there."""
+        return RoiBuilder(self.nav_shape)
 
     # -- shapes and dtypes -------------------------------------------------------------
     @property

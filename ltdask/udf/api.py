@@ -49,6 +49,11 @@ def to_datasets(run: Run) -> list:
             "input_dtype": str(run.read_dtype),
             "roi": "none" if run.roi_flat is None else f"{int(run.roi_flat.sum())} positions",
         }
+        # the dataset's own coordinates (from a DataArray) along the results' nav/sig dims
+        used = {d for var in data_vars.values() for d in var.dims}
+        for name, coord in getattr(run.dataset, "coords", {}).items():
+            if set(coord.dims) <= used and name not in data_vars:
+                coords.setdefault(name, coord)
         out.append(xr.Dataset(data_vars, coords=coords, attrs=attrs))
     return out
 

@@ -361,3 +361,59 @@ def test_update_parameters_between_steps(raw_ds):
         next(steps)
         steps.update_parameters_experimental([{}, {}])
         list(steps)
+
+
+# -- 9. in-memory datasets laid out like a file's frames, ds.roi, coordinates ---------------------
+@pytest.mark.parametrize(
+    "sync_offset, nav_shape",
+    [(0, (3, 8)), (3, None), (-2, None), (5, (2, 3)), (-3, (5, 5)), (23, (1, 1))],
+)
+def test_memory_sync_offset_and_nav_shape(data, sync_offset, nav_shape):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ltdask.MissingFramesWarning)
+        ds = Context.make_with("inline").load(
+            "memory", data=data, sig_dims=2, nav_shape=nav_shape, sync_offset=sync_offset
+        )
+    stream = data.reshape(-1, 5, 3)
+    n = int(np.prod(ds.nav_shape))
+    expected = np.zeros((n, 5, 3), np.float32)
+    present = np.zeros(n, bool)
+    for p in range(n):
+        if 0 <= p + sync_offset < len(stream):
+            expected[p] = stream[p + sync_offset]
+            present[p] = True
+    np.testing.assert_array_equal(ds.to_dask().compute().reshape(n, 5, 3), expected)
+    res = SumSigUDF().compute(ds)
+    np.testing.assert_array_equal(res["intensity_valid"].values.reshape(-1), present)
+    np.testing.assert_allclose(
+        res["intensity"].values.reshape(-1)[present], expected[present].sum(axis=(1, 2)), 1e-6
+    )
+
+
+def test_memory_sig_shape(data):
+    ds = ltdask.from_array(data, sig_shape=(3, 5))
+    np.testing.assert_array_equal(ds.to_dask().compute(), data.reshape(4, 6, 3, 5))
+    with pytest.raises(ltdask.DataSetError, match=r"sig_shape=\(4, 4\) does not fit"):
+        ltdask.from_array(data, sig_shape=(4, 4))
+
+
+def test_roi_builder(ds, data):
+    roi = ds.roi[1, 2:5]
+    assert roi.shape == ds.nav_shape and roi.sum() == 3 and roi[1, 2:5].all()
+    res = SumUDF().compute(ds, roi=ds.roi[1:3])
+    np.testing.assert_allclose(res["intensity"].values, data[1:3].sum(axis=(0, 1)), rtol=1e-6)
+
+
+def test_dataarray_coordinates_on_results():
+    import xarray as xr
+
+    xa = xr.DataArray(
+        np.ones((3, 4, 8, 6), np.float32),
+        dims=("y", "x", "ky", "kx"),
+        coords={"y": [0.0, 0.5, 1.0], "kx": np.arange(6) * 0.1},
+    )
+    nav, sig = ltdask.compute(ltdask.from_array(xa), [SumSigUDF(), SumUDF()])
+    assert nav["y"].values.tolist() == [0.0, 0.5, 1.0] and "kx" not in nav.coords
+    np.testing.assert_allclose(sig["kx"].values, np.arange(6) * 0.1)
