@@ -249,3 +249,29 @@ def test_find_excluded_kinds_can_be_skipped(skip):
     assert set(report.kinds) == set(expected)
     found = sorted(map(tuple, np.argwhere(mask).tolist()))
     assert found == sorted(p for pixels in expected.values() for p in pixels)
+
+
+@pytest.mark.parametrize("chunks", [None, (2, 3, 4, 5)])
+@pytest.mark.parametrize("case", [cases.CASES[2], cases.CASES[8]], ids=["dark-gain", "mixed"])
+def test_to_dask_gives_corrected_frames(tmp_path, case, chunks):
+    import warnings
+
+    data, dark, gain, mask, _ = case_inputs(case)
+    cs = CorrectionSet(dark=dark, gain=gain, excluded_pixels=mask)
+    path = tmp_path / "scan.raw"
+    data.tofile(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ltdask.MissingFramesWarning)
+        ds = ltdask.open_raw(path, nav_shape=(6, 7), sig_shape=cases.SIG, dtype=data.dtype,
+                             sync_offset=-3)  # fmt: skip
+    arr = ds.to_dask(chunks=chunks, corrections=cs)
+    assert arr.dtype == np.float32
+    if mask is not None:  # repaired pixels need whole frames
+        assert arr.chunks[2:] == ((16,), (12,))
+    got = arr.compute().reshape(-1, *cases.SIG)
+    want = corrected(data, dark, gain, mask).reshape(-1, *cases.SIG)
+    np.testing.assert_allclose(got[3:38], want, rtol=1e-5, atol=1e-3)
+    assert (got[:3] == 0).all() and (got[38:] == 0).all()  # positions without a frame
+    xa = ds.to_xarray(corrections=cs)
+    assert xa.dims == ds.dims
+    np.testing.assert_allclose(xa.values.reshape(got.shape), got, rtol=1e-6)

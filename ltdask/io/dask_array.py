@@ -68,3 +68,41 @@ def load_block(dataset: DataSet, read_dtype, block_info=None):
     )
     data = dataset.read_frames(positions, sig_slice, read_dtype)
     return data.reshape(block_info[None]["chunk-shape"])
+
+
+def corrected_dask(ds: DataSet, corrections, dtype=None, chunks=None):
+    """`dataset_to_dask` with a `ltdask.CorrectionSet` applied to every frame (see
+    :meth:`ltdask.io.dataset.DataSet.to_dask`)."""
+    import dask.array as da
+
+    out_dtype = np.dtype(np.result_type(ds.resolve_dtype(dtype), np.float32))
+    prepared = corrections.for_shape(ds.sig_shape, ds.path, out_dtype=out_dtype)
+    raw = dataset_to_dask(ds, dtype=ds.run_dtype(ds.dtype), chunks=chunks)
+    nav_dims = len(ds.nav_shape)
+    if prepared.has_excluded and any(len(c) > 1 for c in raw.chunks[nav_dims:]):
+        # pixels are repaired from their neighbours: whole frames per chunk
+        raw = raw.rechunk(raw.chunks[:nav_dims] + tuple((s,) for s in ds.sig_shape))
+    return da.map_blocks(
+        _correct_block,
+        raw,
+        dtype=out_dtype,
+        meta=np.empty((0,) * raw.ndim, dtype=out_dtype),
+        prepared=prepared,
+        dataset=ds.for_task(),
+    )
+
+
+def _correct_block(block, prepared, dataset: DataSet, block_info=None):
+    location = block_info[0]["array-location"]
+    nav_dims = len(dataset.nav_shape)
+    sig_loc = location[nav_dims:]
+    whole = all(b - a == s for (a, b), s in zip(sig_loc, dataset.sig_shape, strict=True))
+    sig_index = None if whole else tuple(slice(a, b) for a, b in sig_loc)
+    frames = block.reshape((-1, *block.shape[nav_dims:]))
+    out = prepared.apply(frames, sig_index=sig_index)
+    start, stop = dataset.present_range
+    positions = block_positions(dataset.nav_shape, location[:nav_dims])
+    missing = (positions < start) | (positions >= stop)
+    if missing.any():
+        out[missing] = 0
+    return out.reshape(block.shape)

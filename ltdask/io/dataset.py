@@ -339,7 +339,7 @@ class DataSet:
         return None
 
     # -- dask and xarray ---------------------------------------------------------------------
-    def to_dask(self, dtype=None, chunks=None):
+    def to_dask(self, dtype=None, chunks=None, corrections=None):
         """The scan as a dask array of shape ``nav + sig``.
 
         Parameters
@@ -349,6 +349,10 @@ class DataSet:
         chunks
             dask chunks; by default nav chunks are the partitions and signal chunks the
             negotiated signal slices (whole frames unless the format stores tiles).
+        corrections
+            A `ltdask.CorrectionSet`: the frames as UDFs see them with it, as floats (at
+            least float32); chunks hold whole frames where pixels are repaired. Positions
+            without a frame stay zero.
 
         Examples
         --------
@@ -362,14 +366,18 @@ class DataSet:
         """
         from ltdask.io.dask_array import dataset_to_dask
 
+        if corrections is not None and corrections.have_corrections():
+            from ltdask.io.dask_array import corrected_dask
+
+            return corrected_dask(self, corrections, dtype=dtype, chunks=chunks)
         return dataset_to_dask(self, dtype=dtype, chunks=chunks)
 
-    def to_xarray(self, dtype=None, chunks=None):
+    def to_xarray(self, dtype=None, chunks=None, corrections=None):
         """The scan as a lazy `xarray.DataArray` with named dims and the dataset's
         :attr:`coords` (see :meth:`to_dask`)."""
         import xarray as xr
 
-        arr = self.to_dask(dtype=dtype, chunks=chunks)
+        arr = self.to_dask(dtype=dtype, chunks=chunks, corrections=corrections)
         return xr.DataArray(
             arr,
             dims=self.dims,
