@@ -261,6 +261,11 @@ class PreparedCorrections:
     def has_excluded(self) -> bool:
         return self.plan.excluded.size > 0
 
+    @property
+    def excluded_coordinates(self) -> np.ndarray:
+        """The excluded pixels as ``(sig_dims, N)`` coordinates."""
+        return np.array(np.unravel_index(self.plan.excluded, self.sig_shape))
+
     def apply(
         self, tile: np.ndarray, out_dtype=None, sig_index: tuple | None = None, out=None
     ) -> np.ndarray:
@@ -280,11 +285,22 @@ class PreparedCorrections:
         dark, gain = self._cut(sig_index)
         plan = self.plan
         if sig_index is not None and src.shape[1] != int(np.prod(self.sig_shape)):
-            if self.has_excluded:
-                raise ValueError("excluded pixels are repaired in whole frames only")
-            plan = _NO_REPAIR
+            plan = self._plan_for(tuple((s.start, s.stop) for s in sig_index))
         _correct_frames(src, dark, gain, plan.excluded, plan.sources, plan.counts, out)
         return out.reshape(tile.shape)
+
+    @functools.lru_cache(maxsize=64)  # noqa: B019 (a few signal slices per run)
+    def _plan_for(self, box) -> RepairPlan:
+        """The repair plan in the coordinates of the signal slice `box` (``(start, stop)``
+        per dim), whose boundaries the negotiation kept away from excluded pixels."""
+        if not self.has_excluded:
+            return _NO_REPAIR
+        coords = self.excluded_coordinates
+        lo = np.array([a for a, _ in box])[:, None]
+        hi = np.array([b for _, b in box])[:, None]
+        inside = ((coords >= lo) & (coords < hi)).all(axis=0)
+        shape = tuple(b - a for a, b in box)
+        return RepairPlan.make(shape, coords[:, inside] - lo, allow_empty=True)
 
     @functools.lru_cache(maxsize=64)  # noqa: B019 (a few signal slices per run)
     def _cut_cached(self, key):

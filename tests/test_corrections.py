@@ -275,3 +275,42 @@ def test_to_dask_gives_corrected_frames(tmp_path, case, chunks):
     xa = ds.to_xarray(corrections=cs)
     assert xa.dims == ds.dims
     np.testing.assert_allclose(xa.values.reshape(got.shape), got, rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "rows", [[63, 100, 200], [64, 127, 128], [0, 255], [31, 32, 95, 96, 159, 160]]
+)
+def test_tiles_keep_excluded_neighbourhoods_whole(rows):
+    """Tiles cut large frames, but never next to an excluded pixel: each is repaired from
+    its whole 3x3 neighbourhood in one pass."""
+    from ltdask.udf.graph import Run
+
+    rng = np.random.default_rng(4)
+    sig = (256, 64)
+    data = rng.normal(100, 10, (3, 4, *sig)).astype(np.float32)
+    mask = np.zeros(sig, bool)
+    mask[rows, rng.integers(0, 64, len(rows))] = True
+    dark = rng.normal(5, 1, sig).astype(np.float32)
+    cs = CorrectionSet(dark=dark, excluded_pixels=mask)
+    ds = ltdask.from_array(data)
+    with dask.config.set({"ltdask.tile-bytes": "16KiB", "ltdask.min-partitions": 1}):
+        run = Run(ds, [SumUDF()], corrections=cs)
+        assert len(run.scheme) > 1
+        for s in run.scheme.slices:
+            for boundary in (s.origin[0], s.origin[0] + s.shape[0]):
+                if 0 < boundary < sig[0]:
+                    assert boundary not in rows and boundary - 1 not in rows
+        (res,) = ltdask.compute(ds, [StdDevUDF()], corrections=cs)
+    fixed = corrected(data, dark, None, mask).reshape(-1, *sig)
+    np.testing.assert_allclose(res["mean"].values, fixed.mean(axis=0), rtol=1e-5)
+    np.testing.assert_allclose(res["var"].values, fixed.var(axis=0), rtol=1e-3)
+
+
+def test_avoid_excluded():
+    from ltdask.io.tiling import avoid_excluded
+
+    # rows 4 and 11 excluded in 16 rows: boundaries at 3|4, 4|5, 10|11, 11|12 are out
+    assert avoid_excluded([2, 12], (16, 12), (1, 12), np.array([[4, 11], [0, 0]])) == [7, 12]
+    # no row height works: whole frames
+    every = np.array([list(range(0, 16, 2)), [0] * 8])
+    assert avoid_excluded([4, 12], (16, 12), (1, 12), every) == [16, 12]

@@ -281,8 +281,12 @@ class DataSet:
         roi: np.ndarray | None = None,
         negotiator: Negotiator | None = None,
         max_io_size: int | None = None,
+        excluded: np.ndarray | None = None,
     ) -> TilingScheme:
         """The tiling scheme for `consumers` reading this dataset as `read_dtype`.
+
+        `excluded`: coordinates ``(sig_dims, N)`` of pixels repaired from their 3×3
+        neighbourhood; no tile boundary then runs next to one.
 
         Raises a `UDFError` if tiles cannot be read as `read_dtype` (a UDF run's dtype
         comes from the UDFs' ``get_preferred_input_dtype()``): this runs when the run is
@@ -291,7 +295,7 @@ class DataSet:
         read_dtype = self.run_dtype(read_dtype, promote=False)
         negotiator = negotiator or Negotiator()
         depth = max(p.num_frames for p in self.get_partitions())
-        return negotiator.get_scheme(consumers, self, read_dtype, depth, roi, max_io_size)
+        return negotiator.get_scheme(consumers, self, read_dtype, depth, roi, max_io_size, excluded)
 
     # -- reading (in tasks) -----------------------------------------------------------------
     def read_frames(self, positions: np.ndarray, sig_slice: Slice, dtype) -> np.ndarray:

@@ -176,11 +176,14 @@ class Negotiator:
         partition_frames: int,
         roi: np.ndarray | None = None,
         max_io_size: int | None = None,
+        excluded: np.ndarray | None = None,
     ) -> TilingScheme:
         """The scheme for `consumers` reading `dataset` as `read_dtype`.
 
         `partition_frames` is the number of frames of the largest partition: no tile is
-        deeper. `max_io_size` overrides the largest read the dataset asks for.
+        deeper. `max_io_size` overrides the largest read the dataset asks for. `excluded`:
+        coordinates ``(sig_dims, N)`` of pixels repaired from their 3×3 neighbourhood, which
+        must lie in the same tile (`avoid_excluded`).
         """
         if not consumers:
             consumers = [TilingPreferences()]
@@ -257,6 +260,8 @@ class Negotiator:
             # tile consumers they get the tile consumers' depth, in whole frames
             tileshape = self._scale(tileshape, (partition_frames, *sig), (1, *base), size_px)
         tileshape = list(dataset.adjust_tileshape(tuple(tileshape), roi))
+        if excluded is not None and np.size(excluded):
+            tileshape[1:] = avoid_excluded(tileshape[1:], sig, base, excluded)
         self._validate(tileshape, sig, base)
         return TilingScheme.make_for_shape(tileshape, sig, intent)
 
@@ -289,6 +294,23 @@ class Negotiator:
                     f"negotiated tile shape {tuple(tileshape)} is not a multiple of the "
                     f"base shape {base}"
                 )
+
+
+def avoid_excluded(tile, sig, base, excluded) -> list[int]:
+    """`tile` (the signal extent of a tile) changed, dim by dim, so that no boundary between
+    two tiles runs next to an excluded pixel (whose 3×3 neighbourhood must then be in one
+    tile): a multiple of the base shape near the old extent, or the whole dim."""
+    out = list(tile)
+    for d, (t, s, b) in enumerate(zip(tile, sig, base, strict=True)):
+        if t >= s:
+            continue
+        # a boundary at k*t separates rows k*t - 1 and k*t: neither may hold one
+        forbidden = set(np.asarray(excluded[d]).tolist())
+        forbidden |= {p + 1 for p in forbidden}
+        b = max(1, b)
+        candidates = sorted(range(b, s, b), key=lambda c: (abs(c - t), -c))
+        out[d] = next((c for c in candidates if not any(m in forbidden for m in range(c, s, c))), s)
+    return out
 
 
 def _snap(value: int, base: int, full: int) -> int:

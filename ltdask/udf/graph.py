@@ -274,10 +274,10 @@ class Run:
         for m, specs in zip(self.mains, self.specs, strict=True):
             self._check_mergeable(m, specs)
         consumers = [_preferences(m) for m in self.mains]
-        if self.prepared is not None and self.prepared.has_excluded:
-            # excluded pixels are repaired from their neighbours: whole frames per tile
-            consumers.append(TilingPreferences("frame"))
-        self.scheme = dataset.negotiate(consumers, self.read_dtype, self.roi_flat)
+        excluded = None if self.prepared is None else self.prepared.excluded_coordinates
+        self.scheme = dataset.negotiate(
+            consumers, self.read_dtype, self.roi_flat, excluded=excluded
+        )
         if any(meth is not UDFMethod.TILE for meth in methods) and len(self.scheme) != 1:
             raise UDFError(
                 f"{dataset.path}: frame and partition UDFs need whole frames, but the "
