@@ -314,3 +314,26 @@ def test_avoid_excluded():
     # no row height works: whole frames
     every = np.array([list(range(0, 16, 2)), [0] * 8])
     assert avoid_excluded([4, 12], (16, 12), (1, 12), every) == [16, 12]
+
+
+@pytest.mark.parametrize("raw", [False, True], ids=["u16", "raw-r12"])
+def test_mib_with_corrections(tmp_path, raw):
+    sys.path.insert(0, os.path.dirname(__file__))
+    from mibfiles import make_counts, write_mib
+
+    counts = make_counts(np.random.default_rng(5), 12, (16, 128), 12)
+    write_mib(tmp_path / "scan.mib", counts, depth=12, raw=raw)
+    ds = ltdask.open_mib(tmp_path / "scan.mib", nav_shape=(3, 4))
+    rng = np.random.default_rng(6)
+    dark = rng.normal(5, 1, (16, 128)).astype(np.float32)
+    gain = rng.uniform(0.9, 1.1, (16, 128)).astype(np.float32)
+    mask = np.zeros((16, 128), bool)
+    mask[[0, 7, 15], [3, 64, 127]] = True
+    cs = CorrectionSet(dark=dark, gain=gain, excluded_pixels=mask)
+    roi = rng.random((3, 4)) > 0.3
+    total, frames = ltdask.compute(ds, [SumUDF(), SumSigUDF()], roi=roi, corrections=cs)
+    fixed = corrected(counts.reshape(3, 4, 16, 128), dark, gain, mask)
+    np.testing.assert_allclose(total["intensity"].values, fixed[roi].sum(axis=0), rtol=1e-5)
+    np.testing.assert_allclose(
+        frames["intensity"].values[roi], fixed[roi].sum(axis=(1, 2)), rtol=1e-5
+    )
