@@ -243,18 +243,24 @@ def find_hdr(mib_path: str) -> str | None:
     return None
 
 
+def _files_matching(path: str, pattern: str) -> list[str]:
+    """The regular files next to `path` whose names match `pattern` (case-insensitive)."""
+    folder = os.path.dirname(path)
+    regex = re.compile(pattern, re.IGNORECASE)
+    try:
+        names = os.listdir(folder or ".")
+    except OSError as e:
+        raise DataSetError(f"cannot list the folder of {path!r}: {e}") from e
+    paths = [os.path.join(folder, n) for n in names if regex.fullmatch(n)]
+    return [p for p in paths if os.path.isfile(p)]
+
+
 def mib_files_for_hdr(hdr_path: str) -> list[str]:
     """The ``.mib`` files an acquisition header describes: ``NAME.mib``, ``NAME<n>.mib`` and
     ``NAME_<n>.mib`` next to ``NAME.hdr``."""
     folder, name = os.path.split(hdr_path)
     stem = os.path.splitext(name)[0]
-    pattern = re.compile(re.escape(stem) + r"([_-]?\d+)?\.mib", re.IGNORECASE)
-    try:
-        names = os.listdir(folder or ".")
-    except OSError as e:
-        raise DataSetError(f"cannot list the folder of {hdr_path!r}: {e}") from e
-    paths = [os.path.join(folder, n) for n in names if pattern.fullmatch(n)]
-    paths = [p for p in paths if os.path.isfile(p)]
+    paths = _files_matching(hdr_path, re.escape(stem) + r"([_-]?\d+)?\.mib")
     if not paths:
         raise DataSetError(
             f"{hdr_path!r}: no .mib files next to it (looked for {stem}.mib, {stem}<n>.mib "
@@ -267,15 +273,8 @@ def mib_siblings(mib_path: str) -> list[str]:
     """The ``.mib`` files of the acquisition `mib_path` belongs to, as LiberTEM finds them:
     the name without its trailing file counter, then any counter (``scan_1.mib`` →
     ``scan_<n>.mib``; ``scan.mib`` → ``scan.mib``, ``scan<n>.mib``)."""
-    folder, name = os.path.split(mib_path)
-    prefix = re.sub(r"\d+$", "", os.path.splitext(name)[0])
-    pattern = re.compile(re.escape(prefix) + r"\d*\.mib", re.IGNORECASE)
-    try:
-        names = os.listdir(folder or ".")
-    except OSError as e:
-        raise DataSetError(f"cannot list the folder of {mib_path!r}: {e}") from e
-    paths = [os.path.join(folder, n) for n in names if pattern.fullmatch(n)]
-    siblings = [p for p in paths if os.path.isfile(p)]
+    prefix = re.sub(r"\d+$", "", os.path.splitext(os.path.basename(mib_path))[0])
+    siblings = _files_matching(mib_path, re.escape(prefix) + r"\d*\.mib")
     if not any(os.path.samefile(p, mib_path) for p in siblings):
         siblings.append(mib_path)
     return siblings
