@@ -6,8 +6,10 @@ per UDF:
 
 * nav-only UDFs without their own ``merge``: each partition's nav buffers become one chunk
   of the result (no merge step at all);
-* UDFs with ``merge_all``: one call with all partial buffers as dask arrays;
-* UDFs with only ``merge``: a tree reduction of ``merge`` calls;
+* UDFs with ``merge_all``: one call with the partial buffers of the partitions that have
+  ROI frames (dask arrays, or numpy in one task);
+* UDFs with only ``merge``: LiberTEM's sequence of ``merge`` calls into the dataset-sized
+  buffers, one partition after the other (a chain of tasks);
 
 then ``get_results`` runs on dask arrays and the results become an `xarray.Dataset`.
 Internally nav results are flat ``(nav_size, *extra)`` arrays with fill values outside the
@@ -744,12 +746,7 @@ def _extract_partial(cell, u, key, stacked):
     return arr[np.newaxis] if stacked else arr
 
 
-# -- tree merge (UDFs with only `merge`) ---------------------------------------------------
-def _leaf_state(cell, u, index, counts):
-    start = sum(counts[:index])
-    return (start, start + counts[index], cell[0][u])
-
-
+# -- merge chains (UDFs with only `merge`) ------------------------------------------------
 def _merge_udf(template: UDF, meta_args, valid_before: np.ndarray):
     ds_shape, ds_dtype, read_dtype, roi_flat, n_sel, sig_shape = meta_args
     udf = template.copy()
