@@ -282,7 +282,7 @@ class PreparedCorrections:
             out = np.empty(src.shape, dtype=out_dtype)
         else:
             out = out.reshape(-1)[: src.size].reshape(src.shape)
-        dark, gain = self._cut(sig_index)
+        dark, gain = self._cut(sig_index, out_dtype)
         plan = self.plan
         if sig_index is not None and src.shape[1] != int(np.prod(self.sig_shape)):
             plan = self._plan_for(tuple((s.start, s.stop) for s in sig_index))
@@ -306,22 +306,22 @@ class PreparedCorrections:
     def _cut_cached(self, key):
         return self._cut_now(key)
 
-    def _cut(self, sig_index):
-        if sig_index is None:
-            return self._cut_now(None)
-        key = tuple((s.start, s.stop) for s in sig_index)
+    def _cut(self, sig_index, out_dtype):
+        key = None if sig_index is None else tuple((s.start, s.stop) for s in sig_index)
+        if out_dtype != self.out_dtype:
+            return [a.astype(out_dtype) for a in self._cut_cached(key)]
         return self._cut_cached(key)
 
     def _cut_now(self, key):
         out = []
         for arr in (self.source.dark, self.source.gain):
             if arr is None:
-                out.append(_EMPTY)
-            elif key is None:
-                out.append(np.ascontiguousarray(arr).reshape(-1))
-            else:
-                index = tuple(slice(a, b) for a, b in key)
-                out.append(np.ascontiguousarray(arr.reshape(self.sig_shape)[index]).reshape(-1))
+                out.append(np.zeros(0, dtype=self.out_dtype))
+                continue
+            arr = arr.reshape(self.sig_shape)
+            if key is not None:
+                arr = arr[tuple(slice(a, b) for a, b in key)]
+            out.append(np.ascontiguousarray(arr, dtype=self.out_dtype).reshape(-1))
         return out
 
     def __dask_tokenize__(self):
@@ -334,14 +334,14 @@ class PreparedCorrections:
         )
 
 
-_EMPTY = np.zeros(0, dtype=np.float32)
 _NO_REPAIR = RepairPlan(np.zeros(0, np.int64), np.zeros((0, 1), np.int64), np.zeros(0, np.int64))
 
 
 @numba.njit(nogil=True, cache=True)
 def _correct_frames(src, dark, gain, excluded, sources, counts, out):
     """``out = (src - dark) * gain`` per frame, then each excluded pixel the mean of its
-    sources (empty dark/gain: none)."""
+    sources (empty dark/gain: none). `dark` and `gain` have `out`'s dtype: the arithmetic
+    stays in it (float32 + float64 would widen every pixel and stop vectorisation)."""
     n, px = src.shape
     with_dark = dark.shape[0] > 0
     with_gain = gain.shape[0] > 0
@@ -350,13 +350,13 @@ def _correct_frames(src, dark, gain, excluded, sources, counts, out):
         dest = out[i]
         if with_dark and with_gain:
             for k in range(px):
-                dest[k] = (row[k] - dark[k]) * gain[k]
+                dest[k] = (dest.dtype.type(row[k]) - dark[k]) * gain[k]
         elif with_dark:
             for k in range(px):
-                dest[k] = row[k] - dark[k]
+                dest[k] = dest.dtype.type(row[k]) - dark[k]
         elif with_gain:
             for k in range(px):
-                dest[k] = row[k] * gain[k]
+                dest[k] = dest.dtype.type(row[k]) * gain[k]
         else:
             for k in range(px):
                 dest[k] = row[k]
