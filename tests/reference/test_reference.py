@@ -1,0 +1,218 @@
+"""ltdask against LiberTEM 0.16's own results (``make_reference.py`` stored them in ``data/``).
+
+Every case of ``cases.py`` runs through ``ltdask.compute`` (xarray results) and through
+``ltdask.compat.Context().run_udf`` (``.data`` / ``.valid_mask``); values, valid masks, dtypes
+and shapes are compared with LiberTEM's. Integer and boolean results must be equal; floating
+results agree to ``rtol=RTOL[dtype]`` (float32: 1e-5, float64: 1e-9) with ``atol`` scaled to
+the largest magnitude of the result (summation order differs between the two); NaNs must sit at
+the same places.
+
+Deliberate differences, asserted rather than skipped (DESIGN.md, "Result layout"):
+
+* Positions whose frame is not in the files (a ``sync_offset`` past either end) are False in
+  ltdask's nav valid masks; LiberTEM marks them valid. The values there agree (zero frames).
+* LiberTEM 0.16 refuses raw MIB at counter depth 1 with a frame width below 64 pixels (an
+  ``AssertionError`` in its decoder); ltdask reads those files, and its results are checked
+  against the same case's integer-mode file (``DEPTH1_RAW_TWIN``).
+
+Tolerances: the result dtype's (above), except ``StdDevUDF(dtype="float32")``, whose float64
+results LiberTEM computes in float32 arithmetic (``F32_ARITHMETIC``: float32's ``rtol``).
+
+Cases LiberTEM refuses with an error (CoMUDF on a non-2-D nav) must be refused by ltdask too.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import cases  # noqa: E402
+
+import ltdask  # noqa: E402
+from ltdask import UDF, masks  # noqa: E402
+from ltdask.compat import Context  # noqa: E402
+from ltdask.udf import (  # noqa: E402
+    ApplyMasksUDF,
+    CoMUDF,
+    PickUDF,
+    StdDevUDF,
+    SumSigUDF,
+    SumUDF,
+)
+
+NS = dict(
+    UDF=UDF,
+    SumUDF=SumUDF,
+    SumSigUDF=SumSigUDF,
+    StdDevUDF=StdDevUDF,
+    ApplyMasksUDF=ApplyMasksUDF,
+    CoMUDF=CoMUDF,
+    PickUDF=PickUDF,
+    masks=masks,
+    custom=cases.make_udfs(UDF),
+    aux_data=UDF.aux_data,
+)
+
+RTOL = {np.dtype("float32"): 1e-5, np.dtype("float64"): 1e-9}
+RTOL[np.dtype("complex64")] = RTOL[np.dtype("float32")]
+RTOL[np.dtype("complex128")] = RTOL[np.dtype("float64")]
+
+#: cases whose arithmetic LiberTEM does in float32 although the result is float64
+F32_ARITHMETIC = {"stddev-f32"}
+
+#: LiberTEM refuses these datasets; ltdask must give what the twin dataset gives
+DEPTH1_RAW_TWIN = {"mib-r64-d1": "mib-u08-d1"}
+
+_WORKDIR = tempfile.mkdtemp(prefix="ltdask-reference-")
+
+
+@functools.cache
+def reference(group):
+    with np.load(cases.group_file(group)) as z:
+        return dict(z.items())
+
+
+def expected(case_id, group):
+    ref = reference(group)
+    prefix = case_id + "__"
+    error = ref.get(prefix + "__error")
+    buffers = {}
+    for key, value in ref.items():
+        if key.startswith(prefix) and not key.endswith("__valid") and key != prefix + "__error":
+            name = key[len(prefix) :]
+            buffers[name] = (value, ref[key + "__valid"])
+    return error, buffers
+
+
+@functools.cache
+def dataset(ds_key):
+    filetype, kwargs = cases.dataset_load(ds_key, _WORKDIR)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Context().load(filetype, **kwargs)
+
+
+def _udf(ds_key, udf_key):
+    nav, sig = cases.dataset_shape(ds_key)
+    return cases.make_udf(udf_key, NS, sig, nav)
+
+
+def run_compute(ds_key, roi_kind, udf_key):
+    nav, _ = cases.dataset_shape(ds_key)
+    roi = cases.roi(roi_kind, nav)
+    ds = dataset(ds_key)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if udf_key == "auto":
+            res = ltdask.map(ds, cases.auto_fn, roi=roi)
+        else:
+            (res,) = ltdask.compute(ds, [_udf(ds_key, udf_key)], roi=roi)
+    return {
+        name: (np.asarray(var.values), np.asarray(res.coords[f"{name}_valid"].values))
+        for name, var in res.data_vars.items()
+    }
+
+
+def run_context(ds_key, roi_kind, udf_key):
+    nav, _ = cases.dataset_shape(ds_key)
+    roi = cases.roi(roi_kind, nav)
+    ds = dataset(ds_key)
+    ctx = Context()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if udf_key == "auto":
+            buf = ctx.map(dataset=ds, f=cases.auto_fn, roi=roi)
+            return {"result": (np.asarray(buf.data), np.asarray(buf.valid_mask))}
+        res = ctx.run_udf(dataset=ds, udf=_udf(ds_key, udf_key), roi=roi)
+    return {name: (np.asarray(b.data), np.asarray(b.valid_mask)) for name, b in res.items()}
+
+
+def assert_values(case_id, name, got, want, rtol=None):
+    assert got.shape == want.shape, (case_id, name, got.shape, want.shape)
+    assert got.dtype == want.dtype, (case_id, name, got.dtype, want.dtype)
+    if want.dtype.kind in "fc":
+        assert np.array_equal(np.isnan(got), np.isnan(want)), (case_id, name, "NaN positions")
+        finite = ~np.isnan(want)
+        scale = float(np.max(np.abs(want[finite]), initial=0.0))
+        rtol = rtol or RTOL[want.dtype]
+        np.testing.assert_allclose(
+            got[finite], want[finite], rtol=rtol, atol=rtol * scale, err_msg=f"{case_id} {name}"
+        )
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=f"{case_id} {name}")
+
+
+def compare(case_id, ds_key, got, want, rtol=None):
+    assert sorted(got) == sorted(want), (case_id, sorted(got), sorted(want))
+    missing = cases.missing_frames(ds_key)
+    nav, _ = cases.dataset_shape(ds_key)
+    for name, (want_data, want_valid) in want.items():
+        got_data, got_valid = got[name]
+        assert_values(case_id, name, got_data, want_data, rtol)
+        assert got_valid.shape == want_valid.shape, (case_id, name)
+        is_nav = want_valid.shape[: len(nav)] == tuple(nav)
+        if missing is not None and is_nav:
+            lost = missing.reshape(nav)
+            # the deliberate difference: LiberTEM calls frames it never read valid
+            assert want_valid[lost].all(), (case_id, name)
+            expect = want_valid.copy()
+            expect[lost] = False
+            np.testing.assert_array_equal(got_valid, expect, err_msg=f"{case_id} {name} valid")
+        else:
+            np.testing.assert_array_equal(got_valid, want_valid, err_msg=f"{case_id} {name} valid")
+
+
+UDF_CASES = [pytest.param(group, udf_key, id=case_id) for case_id, group, udf_key in cases.CASES]
+
+
+@pytest.mark.parametrize("runner", [run_compute, run_context], ids=["compute", "context"])
+@pytest.mark.parametrize(("group", "udf_key"), UDF_CASES)
+def test_udf_case(group, udf_key, runner):
+    ds_key, roi_kind = group
+    case_id = f"{ds_key}-{roi_kind}-{udf_key}"
+    error, want = expected(case_id, group)
+    if ds_key in DEPTH1_RAW_TWIN:
+        # LiberTEM refuses the file (see module docstring); ltdask must equal its twin
+        assert error is not None and "AssertionError" in str(error)
+        twin = DEPTH1_RAW_TWIN[ds_key]
+        _, want = expected(f"{twin}-{roi_kind}-{udf_key}", (twin, roi_kind))
+        got = runner(ds_key, roi_kind, udf_key)
+        compare(case_id, ds_key, got, want)
+        return
+    if error is not None:
+        with pytest.raises(Exception):  # noqa: B017, PT011 - LiberTEM's refusal, any type
+            runner(ds_key, roi_kind, udf_key)
+        return
+    got = runner(ds_key, roi_kind, udf_key)
+    compare(
+        case_id, ds_key, got, want, RTOL[np.dtype("float32")] if udf_key in F32_ARITHMETIC else None
+    )
+
+
+@functools.cache
+def mask_reference():
+    with np.load(cases.masks_file()) as z:
+        return dict(z.items())
+
+
+@pytest.mark.parametrize(
+    ("name", "sig"),
+    [pytest.param(name, sig, id=case_id) for case_id, name, sig in cases.MASK_FACTORY_CASES],
+)
+def test_mask_factory(name, sig):
+    case_id = f"mask-{name}-{sig[0]}x{sig[1]}"
+    want = mask_reference()[case_id]
+    got = cases.call_mask(masks, cases.mask_specs(sig)[name])
+    assert_values(case_id, "mask", got, want)
+
+
+def test_case_count():
+    assert len(cases.CASES) + len(cases.MASK_FACTORY_CASES) >= 150
