@@ -267,26 +267,35 @@ class PreparedCorrections:
         return np.array(np.unravel_index(self.plan.excluded, self.sig_shape))
 
     def apply(
-        self, tile: np.ndarray, out_dtype=None, sig_index: tuple | None = None, out=None
+        self,
+        tile: np.ndarray,
+        out_dtype=None,
+        sig_index: tuple | None = None,
+        out=None,
+        flat: tuple | None = None,
     ) -> np.ndarray:
         """A corrected copy of `tile` (``(n, *slice shape)``) as `out_dtype` (a float dtype;
         by default ``self.out_dtype``), in `out` (a flat buffer to reuse) if given.
 
         `sig_index` is the tile's signal slice (``Slice.get()``); None for whole frames.
-        Excluded pixels are repaired only in whole frames (runs with excluded pixels
-        negotiate whole-frame tiles)."""
+        `flat`: ``(frames, p0, p1)``, C-contiguous frames whose ``[:, p0:p1]`` is the tile
+        (read from there without a copy). The negotiation keeps tile boundaries away from
+        excluded pixels, so each is repaired within its tile."""
         n = tile.shape[0]
-        src = np.ascontiguousarray(tile).reshape(n, -1)
+        if flat is None:
+            flat = (np.ascontiguousarray(tile).reshape(n, -1), 0, tile[0].size if n else 0)
+        src, p0, p1 = flat
         out_dtype = self.out_dtype if out_dtype is None else np.dtype(out_dtype)
-        if out is None or out.dtype != out_dtype or out.size < src.size:
-            out = np.empty(src.shape, dtype=out_dtype)
+        size = n * (p1 - p0)
+        if out is None or out.dtype != out_dtype or out.size < size:
+            out = np.empty((n, p1 - p0), dtype=out_dtype)
         else:
-            out = out.reshape(-1)[: src.size].reshape(src.shape)
+            out = out.reshape(-1)[:size].reshape(n, p1 - p0)
         dark, gain = self._cut(sig_index, out_dtype)
         plan = self.plan
-        if sig_index is not None and src.shape[1] != int(np.prod(self.sig_shape)):
+        if sig_index is not None and p1 - p0 != int(np.prod(self.sig_shape)):
             plan = self._plan_for(tuple((s.start, s.stop) for s in sig_index))
-        _correct_frames(src, dark, gain, plan.excluded, plan.sources, plan.counts, out)
+        _correct_frames(src, p0, p1, dark, gain, plan.excluded, plan.sources, plan.counts, out)
         return out.reshape(tile.shape)
 
     @functools.lru_cache(maxsize=64)  # noqa: B019 (a few signal slices per run)
@@ -338,15 +347,16 @@ _NO_REPAIR = RepairPlan(np.zeros(0, np.int64), np.zeros((0, 1), np.int64), np.ze
 
 
 @numba.njit(nogil=True, cache=True)
-def _correct_frames(src, dark, gain, excluded, sources, counts, out):
-    """``out = (src - dark) * gain`` per frame, then each excluded pixel the mean of its
-    sources (empty dark/gain: none). `dark` and `gain` have `out`'s dtype: the arithmetic
+def _correct_frames(src, p0, p1, dark, gain, excluded, sources, counts, out):
+    """``out = (src[:, p0:p1] - dark) * gain`` per frame, then each excluded pixel the mean
+    of its sources (empty dark/gain: none). `dark` and `gain` have `out`'s dtype: the arithmetic
     stays in it (float32 + float64 would widen every pixel and stop vectorisation)."""
-    n, px = src.shape
+    n = src.shape[0]
+    px = p1 - p0
     with_dark = dark.shape[0] > 0
     with_gain = gain.shape[0] > 0
     for i in range(n):
-        row = src[i]
+        row = src[i][p0:p1]
         dest = out[i]
         if with_dark and with_gain:
             for k in range(px):

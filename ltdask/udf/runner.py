@@ -225,7 +225,7 @@ def run_partition(
             if corrections is not None:
                 whole = len(scheme) == 1
                 data = corrections.apply(
-                    data, read_dtype, None if whole else sig_indices[s], out=corrected
+                    data, read_dtype, None if whole else sig_indices[s], corrected, flat
                 )
                 if corrected is None or corrected.size < data.size:
                     corrected = data
