@@ -12,6 +12,9 @@ from ltdask.udf.builtin import (
     SumSigUDF,
     SumUDF,
 )
+from ltdask.udf.builtin.crystallinity import CrystallinityUDF, run_analysis_crystall
+from ltdask.udf.builtin.fem import FEMUDF, run_fem
+from ltdask.udf.builtin.logsum import LogsumUDF, run_logsum
 from ltdask.udf.meta import UDFMeta
 
 __all__ = [
@@ -21,6 +24,9 @@ __all__ = [
     "AuxData",
     "CoMParams",
     "CoMUDF",
+    "CrystallinityUDF",
+    "FEMUDF",
+    "LogsumUDF",
     "MaskContainer",
     "PickUDF",
     "StdDevUDF",
@@ -28,4 +34,7 @@ __all__ = [
     "SumUDF",
     "UDFMeta",
     "UDFMethod",
+    "run_analysis_crystall",
+    "run_fem",
+    "run_logsum",
 ]
