@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -62,7 +63,7 @@ def _local_path(store) -> str | None:
 def _store_exists(store) -> bool:
     path = _local_path(store)
     if path is not None:
-        return os.path.exists(path)
+        return os.path.lexists(path)
     import zarr
 
     try:
@@ -70,6 +71,166 @@ def _store_exists(store) -> bool:
     except Exception:
         return False
     return True
+
+
+class StoreReplaceError(LtdaskError):
+    """An existing path that ltdask will not replace: it is not a Zarr store."""
+
+
+#: files at the root of a Zarr store (v3, v2 group, v2 array)
+ZARR_ROOT_FILES = ("zarr.json", ".zgroup", ".zarray")
+#: hidden siblings made while writing ``NAME``: ``.NAME.partial-PID-HEX``, ``.NAME.old-PID-HEX``
+_LEFTOVER = r"\.{name}\.(partial|old)-(?:(\d+)-)?[0-9a-f]+"
+#: the temporary stores this process is writing now (never cleaned up as leftovers)
+_ACTIVE: set[str] = set()
+
+
+def _step(name: str) -> None:
+    """A point in a store replacement; tests replace this to kill the process there."""
+
+
+def _is_store(path: str) -> bool:
+    """A real (not linked) folder that is empty or a Zarr store (a store being written holds
+    its root metadata before any chunk)."""
+    if os.path.islink(path) or not os.path.isdir(path):
+        return False
+    names = os.listdir(path)
+    return not names or any(n in names for n in ZARR_ROOT_FILES)
+
+
+def _check_replaceable(path: str) -> None:
+    """Raise unless `path` is absent, an empty folder or a Zarr store."""
+    if not os.path.lexists(path) or _is_store(path):
+        return
+    if os.path.islink(path):
+        what = f"a symbolic link to {os.readlink(path)}"
+    elif not os.path.isdir(path):
+        what = "a file"
+    else:
+        names = sorted(os.listdir(path))
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        what = f"a folder holding {shown}, with no zarr.json, .zgroup or .zarray"
+    raise StoreReplaceError(
+        f"{path} is {what}: not a Zarr store, so it was left as it is; ltdask replaces only "
+        "Zarr stores and empty folders; choose another path"
+    )
+
+
+def _remove_store(path: str) -> None:
+    """Delete a store, its root metadata last, so that a store half deleted by a killed
+    process is still recognisable (and removed by the next write)."""
+    with os.scandir(path) as entries:
+        for entry in entries:
+            if entry.name in ZARR_ROOT_FILES:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+    _step("removing")
+    for name in ZARR_ROOT_FILES:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(path, name))
+    os.rmdir(path)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_leftovers(parent: str, name: str) -> None:
+    """Remove the temporary and old stores that killed or failed writes to ``NAME`` left in
+    `parent` (those of live processes' writes in progress are kept)."""
+    pattern = re.compile(_LEFTOVER.format(name=re.escape(name)))
+    try:
+        names = os.listdir(parent)
+    except FileNotFoundError:
+        return
+    for entry in names:
+        match = pattern.fullmatch(entry)
+        if match is None:
+            continue
+        full = os.path.join(parent, entry)
+        pid = match.group(2)
+        if full in _ACTIVE or (pid and int(pid) != os.getpid() and _pid_alive(int(pid))):
+            continue
+        if _is_store(full):
+            with contextlib.suppress(OSError):
+                _remove_store(full)
+
+
+_AT_FDCWD = -100
+_RENAME_NOREPLACE = 1
+_RENAME_EXCHANGE = 2
+#: renameat2's system call number where glibc lacks the wrapper
+_SYSCALL_RENAMEAT2 = {"x86_64": 316, "aarch64": 276}
+
+
+def _renameat2(src: str, dst: str, flags: int) -> bool:
+    """Linux ``renameat2``: True when done, False where the kernel, C library or file
+    system does not support it; other failures raise `OSError`."""
+    import ctypes
+    import errno
+    import platform
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return False
+    args = (
+        ctypes.c_int(_AT_FDCWD),
+        os.fsencode(src),
+        ctypes.c_int(_AT_FDCWD),
+        os.fsencode(dst),
+        ctypes.c_uint(flags),
+    )
+    fn = getattr(libc, "renameat2", None)
+    if fn is not None:
+        rc = fn(*args)
+    else:
+        number = _SYSCALL_RENAMEAT2.get(platform.machine())
+        if number is None or not hasattr(libc, "syscall"):
+            return False
+        rc = libc.syscall(ctypes.c_long(number), *args)
+    if rc == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), src, None, dst)
+
+
+def _replace(tmp: str, path: str, old: str) -> None:
+    """Put the complete store `tmp` at `path`, replacing what is there (checked to be a
+    store). With ``RENAME_EXCHANGE`` the path always holds the old or the new store; where
+    the file system lacks it, two renames leave an instant with nothing at `path` (the old
+    store then waits at `old`)."""
+    if not os.path.lexists(path):
+        if _renameat2(tmp, path, _RENAME_NOREPLACE):
+            return
+        if not os.path.lexists(path):
+            os.rename(tmp, path)
+            return
+    _check_replaceable(path)
+    if _renameat2(tmp, path, _RENAME_EXCHANGE):
+        _step("exchanged")
+        if not _is_store(tmp):
+            # something else took the path between the check and the exchange: put it back
+            _renameat2(tmp, path, _RENAME_EXCHANGE)
+            _check_replaceable(path)
+        os.rename(tmp, old)
+    else:
+        os.rename(path, old)
+        _step("moved-away")
+        os.rename(tmp, path)
+    _step("replaced")
+    _remove_store(old)
 
 
 @contextlib.contextmanager
@@ -85,24 +246,29 @@ def _atomic(store, mode: str) -> Iterator:
     if path is None:
         yield store
         return
+    _check_replaceable(path)
     parent, name = os.path.split(path)
     os.makedirs(parent or ".", exist_ok=True)
-    tmp = os.path.join(parent, f".{name}.partial-{uuid.uuid4().hex[:8]}")
+    _remove_leftovers(parent, name)
+    _step("start")
+    tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp = os.path.join(parent, f".{name}.partial-{tag}")
+    _ACTIVE.add(tmp)
     try:
-        yield tmp
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    old = None
-    if os.path.exists(path):
-        if mode == "w-":
+        os.mkdir(tmp)
+        _step("partial-created")
+        try:
+            yield tmp
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        _step("written")
+        if mode == "w-" and os.path.lexists(path):
             shutil.rmtree(tmp, ignore_errors=True)
             raise FileExistsError(f"{path} appeared while writing; left it as it was")
-        old = os.path.join(parent, f".{name}.old-{uuid.uuid4().hex[:8]}")
-        os.rename(path, old)
-    os.rename(tmp, path)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        _replace(tmp, path, os.path.join(parent, f".{name}.old-{tag}"))
+    finally:
+        _ACTIVE.discard(tmp)
 
 
 def _prepared(result):
