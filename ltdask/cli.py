@@ -7,6 +7,7 @@ import contextlib
 import os
 import tempfile
 import time
+import warnings
 
 import click
 import numpy as np
@@ -117,8 +118,53 @@ def _open(path, nav_shape, sig_shape, dtype, sync_offset, key):
         raise click.ClickException(str(e)) from None
 
 
+def input_files(ds, *paths) -> list[str]:
+    """The files a command reads: the paths it was given and every file of the dataset."""
+    files = [os.fspath(p) for p in paths if p]
+    files.append(os.fspath(ds.path)) if getattr(ds, "path", None) else None
+    files += [os.fspath(f.path) for f in getattr(getattr(ds, "fileset", None), "files", ())]
+    return files
+
+
+def check_output(output: str, option: str, inputs) -> None:
+    """Refuse an output (named `option` on the command line) that is one of the run's input
+    files or a folder holding one: replacing it would delete the input."""
+    out = os.path.realpath(output)
+    for path in inputs:
+        real = os.path.realpath(path)
+        same = real == out
+        if not same and os.path.exists(output) and os.path.exists(path):
+            same = os.path.samefile(output, path)
+        if same or real.startswith(out.rstrip(os.sep) + os.sep):
+            what = "is" if same else "contains"
+            raise click.UsageError(
+                f"{option} {output!r} {what} the input file {path!r}; writing there would "
+                f"destroy the input; choose another {option}"
+            )
+
+
+def _warning_line(message, category, filename, lineno, file=None, line=None):
+    click.echo(f"Warning: {message}", err=True)
+
+
+class Group(click.Group):
+    """Shows ltdask's errors as one ``Error:`` line and its warnings as ``Warning:`` lines."""
+
+    def invoke(self, ctx):
+        from ltdask.exceptions import LtdaskError
+
+        previous = warnings.showwarning
+        warnings.showwarning = _warning_line
+        try:
+            return super().invoke(ctx)
+        except LtdaskError as e:
+            raise click.ClickException(str(e)) from None
+        finally:
+            warnings.showwarning = previous
+
+
 # -- the group -------------------------------------------------------------------------------
-@click.group()
+@click.group(cls=Group)
 @click.version_option(package_name="ltdask")
 @click.option(
     "--scheduler",
@@ -158,6 +204,7 @@ def info(path, nav_shape, sig_shape, dtype, sync_offset, key):
         ("dtype", ds.dtype),
         ("size", f"{ds.nbytes / 2**20:.1f} MiB"),
         ("frames in files", ds.image_count),
+        *_present_rows(ds),
         ("sync offset", ds.sync_offset),
         ("partitions", f"{len(parts)} (nav chunks {_chunks(ds.nav_chunks)})"),
         ("tiles (float32)", f"{scheme.tileshape}, {len(scheme)} signal slices"),
@@ -165,6 +212,22 @@ def info(path, nav_shape, sig_shape, dtype, sync_offset, key):
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         click.echo(f"{k:<{width}}  {v}")
+
+
+def _present_rows(ds) -> list:
+    """A row that flags a nav shape asking for more frames than the files hold."""
+    start, stop = getattr(ds, "present_range", (0, None))
+    asked = getattr(ds, "num_frames", None)
+    if stop is None or asked is None or stop - start >= asked:
+        return []
+    return [
+        (
+            "MISSING FRAMES",
+            f"only {stop - start} of the {asked} frames the nav shape {tuple(ds.nav_shape)} "
+            f"asks for are in the files (positions {start}:{stop}); the others read as zeros "
+            "and are invalid",
+        )
+    ]
 
 
 def _chunks(chunks) -> str:
@@ -193,13 +256,26 @@ def convert(
     progress,
 ):
     """Convert SOURCE to a Zarr (v3) array OUTPUT, chunked by partition."""
+    from ltdask.store import StoreReplaceError
+
     ds = _open(source, nav_shape, sig_shape, dtype, sync_offset, key)
+    check_output(output, "OUTPUT", input_files(ds, source))
+    if out_dtype is not None:
+        try:
+            np.dtype(out_dtype)
+        except TypeError:
+            raise click.BadParameter(
+                f"{out_dtype!r} is not a numpy dtype such as float32 or uint16",
+                param_hint="--out-dtype",
+            ) from None
     t0 = time.perf_counter()
     with _run_context(ctx):
         try:
             ds.to_zarr(output, dtype=out_dtype, mode="w" if overwrite else "w-", progress=progress)
         except FileExistsError:
             raise click.ClickException(_exists(output)) from None
+        except StoreReplaceError as e:
+            raise click.ClickException(f"OUTPUT: {e}") from None
     click.echo(
         f"wrote {output}: {ds.shape.to_tuple()} {out_dtype or ds.dtype} "
         f"in {time.perf_counter() - t0:.1f} s"
@@ -257,7 +333,10 @@ def parse_roi(spec: str | None, nav_shape):
                 f"--roi {spec!r}: an array of shape {roi.shape}; expected the nav shape "
                 f"{tuple(nav_shape)}"
             )
-        return roi.astype(bool)
+        roi = roi.astype(bool)
+        if not roi.any():
+            raise click.BadParameter(f"--roi {spec!r}: the array selects no positions")
+        return roi
     if spec.lower().endswith(".npy"):
         raise click.BadParameter(f"--roi {spec!r}: no such file")
     roi = np.zeros(nav_shape, dtype=bool)
@@ -269,6 +348,10 @@ def parse_roi(spec: str | None, nav_shape):
         roi[index] = True
     except (ValueError, IndexError) as e:
         raise click.BadParameter(f"--roi {spec!r}: {e}") from None
+    if not roi.any():
+        raise click.BadParameter(
+            f"--roi {spec!r} selects no positions of the nav shape {tuple(nav_shape)}"
+        )
     return roi
 
 
@@ -299,6 +382,7 @@ def run(
 ):
     """Run a shipped UDF on PATH and write its results to a Zarr store."""
     import ltdask
+    from ltdask.store import StoreReplaceError
 
     ds = _open(path, nav_shape, sig_shape, dtype, sync_offset, key)
     params = {}
@@ -312,6 +396,8 @@ def run(
     except (TypeError, ValueError) as e:
         raise click.BadParameter(f"--param for {udf_name}: {e}") from None
     roi_mask = parse_roi(roi, ds.nav_shape)
+    roi_file = roi if roi is not None and os.path.exists(roi) else None
+    check_output(out, "--out", input_files(ds, path, roi_file))
     t0 = time.perf_counter()
     with _run_context(ctx):
         try:
@@ -319,6 +405,8 @@ def run(
             ltdask.to_zarr(lazy, out, mode="w" if overwrite else "w-", progress=progress)
         except FileExistsError:
             raise click.ClickException(_exists(out)) from None
+        except StoreReplaceError as e:
+            raise click.ClickException(f"--out: {e}") from None
         except (ltdask.UDFError, TypeError, ValueError) as e:
             raise click.ClickException(f"{type(udf).__name__}: {e}") from None
     click.echo(f"wrote {out}: {', '.join(lazy.data_vars)} in {time.perf_counter() - t0:.1f} s")
@@ -401,6 +489,12 @@ def demo(ctx, out_dir, nav, sig, progress):
     from ltdask import masks
     from ltdask.udf import ApplyMasksUDF, CoMUDF, StdDevUDF
 
+    for option, shape in (("--nav", nav), ("--sig", sig)):
+        if len(shape) != 2 or min(shape) < 1:
+            raise click.BadParameter(
+                f"{','.join(map(str, shape))!r}: expected two sizes >= 1, such as 64,64",
+                param_hint=option,
+            )
     out_dir = out_dir or tempfile.mkdtemp(prefix="ltdask-demo-")
     os.makedirs(out_dir, exist_ok=True)
     scan_path = os.path.join(out_dir, "scan.raw")
@@ -413,10 +507,14 @@ def demo(ctx, out_dir, nav, sig, progress):
     ds = ltdask.open_raw(scan_path, nav_shape=nav, sig_shape=sig, dtype="uint16")
     sy, sx = sig
     r = min(sy, sx) / 8
+    # the dark-field ring spans from outside the disk to the frame's edge (kept a valid
+    # ring, outer above inner, on frames too small for that)
+    ring_inner = r * 2.2
+    ring_outer = max(min(sy, sx) / 2 - 1, ring_inner + 1)
     bf = ApplyMasksUDF(
         [
             lambda: masks.circular(sx / 2, sy / 2, sx, sy, r * 1.6),
-            lambda: masks.ring(sx / 2, sy / 2, sx, sy, min(sy, sx) / 2 - 1, r * 2.2),
+            lambda: masks.ring(sx / 2, sy / 2, sx, sy, ring_outer, ring_inner),
         ]
     )
     com = CoMUDF.with_params(cy=sy / 2, cx=sx / 2, r=r * 2)

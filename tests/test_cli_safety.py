@@ -1,0 +1,121 @@
+"""The command line never destroys its inputs or a user's files, and reports bad values as
+one ``Error:`` line (no traceback). Every command of this module runs at once, in parallel."""
+
+from __future__ import annotations
+
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from test_cli import ltdask_cmd, ok, one_error_line
+from test_store_safety import snapshot
+
+#: case -> (arguments, substrings of the one error line; None: the command succeeds)
+CASES = {
+    "run-out-is-input-folder": (
+        ["run", "sum", "data/scan.npy", "--out", "data", "--overwrite"],
+        ["--out 'data'", "contains the input file 'data/scan.npy'"],
+    ),
+    "run-out-is-input": (
+        ["run", "sum", "data/scan.npy", "--out", "data/scan.npy", "--overwrite"],
+        ["--out 'data/scan.npy'", "is the input file"],
+    ),
+    "run-out-is-input-via-link": (
+        ["run", "sum", "alias.npy", "--out", "data/scan.npy", "--overwrite"],
+        ["--out 'data/scan.npy'", "is the input file"],
+    ),
+    "run-out-is-roi-file": (
+        ["run", "sum", "data/scan.npy", "--roi", "roi.npy", "--out", "roi.npy", "--overwrite"],
+        ["--out 'roi.npy'", "is the input file 'roi.npy'"],
+    ),
+    "convert-onto-source": (
+        ["convert", "data/scan.npy", "data/scan.npy", "--overwrite"],
+        ["OUTPUT 'data/scan.npy'", "is the input file"],
+    ),
+    "convert-into-source-folder": (
+        ["convert", "data/scan.npy", "data", "--overwrite"],
+        ["OUTPUT 'data'", "contains the input file"],
+    ),
+    "run-out-is-user-folder": (
+        ["run", "sum", "data/scan.npy", "--out", "mine", "--overwrite"],
+        ["--out", "mine", "a folder holding notes.txt", "not a Zarr store"],
+    ),
+    "convert-out-is-user-file": (
+        ["convert", "data/scan.npy", "notes.txt", "--overwrite"],
+        ["OUTPUT", "notes.txt is a file", "not a Zarr store"],
+    ),
+    "convert-bad-out-dtype": (
+        ["convert", "data/scan.npy", "x.zarr", "--out-dtype", "foo"],
+        ["--out-dtype", "'foo'"],
+    ),
+    "run-empty-roi-slices": (
+        ["run", "sum", "data/scan.npy", "--roi", "100:200,0:3", "--out", "r.zarr"],
+        ["--roi '100:200,0:3' selects no positions", "(4, 6)"],
+    ),
+    "run-empty-roi-file": (
+        ["run", "sum", "data/scan.npy", "--roi", "empty_roi.npy", "--out", "r.zarr"],
+        ["--roi 'empty_roi.npy'", "selects no positions"],
+    ),
+    "demo-zero-nav": (["demo", "--nav", "0,0", "--out", "demo"], ["--nav", "'0,0'"]),
+    "demo-tiny": (["demo", "--nav", "1,1", "--sig", "4,4", "--out", "demo"], None),
+    "info-missing-frames": (
+        ["info", "short.raw", "--nav-shape", "4,4", "--sig-shape", "4,4", "--dtype", "uint16"],
+        None,
+    ),
+}
+
+
+def setup(folder):
+    (folder / "data").mkdir()
+    np.save(
+        folder / "data" / "scan.npy", np.arange(4 * 6 * 4 * 4, dtype=np.uint16).reshape(4, 6, 4, 4)
+    )
+    (folder / "alias.npy").symlink_to(folder / "data" / "scan.npy")
+    roi = np.zeros((4, 6), bool)
+    roi[1, 2] = True
+    np.save(folder / "roi.npy", roi)
+    np.save(folder / "empty_roi.npy", np.zeros((4, 6), bool))
+    (folder / "mine").mkdir()
+    (folder / "mine" / "notes.txt").write_text("my notes")
+    (folder / "notes.txt").write_text("my notes")
+    np.zeros(10 * 16, np.uint16).tofile(folder / "short.raw")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    def one(case):
+        folder = tmp_path_factory.mktemp(re.sub(r"\W+", "-", case))
+        setup(folder)
+        before = snapshot(folder)
+        args, _ = CASES[case]
+        proc = ltdask_cmd(*args, *([] if args[0] == "info" else ["--no-progress"]), cwd=folder)
+        return folder, before, proc
+
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
+        futures = {case: pool.submit(one, case) for case in CASES}
+        yield {case: f.result() for case, f in futures.items()}
+
+
+@pytest.mark.parametrize("case", [c for c, (_, want) in CASES.items() if want is not None])
+def test_refused_and_nothing_touched(runs, case):
+    folder, before, proc = runs[case]
+    line = one_error_line(proc)
+    for text in CASES[case][1]:
+        assert text in line, line
+    assert snapshot(folder) == before
+
+
+def test_demo_on_tiny_frames(runs):
+    folder, _, proc = runs["demo-tiny"]
+    ok(proc)
+    assert (folder / "demo" / "results.zarr" / "zarr.json").exists()
+
+
+def test_info_flags_missing_frames(runs):
+    _, _, proc = runs["info-missing-frames"]
+    out = ok(proc)
+    assert re.search(r"MISSING FRAMES\s+only 10 of the 16 frames", out), out
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("Warning:")]
+    assert len(warnings) == 1 and "short.raw" in warnings[0], proc.stderr
