@@ -63,13 +63,16 @@ class CrystallinityUDF(UDF):
         p = self.params
         real_mask = None
         if p.real_center is not None and p.real_rad is not None:
-            real_mask = ~disk(p.real_center[0], p.real_center[1], sig, p.real_rad)
+            # a float64 factor: the masked frame is float64 right away (as LiberTEM's)
+            real_mask = (~disk(p.real_center[0], p.real_center[1], sig, p.real_rad)).astype(
+                np.float64
+            )
         return {"real_mask": real_mask, "weights": fourier_weights(sig, p.rad_in, p.rad_out)}
 
     def process_frame(self, frame):
         real_mask = self.task_data.real_mask
         if real_mask is not None:
-            frame = np.where(real_mask, frame, 0)
+            frame = frame * real_mask
         spectrum = np.abs(np.fft.rfft2(frame.astype(np.float64, copy=False)))
         self.results.intensity[:] = np.vdot(spectrum, self.task_data.weights)
 

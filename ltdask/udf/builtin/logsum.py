@@ -34,10 +34,11 @@ class LogsumUDF(UDF):
         return {"acc": None}
 
     def process_frame(self, frame):
-        scaled = np.log(frame - np.min(frame) + 1, dtype=np.float64)
+        # the logarithm in the frame's precision (as LiberTEM), the sum in float64
+        scaled = np.log(frame - np.min(frame) + 1)
         acc = self.task_data.acc
         if acc is None:
-            self.task_data.acc = scaled
+            self.task_data.acc = scaled.astype(np.float64)
         else:
             acc += scaled
 
