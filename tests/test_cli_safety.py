@@ -1,16 +1,20 @@
 """The command line never destroys its inputs or a user's files, and reports bad values as
-one ``Error:`` line (no traceback). Every command of this module runs at once, in parallel."""
+one ``Error:`` line (no traceback). Commands run in this process (click's runner), ``info``
+as a real command."""
 
 from __future__ import annotations
 
 import os
 import re
-from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from test_cli import ltdask_cmd, ok, one_error_line
 from test_store_safety import snapshot
+
+from ltdask.cli import main
 
 #: case -> (arguments, substrings of the one error line; None: the command succeeds)
 CASES = {
@@ -83,19 +87,39 @@ def setup(folder):
     np.zeros(10 * 16, np.uint16).tofile(folder / "short.raw")
 
 
+class Run(NamedTuple):
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def invoke(args, cwd) -> Run:
+    """``ltdask ARGS`` in this process (a subprocess costs a second of imports each)."""
+    previous = os.getcwd()
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(main, args)
+    finally:
+        os.chdir(previous)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return Run(result.exit_code, result.stdout, result.stderr)
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    def one(case):
+    """Every case, each in a folder of its own; the info case as a real command."""
+    done = {}
+    for case, (args, _) in CASES.items():
         folder = tmp_path_factory.mktemp(re.sub(r"\W+", "-", case))
         setup(folder)
         before = snapshot(folder)
-        args, _ = CASES[case]
-        proc = ltdask_cmd(*args, *([] if args[0] == "info" else ["--no-progress"]), cwd=folder)
-        return folder, before, proc
-
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
-        futures = {case: pool.submit(one, case) for case in CASES}
-        yield {case: f.result() for case, f in futures.items()}
+        if args[0] == "info":
+            proc = ltdask_cmd(*args, cwd=folder)
+        else:
+            proc = invoke([*args, "--no-progress"], folder)
+        done[case] = folder, before, proc
+    return done
 
 
 @pytest.mark.parametrize("case", [c for c, (_, want) in CASES.items() if want is not None])
