@@ -39,6 +39,11 @@ def _rng(key: str) -> np.random.Generator:
 def _memory(key, nav, sig, dtype):
     rng = _rng(key)
     shape = (*nav, *sig)
+    if key == "zero-frames":
+        data = rng.normal(100, 30, shape).astype(dtype)
+        data[0, 0] = 0
+        data[1, 2] = 0
+        return data
     if np.dtype(dtype).kind == "f":
         return rng.normal(100, 30, shape).astype(dtype)
     return rng.integers(0, 4000, shape).astype(dtype)
@@ -52,6 +57,7 @@ MEMORY = {
     "nav1": ((11,), (8, 10), "float32"),
     "nav3": ((2, 3, 4), (8, 6), "float32"),
     "one-frame": ((1,), SIG, "float32"),
+    "zero-frames": ((3, 4), SIG, "float32"),
 }
 
 #: raw uint16 files of 30 frames: key -> (nav shape, sync_offset)
@@ -91,9 +97,11 @@ def raw_stream() -> np.ndarray:
 
 
 def mib_counts(key: str) -> np.ndarray:
+    """The counts of a MIB scan: the same for every scan of one counter depth, so that raw and
+    integer modes, quad and single chip, one file and several give the same frames."""
     depth = MIB[key][0]
     n = math.prod(MIB_NAV)
-    return mibfiles.make_counts(_rng(key), n, MIB_SIG, depth)
+    return mibfiles.make_counts(_rng(f"mib-depth-{depth}"), n, MIB_SIG, depth)
 
 
 def dataset_keys():
@@ -358,7 +366,21 @@ def make_udfs(UDF):  # noqa: C901 - one class per documented feature
         def process_frame(self, frame):
             self.results.coords[:] = np.asarray(self.meta.coordinates).reshape(-1)
 
+    class Frames(UDF):
+        """The frames in their native dtype (USE_NATIVE_DTYPE): what the reader decoded."""
+
+        def get_preferred_input_dtype(self):
+            return self.USE_NATIVE_DTYPE
+
+        def get_result_buffers(self):
+            sig = tuple(self.meta.dataset_shape.sig)
+            return {"frame": self.buffer(kind="nav", extra_shape=sig, dtype=self.meta.input_dtype)}
+
+        def process_frame(self, frame):
+            self.results.frame[:] = frame
+
     return {
+        "frames": Frames,
         "tile-sum": TileSum,
         "frame-max": FrameMax,
         "partition-mean": PartitionMean,
@@ -530,13 +552,15 @@ def _groups():
     g[("nav3", "random")] = BASIC + ["custom-coordinates"]
     g[("one-frame", "none")] = BASIC + ["custom-frame-max", "custom-derived"]
     g[("one-frame", "single")] = ["pick"]
+    g[("zero-frames", "none")] = BASIC + ["com-default", "com-ring-frac", "com-reg1"]
     for key in RAW:
-        g[(key, "none")] = BASIC + ["custom-coordinates", "custom-tile-sum"]
+        g[(key, "none")] = BASIC + ["custom-coordinates", "custom-tile-sum", "custom-frames"]
     g[("raw-sync-4", "random")] = BASIC
-    g[("raw-sync+3", "single")] = ["pick"]
+    g[("raw-sync+3", "single")] = ["pick", "custom-frames"]
     for key in MIB:
-        g[(key, "none")] = ["sum", "sumsig", "com-default"]
-    g[("mib-multi3-hdr", "random")] = ["sum", "sumsig", "stddev"]
+        g[(key, "none")] = ["sum", "sumsig", "com-default", "custom-frames"]
+    g[("mib-multi3-hdr", "random")] = ["sum", "sumsig", "stddev", "custom-frames"]
+    g[("mib-sync-3", "random")] = ["sum", "sumsig", "custom-frames"]
     return g
 
 
