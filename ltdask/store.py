@@ -6,6 +6,20 @@ dask chunks that fill it, and the alignment is checked before anything is writte
 issue 12583). A store on the local file system is written under a temporary name and
 renamed into place when complete, so a failed run leaves nothing that looks complete, and
 an existing store is only replaced with ``mode="w"``.
+
+Never losing a user's data:
+
+* only a Zarr store (``zarr.json``, ``.zgroup`` or ``.zarray`` at its root) or an empty
+  folder is replaced; a file, a folder of other things or a symbolic link is refused
+  (`StoreReplaceError`) before anything is computed;
+* the complete new store and the old one swap places in one step, Linux
+  ``renameat2(RENAME_EXCHANGE)``, so the path always holds the old or the new store; the old
+  one is then deleted from its hidden name, its root metadata last. Where the file system
+  lacks the exchange (``ENOSYS``/``EINVAL``), two renames leave an instant with nothing at
+  the path, the old store waiting complete at ``.NAME.old-PID-HEX``;
+* writes killed part way leave ``.NAME.partial-PID-HEX`` / ``.NAME.old-PID-HEX`` siblings;
+  the next write to ``NAME`` removes those that are stores (or empty) and whose process is
+  gone.
 """
 
 from __future__ import annotations
@@ -312,7 +326,8 @@ def to_zarr(results, store, mode: str = "w-", progress: bool = False):
     store
         A path (written atomically: a failed run leaves no store) or a zarr store.
     mode
-        ``"w-"`` (default): fail if the store exists; ``"w"``: replace it.
+        ``"w-"`` (default): fail if the store exists; ``"w"``: replace it, if it is a Zarr
+        store or an empty folder (anything else raises `StoreReplaceError`).
     progress
         Show a progress bar.
 
