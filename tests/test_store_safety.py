@@ -3,7 +3,10 @@ step of a store replacement (fault injection in child processes)."""
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -107,6 +110,53 @@ def test_exchange_is_atomic_rename(tmp_path):
     (a / "from-a").touch()
     assert store_module._renameat2(str(a), str(b), store_module._RENAME_EXCHANGE)
     assert os.listdir(b) == ["from-a"] and os.listdir(a) == []
+
+
+class LibcWithout:
+    """The C library as ctypes gives it, without the ``renameat2`` wrapper (old glibc)."""
+
+    def __init__(self, name=None, use_errno=False):
+        self._libc = REAL_CDLL(name, use_errno=use_errno)
+        self.syscall = self._libc.syscall
+
+
+class LibcUnsupported:
+    """A ``renameat2`` that fails as on a file system without RENAME_EXCHANGE."""
+
+    def __init__(self, name=None, use_errno=False):
+        pass
+
+    def renameat2(self, *args):
+        ctypes.set_errno(errno.EINVAL)
+        return -1
+
+
+REAL_CDLL = ctypes.CDLL
+
+
+def test_exchange_by_syscall_without_glibc_wrapper(tmp_path, monkeypatch):
+    monkeypatch.setattr(ctypes, "CDLL", LibcWithout)
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (a / "from-a").touch()
+    swapped = store_module._renameat2(str(a), str(b), store_module._RENAME_EXCHANGE)
+    assert swapped == (platform.machine() in store_module._SYSCALL_RENAMEAT2)
+    if swapped:
+        assert os.listdir(b) == ["from-a"] and os.listdir(a) == []
+    path = tmp_path / "out.zarr"
+    ltdask.to_zarr(result(OLD), path)
+    ltdask.to_zarr(result(NEW), path, mode="w")
+    assert value_at(path) == NEW and sorted(os.listdir(tmp_path)) == ["a", "b", "out.zarr"]
+
+
+def test_replace_where_exchange_is_unsupported(tmp_path, monkeypatch):
+    monkeypatch.setattr(ctypes, "CDLL", LibcUnsupported)
+    assert not store_module._renameat2("a", "b", store_module._RENAME_EXCHANGE)
+    path = tmp_path / "out.zarr"
+    ltdask.to_zarr(result(OLD), path)
+    ltdask.to_zarr(result(NEW), path, mode="w")
+    assert value_at(path) == NEW and os.listdir(tmp_path) == ["out.zarr"]
 
 
 # -- writes killed at every step --------------------------------------------------------------
