@@ -226,11 +226,12 @@ def _replace(tmp: str, path: str, old: str) -> None:
     the file system lacks it, two renames leave an instant with nothing at `path` (the old
     store then waits at `old`)."""
     if not os.path.lexists(path):
-        if _renameat2(tmp, path, _RENAME_NOREPLACE):
-            return
-        if not os.path.lexists(path):
-            os.rename(tmp, path)
-            return
+        with contextlib.suppress(FileExistsError):  # appeared meanwhile: replace it below
+            if _renameat2(tmp, path, _RENAME_NOREPLACE):
+                return
+            if not os.path.lexists(path):
+                os.rename(tmp, path)
+                return
     _check_replaceable(path)
     if _renameat2(tmp, path, _RENAME_EXCHANGE):
         _step("exchanged")
@@ -280,7 +281,12 @@ def _atomic(store, mode: str) -> Iterator:
         if mode == "w-" and os.path.lexists(path):
             shutil.rmtree(tmp, ignore_errors=True)
             raise FileExistsError(f"{path} appeared while writing; left it as it was")
-        _replace(tmp, path, os.path.join(parent, f".{name}.old-{tag}"))
+        try:
+            _replace(tmp, path, os.path.join(parent, f".{name}.old-{tag}"))
+        except BaseException:
+            if _is_store(tmp):
+                _remove_store(tmp)
+            raise
     finally:
         _ACTIVE.discard(tmp)
 

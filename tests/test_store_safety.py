@@ -102,6 +102,28 @@ def test_replace_store_or_empty_folder(tmp_path, existing):
     assert os.listdir(tmp_path) == ["out.zarr"]
 
 
+@pytest.mark.parametrize("appears", ["zarr-store", "user-folder"])
+def test_path_taken_while_writing(tmp_path, monkeypatch, appears):
+    """Something appears at the path while the run computes: a store is replaced, anything
+    else is left as it is (and the new store is not left behind)."""
+    path = tmp_path / "out.zarr"
+
+    def step(name):
+        if name == "written":
+            path.mkdir()
+            (path / ("zarr.json" if appears == "zarr-store" else "notes.txt")).write_text("{}")
+
+    monkeypatch.setattr(store_module, "_step", step)
+    if appears == "zarr-store":
+        ltdask.to_zarr(result(NEW), path, mode="w")
+        assert value_at(path) == NEW
+    else:
+        with pytest.raises(StoreReplaceError, match="a folder holding notes.txt"):
+            ltdask.to_zarr(result(NEW), path, mode="w")
+        assert os.listdir(path) == ["notes.txt"]
+    assert os.listdir(tmp_path) == ["out.zarr"]
+
+
 def test_exchange_is_atomic_rename(tmp_path):
     """RENAME_EXCHANGE swaps two folders: the path is never empty."""
     a, b = tmp_path / "a", tmp_path / "b"
