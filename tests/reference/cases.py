@@ -207,6 +207,8 @@ def mask_specs(sig):
             (cx + 0.25, cy - 0.5, w, h),
             dict(radius=5.5, radius_inner=1.5, n_bins=4),
         ),
+        "bins-fine": ("radial_bins", (w // 2, h // 2, w, h), dict(radius=2, n_bins=4)),
+        "bins-auto": ("radial_bins", (cx + 0.1, cy, w, h)),
         "bins-norm": (
             "radial_bins",
             (cx, cy, w, h),
@@ -409,6 +411,8 @@ def make_udf(key: str, ns: dict, sig, nav):
         return ns["SumUDF"]()
     if key == "sum-f64":
         return ns["SumUDF"](dtype="float64")
+    if key.startswith("sum-"):
+        return ns["SumUDF"](dtype=key[len("sum-") :])
     if key == "sumsig":
         return ns["SumSigUDF"]()
     if key == "stddev":
@@ -442,6 +446,7 @@ MASK_UDFS = {
     "grad-xy": (["grad-x", "grad-y"], {}),
     "three": (["circ-int", "ring-frac", "rect"], {}),
     "three-count": (["circ-int", "ring-frac", "rect"], dict(mask_count=3)),
+    "no-torch": (["circ-frac", "grad-x"], dict(use_torch=False)),
     "sparse-true": (["circ-int", "ring-int"], dict(use_sparse=True)),
     "sparse-false": (["circ-int", "ring-int"], dict(use_sparse=False)),
     "sparse-scipy": (["circ-int", "ring-int"], dict(use_sparse="scipy.sparse")),
@@ -531,6 +536,9 @@ def _groups():
     g[("u16", "none")] = [
         "sum",
         "sum-f64",
+        "sum-uint16",
+        "sum-uint32",
+        "sum-int64",
         "sumsig",
         "stddev",
         "stddev-f32",

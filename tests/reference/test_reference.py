@@ -197,6 +197,13 @@ def test_udf_case(group, udf_key, runner):
     ds_key, roi_kind = group
     case_id = f"{ds_key}-{roi_kind}-{udf_key}"
     error, want = expected(case_id, group)
+    rtol, scale = None, 0.0
+    if udf_key in F32_ARITHMETIC:
+        rtol = RTOL[np.dtype("float32")]
+    if udf_key.startswith("com-"):
+        # every CoM result derives from float32 centres of mass: differences of pixel
+        # positions up to the frame size, so float32's rtol of that size is the resolution
+        rtol, scale = RTOL[np.dtype("float32")], float(max(cases.dataset_shape(ds_key)[1]))
     if ds_key in RAW_MIB_TWIN:
         # LiberTEM misreads the file (see module docstring); ltdask must equal the twin
         twin = RAW_MIB_TWIN[ds_key]
@@ -211,20 +218,13 @@ def test_udf_case(group, udf_key, runner):
             np.testing.assert_array_equal(frames[first], twin_want["frame"][0][first] % 2**16)
         assert twin_error is None
         got = runner(ds_key, roi_kind, udf_key)
-        compare(case_id, ds_key, roi_kind, got, twin_want)
+        compare(case_id, ds_key, roi_kind, got, twin_want, rtol, scale)
         return
     if error is not None:
         with pytest.raises(Exception):  # noqa: B017, PT011 - LiberTEM's refusal, any type
             runner(ds_key, roi_kind, udf_key)
         return
     got = runner(ds_key, roi_kind, udf_key)
-    rtol, scale = None, 0.0
-    if udf_key in F32_ARITHMETIC:
-        rtol = RTOL[np.dtype("float32")]
-    if udf_key.startswith("com-"):
-        # every CoM result derives from float32 centres of mass: differences of pixel
-        # positions up to the frame size, so float32's rtol of that size is the resolution
-        rtol, scale = RTOL[np.dtype("float32")], float(max(cases.dataset_shape(ds_key)[1]))
     compare(case_id, ds_key, roi_kind, got, want, rtol, scale)
 
 
