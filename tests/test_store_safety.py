@@ -15,6 +15,7 @@ import textwrap
 import numpy as np
 import pytest
 import xarray as xr
+import zarr
 
 import ltdask
 from ltdask import store as store_module
@@ -40,7 +41,9 @@ def snapshot(folder) -> dict:
 
 
 def value_at(path) -> float:
-    values = xr.open_zarr(path, consolidated=False)["v"].values
+    """The one value a store holds: results (variable ``v``) or a dataset (an array)."""
+    node = zarr.open(path, mode="r")
+    values = np.asarray(node[...] if isinstance(node, zarr.Array) else node["v"][...]).ravel()
     assert len(set(values.tolist())) == 1, values
     return float(values[0])
 
@@ -189,7 +192,7 @@ CHILD = textwrap.dedent(
     import ltdask
     from ltdask import store
 
-    path, kill_at, exchange = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+    path, kill_at, exchange, writer = sys.argv[1], sys.argv[2], sys.argv[3] == "1", sys.argv[4]
 
     def step(name):
         if name == kill_at:
@@ -201,10 +204,14 @@ CHILD = textwrap.dedent(
         store._renameat2 = lambda a, b, flags: (
             False if flags == store._RENAME_EXCHANGE else real(a, b, flags)
         )
-    ltdask.to_zarr(xr.Dataset({"v": ("x", np.full(4, 2.0))}), path, mode="w")
+    if writer == "results":
+        ltdask.to_zarr(xr.Dataset({"v": ("x", np.full(4, 2.0))}), path, mode="w")
+    else:
+        ltdask.from_array(np.full((2, 2, 3, 3), 2.0)).to_zarr(path, mode="w")
     """
 )
-#: (step, exchange) -> the value the path holds after the kill (None: nothing)
+#: (step, exchange) -> the value the path holds after the kill (None: nothing), for writes of
+#: results; a dataset's write (``convert``) goes through the same steps, checked at some
 STEPS = {
     ("start", True): OLD,
     ("partial-created", True): OLD,
@@ -221,20 +228,30 @@ STEPS = {
 }
 
 
+DATASET_STEPS = [("partial-created", True), ("written", True), ("exchanged", True)]
+
+
+def old_store(path, writer):
+    if writer == "results":
+        ltdask.to_zarr(result(OLD), path)
+    else:
+        ltdask.from_array(np.full((2, 2, 3, 3), OLD)).to_zarr(path)
+
+
 def test_killed_replacement_loses_nothing(tmp_path):
     procs = {}
-    for step, exchange in STEPS:
-        folder = tmp_path / f"{step}-{int(exchange)}"
+    cases = [(*key, "results") for key in STEPS] + [(*key, "dataset") for key in DATASET_STEPS]
+    for step, exchange, writer in cases:
+        folder = tmp_path / f"{writer}-{step}-{int(exchange)}"
         folder.mkdir()
-        ltdask.to_zarr(result(OLD), folder / "out.zarr")
-        procs[step, exchange] = subprocess.Popen(
-            [sys.executable, "-c", CHILD, str(folder / "out.zarr"), step, str(int(exchange))],
-            stderr=subprocess.PIPE,
-            text=True,
+        old_store(folder / "out.zarr", writer)
+        args = [str(folder / "out.zarr"), step, str(int(exchange)), writer]
+        procs[step, exchange, writer] = subprocess.Popen(
+            [sys.executable, "-c", CHILD, *args], stderr=subprocess.PIPE, text=True
         )
-    for (step, exchange), proc in procs.items():
+    for (step, exchange, writer), proc in procs.items():
         _, err = proc.communicate(timeout=120)
-        folder = tmp_path / f"{step}-{int(exchange)}"
+        folder = tmp_path / f"{writer}-{step}-{int(exchange)}"
         path = folder / "out.zarr"
         want_rc = 0 if step == "none" else -signal.SIGKILL
         assert proc.returncode == want_rc, (step, exchange, err)
