@@ -66,6 +66,7 @@ RAW = {
     "raw-sync+3": ((4, 6), 3),
     "raw-sync-4": ((4, 6), -4),
     "raw-sync+4-short": ((5, 6), 4),
+    "raw-nav-beyond": ((6, 6), 0),
 }
 RAW_FRAMES = 30
 
@@ -86,7 +87,10 @@ MIB = {
     "mib-multi3-first": (12, False, False, 3, 0, "mib"),
     "mib-sync+2": (12, False, False, 1, 2, "mib"),
     "mib-sync-3": (12, False, False, 1, -3, "mib"),
+    "mib-nav-beyond": (12, False, False, 2, 0, "hdr"),
 }
+#: MIB scans opened with a nav shape other than the frames they hold (``MIB_NAV``)
+MIB_LOAD_NAV = {"mib-nav-beyond": (5, 5)}
 MIB_NAV = (4, 5)
 MIB_SIG = (16, 16)  # quad: two 7x7 chips plus 2 gap pixels... written without gap
 
@@ -134,7 +138,8 @@ def dataset_load(key: str, workdir: str):
     hdr = os.path.join(sub, "scan.hdr")
     mibfiles.write_hdr(hdr, len(counts), depth=depth)
     path = hdr if by == "hdr" else paths[0]
-    return "mib", dict(path=path, nav_shape=MIB_NAV, sig_shape=MIB_SIG, sync_offset=sync)
+    nav = MIB_LOAD_NAV.get(key, MIB_NAV)
+    return "mib", dict(path=path, nav_shape=nav, sig_shape=MIB_SIG, sync_offset=sync)
 
 
 def dataset_shape(key: str):
@@ -143,7 +148,7 @@ def dataset_shape(key: str):
         return MEMORY[key][:2]
     if key in RAW:
         return RAW[key][0], SIG
-    return MIB_NAV, MIB_SIG
+    return MIB_LOAD_NAV.get(key, MIB_NAV), MIB_SIG
 
 
 def missing_frames(key: str) -> np.ndarray | None:
@@ -152,7 +157,7 @@ def missing_frames(key: str) -> np.ndarray | None:
         nav, sync = RAW[key]
         total = RAW_FRAMES
     elif key in MIB:
-        nav, sync = MIB_NAV, MIB[key][4]
+        nav, sync = MIB_LOAD_NAV.get(key, MIB_NAV), MIB[key][4]
         total = math.prod(MIB_NAV)
     else:
         return None
@@ -569,6 +574,8 @@ def _groups():
         g[(key, "none")] = ["sum", "sumsig", "com-default", "custom-frames"]
     g[("mib-multi3-hdr", "random")] = ["sum", "sumsig", "stddev", "custom-frames"]
     g[("mib-sync-3", "random")] = ["sum", "sumsig", "custom-frames"]
+    g[("mib-nav-beyond", "random")] = ["sum", "sumsig", "custom-frames"]
+    g[("raw-nav-beyond", "random")] = ["sum", "sumsig", "stddev", "custom-frames"]
     return g
 
 
