@@ -468,6 +468,36 @@ def field_colours(fy: np.ndarray, fx: np.ndarray) -> np.ndarray:
     return rgb
 
 
+#: the files ``ltdask demo`` writes into its folder
+DEMO_FILES = (
+    "scan.raw",
+    "results.zarr",
+    "bright_field.png",
+    "dark_field.png",
+    "com_field.png",
+    "com_magnitude.png",
+    "divergence.png",
+    "stddev.png",
+    "mean_frame.png",
+)
+
+
+def _check_demo_folder(out_dir: str) -> None:
+    """Refuse a folder where the demo would overwrite files it did not write: it rewrites its
+    own files only where an earlier demo left them (its ``results.zarr`` store is there)."""
+    from ltdask.store import ZARR_ROOT_FILES
+
+    taken = [n for n in DEMO_FILES if os.path.lexists(os.path.join(out_dir, n))]
+    store = os.path.join(out_dir, "results.zarr")
+    earlier_demo = any(os.path.isfile(os.path.join(store, n)) for n in ZARR_ROOT_FILES)
+    if taken and not earlier_demo:
+        raise click.BadParameter(
+            f"{out_dir!r} already holds {', '.join(taken)}, which the demo would overwrite; "
+            "choose another folder",
+            param_hint="--out",
+        )
+
+
 @main.command()
 @click.option(
     "--out",
@@ -496,6 +526,7 @@ def demo(ctx, out_dir, nav, sig, progress):
                 param_hint=option,
             )
     out_dir = out_dir or tempfile.mkdtemp(prefix="ltdask-demo-")
+    _check_demo_folder(out_dir)
     os.makedirs(out_dir, exist_ok=True)
     scan_path = os.path.join(out_dir, "scan.raw")
     data, _ = synthetic_scan(nav, sig)

@@ -63,6 +63,10 @@ CASES = {
         ["--roi 'empty_roi.npy'", "selects no positions"],
     ),
     "demo-zero-nav": (["demo", "--nav", "0,0", "--out", "demo"], ["--nav", "'0,0'"]),
+    "demo-over-user-files": (
+        ["demo", "--nav", "2,2", "--sig", "8,8", "--out", "data"],
+        ["--out", "'data'", "already holds scan.raw", "would overwrite"],
+    ),
     "demo-tiny": (["demo", "--nav", "1,1", "--sig", "4,4", "--out", "demo"], None),
     "info-missing-frames": (
         ["info", "short.raw", "--nav-shape", "4,4", "--sig-shape", "4,4", "--dtype", "uint16"],
@@ -73,6 +77,7 @@ CASES = {
 
 def setup(folder):
     (folder / "data").mkdir()
+    (folder / "data" / "scan.raw").write_bytes(b"my own scan")
     np.save(
         folder / "data" / "scan.npy", np.arange(4 * 6 * 4 * 4, dtype=np.uint16).reshape(4, 6, 4, 4)
     )
@@ -135,6 +140,8 @@ def test_demo_on_tiny_frames(runs):
     folder, _, proc = runs["demo-tiny"]
     ok(proc)
     assert (folder / "demo" / "results.zarr" / "zarr.json").exists()
+    # a second demo into the same folder rewrites the first one's files
+    ok(invoke(["demo", "--nav", "1,1", "--sig", "4,4", "--out", "demo", "--no-progress"], folder))
 
 
 def test_info_flags_missing_frames(runs):
