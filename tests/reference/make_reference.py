@@ -7,7 +7,8 @@ Run by hand in a virtual environment that has LiberTEM (ltdask never imports it)
 
 Writes ``data/masks.npz`` (every mask factory case) and one ``data/udfs/DATASET__ROI.npz`` per
 group: for each case ``ID`` and result buffer ``NAME`` the keys ``ID__NAME`` (LiberTEM's
-``.data``) and ``ID__NAME__valid`` (its ``.valid_mask``); dtype and shape travel with the
+``.data``), ``ID__NAME__valid`` (its ``.valid_mask``) and ``ID__NAME__raw`` (its
+``.raw_data``: nav buffers compressed to the ROI's positions); dtype and shape travel with the
 arrays. A case LiberTEM refuses stores ``ID____error`` (the message) instead.
 """
 
@@ -50,6 +51,7 @@ def store(out, case_id, res):
     for name, buf in res.items():
         out[f"{case_id}__{name}"] = np.asarray(buf.data)
         out[f"{case_id}__{name}__valid"] = np.asarray(buf.valid_mask)
+        out[f"{case_id}__{name}__raw"] = np.asarray(buf.raw_data)
 
 
 def run_group(ctx, group, udf_keys, workdir):

@@ -1,11 +1,11 @@
 """ltdask against LiberTEM 0.16's own results (``make_reference.py`` stored them in ``data/``).
 
 Every case of ``cases.py`` runs through ``ltdask.compute`` (xarray results) and through
-``ltdask.compat.Context().run_udf`` (``.data`` / ``.valid_mask``); values, valid masks, dtypes
-and shapes are compared with LiberTEM's. Integer and boolean results must be equal; floating
-results agree to ``rtol=RTOL[dtype]`` (float32: 1e-5, float64: 1e-9) with ``atol`` scaled to
-the largest magnitude of the result (summation order differs between the two); NaNs must sit at
-the same places.
+``ltdask.compat.Context().run_udf`` (``.data`` / ``.valid_mask`` / ``.raw_data``); values,
+valid masks, dtypes and shapes are compared with LiberTEM's. Integer and boolean results must
+be equal; floating results agree to ``rtol=RTOL[dtype]`` (float32: 1e-5, float64: 1e-9) with
+``atol`` scaled to the largest magnitude of the result (summation order differs between the
+two); NaNs must sit at the same places.
 
 Deliberate differences, asserted rather than skipped (DESIGN.md, "Result layout"):
 
@@ -29,8 +29,10 @@ Cases LiberTEM refuses with an error (CoMUDF on a non-2-D nav) must be refused b
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
+import shutil
 import sys
 import tempfile
 import warnings
@@ -79,6 +81,7 @@ F32_ARITHMETIC = {"stddev-f32"}
 RAW_MIB_TWIN = {"mib-r64-d1": "mib-u08-d1", "mib-r64-d24": "mib-u32-d24"}
 
 _WORKDIR = tempfile.mkdtemp(prefix="ltdask-reference-")
+atexit.register(shutil.rmtree, _WORKDIR, ignore_errors=True)
 
 
 @functools.cache
@@ -93,9 +96,10 @@ def expected(case_id, group):
     error = ref.get(prefix + "__error")
     buffers = {}
     for key, value in ref.items():
-        if key.startswith(prefix) and not key.endswith("__valid") and key != prefix + "__error":
-            name = key[len(prefix) :]
-            buffers[name] = (value, ref[key + "__valid"])
+        if key.startswith(prefix) and key.endswith("__valid"):
+            name = key[len(prefix) : -len("__valid")]
+            base = prefix + name
+            buffers[name] = (ref[base], value, ref.get(base + "__raw"))
     return error, buffers
 
 
@@ -123,7 +127,7 @@ def run_compute(ds_key, roi_kind, udf_key):
         else:
             (res,) = ltdask.compute(ds, [_udf(ds_key, udf_key)], roi=roi)
     return {
-        name: (np.asarray(var.values), np.asarray(res.coords[f"{name}_valid"].values))
+        name: (np.asarray(var.values), np.asarray(res.coords[f"{name}_valid"].values), None)
         for name, var in res.data_vars.items()
     }
 
@@ -137,9 +141,12 @@ def run_context(ds_key, roi_kind, udf_key):
         warnings.simplefilter("ignore")
         if udf_key == "auto":
             buf = ctx.map(dataset=ds, f=cases.auto_fn, roi=roi)
-            return {"result": (np.asarray(buf.data), np.asarray(buf.valid_mask))}
+            return {"result": (np.asarray(buf.data), np.asarray(buf.valid_mask), buf.raw_data)}
         res = ctx.run_udf(dataset=ds, udf=_udf(ds_key, udf_key), roi=roi)
-    return {name: (np.asarray(b.data), np.asarray(b.valid_mask)) for name, b in res.items()}
+    return {
+        name: (np.asarray(b.data), np.asarray(b.valid_mask), np.asarray(b.raw_data))
+        for name, b in res.items()
+    }
 
 
 def assert_values(case_id, name, got, want, rtol=None, scale=0.0):
@@ -166,9 +173,11 @@ def compare(case_id, ds_key, roi_kind, got, want, rtol=None, scale=0.0):
     assert sorted(got) == sorted(want), (case_id, sorted(got), sorted(want))
     missing = cases.missing_frames(ds_key)
     nav, _ = cases.dataset_shape(ds_key)
-    for name, (want_data, want_valid) in want.items():
-        got_data, got_valid = got[name]
+    for name, (want_data, want_valid, want_raw) in want.items():
+        got_data, got_valid, got_raw = got[name]
         assert_values(case_id, name, got_data, want_data, rtol, scale)
+        if got_raw is not None:  # compat.Context's .raw_data
+            assert_values(case_id, name + ".raw_data", np.asarray(got_raw), want_raw, rtol, scale)
         assert got_valid.shape == want_valid.shape, (case_id, name)
         is_nav = want_valid.shape[: len(nav)] == tuple(nav)
         if missing is not None and is_nav:
@@ -212,7 +221,7 @@ def test_udf_case(group, udf_key, runner):
         if ds_key == "mib-r64-d1":
             assert error is not None and "AssertionError" in str(error)
         elif udf_key == "custom-frames":
-            frames, _ = want["frame"]
+            frames = want["frame"][0]
             assert frames.dtype == np.uint16
             first = np.unravel_index(0, frames.shape[: frames.ndim - 2])
             np.testing.assert_array_equal(frames[first], twin_want["frame"][0][first] % 2**16)
