@@ -29,7 +29,7 @@ from ltdask.io import open_dataset as open  # noqa: A004  (the documented name)
 __version__ = "0.1.0.dev0"
 
 from ltdask import compat, masks, udf  # noqa: E402
-from ltdask.store import to_zarr  # noqa: E402
+from ltdask.store import StoreReplaceError, to_zarr  # noqa: E402
 from ltdask.udf import UDF  # noqa: E402
 from ltdask.udf.api import compute, lazy  # noqa: E402
 from ltdask.udf.api import iter_results as iter
@@ -46,6 +46,7 @@ __all__ = [
     "UseDiscouragedWarning",
     "Shape",
     "Slice",
+    "StoreReplaceError",
     "TilingPreferences",
     "TilingScheme",
     "UDF",

@@ -16,7 +16,8 @@ Never losing a user's data:
   ``renameat2(RENAME_EXCHANGE)``, so the path always holds the old or the new store; the old
   one is then deleted from its hidden name, its root metadata last. Where the file system
   lacks the exchange (``ENOSYS``/``EINVAL``), two renames leave an instant with nothing at
-  the path, the old store waiting complete at ``.NAME.old-PID-HEX``;
+  the path, the old store waiting complete at ``.NAME.old-PID-HEX``: if the writer is killed
+  then, the next write to ``NAME`` puts the old store back first;
 * writes killed part way leave ``.NAME.partial-PID-HEX`` / ``.NAME.old-PID-HEX`` siblings;
   the next write to ``NAME`` removes those that are stores (or empty) and whose process is
   gone.
@@ -158,6 +159,35 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _restore_moved_away(path: str) -> None:
+    """Where a replacement without ``RENAME_EXCHANGE`` was killed between its two renames,
+    `path` is empty and the old store waits complete at ``.NAME.old-PID-HEX``: put it back
+    (the newest such store of a process that is gone), so that it is neither lost nor
+    treated as absent."""
+    if os.path.lexists(path):
+        return
+    parent, name = os.path.split(path)
+    pattern = re.compile(_LEFTOVER.format(name=re.escape(name)))
+    try:
+        names = os.listdir(parent or ".")
+    except FileNotFoundError:
+        return
+    waiting = []
+    for entry in names:
+        match = pattern.fullmatch(entry)
+        if match is None or match.group(1) != "old":
+            continue
+        full = os.path.join(parent, entry)
+        pid = match.group(2)
+        if pid and int(pid) != os.getpid() and _pid_alive(int(pid)):
+            continue
+        if _is_store(full):
+            waiting.append((os.stat(full).st_mtime_ns, full))
+    if waiting:
+        with contextlib.suppress(OSError):
+            os.rename(max(waiting)[1], path)
+
+
 def _remove_leftovers(parent: str, name: str) -> None:
     """Remove the temporary and old stores that killed or failed writes to ``NAME`` left in
     `parent` (those of live processes' writes in progress are kept)."""
@@ -253,6 +283,8 @@ def _atomic(store, mode: str) -> Iterator:
     """Yield where to write; move it to `store` when the block completes."""
     if mode not in MODES:
         raise ValueError(f"mode={mode!r}: expected 'w-' (create, fail if it exists) or 'w'")
+    if _local_path(store) is not None:
+        _restore_moved_away(_local_path(store))
     if mode == "w-" and _store_exists(store):
         raise FileExistsError(
             f"{store!s} already exists; pass mode='w' to replace it, or choose another path"

@@ -260,6 +260,11 @@ def test_killed_replacement_loses_nothing(tmp_path):
             assert not path.exists()
             (old,) = [n for n in os.listdir(folder) if n.startswith(".out.zarr.old-")]
             assert value_at(folder / old) == OLD
+            # the next write puts the old store back before it looks at the path: a
+            # create-only write finds it there and refuses
+            with pytest.raises(FileExistsError):
+                ltdask.to_zarr(result(3.0), path, mode="w-")
+            assert value_at(path) == OLD
         else:
             assert value_at(path) == expected, (step, exchange)
         # the next write removes the killed write's leftovers
