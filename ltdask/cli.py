@@ -109,6 +109,82 @@ def open_options(f):
     return f
 
 
+def correction_options(f):
+    """``--dark``, ``--gain`` and ``--excluded``: detector corrections."""
+    options = [
+        click.option(
+            "--dark",
+            type=click.Path(exists=True),
+            help="dark frame: a .npy of the frame shape, or a dark series in any format "
+            "ltdask opens (averaged over its frames)",
+        ),
+        click.option(
+            "--gain",
+            type=click.Path(exists=True),
+            help="gain map: a .npy of the frame shape (or a series, averaged)",
+        ),
+        click.option(
+            "--excluded",
+            type=click.Path(exists=True),
+            help="pixels to repair from their neighbours: a .npy mask of the frame shape "
+            "(non-zero = excluded)",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _frame(path: str, option: str, sig_shape) -> np.ndarray:
+    """The frame-shaped array an option names: a .npy, or a series averaged over its frames."""
+    from ltdask.exceptions import DataSetError
+
+    try:
+        if path.lower().endswith(".npy"):
+            arr = np.load(path, allow_pickle=False)
+            if arr.shape != tuple(sig_shape) and arr.ndim > len(sig_shape):
+                arr = arr.reshape((-1, *arr.shape[-len(sig_shape) :])).mean(axis=0)
+        else:
+            series = open_path(path)
+            arr = series.to_dask(dtype="float64").mean(axis=tuple(range(len(series.nav_shape))))
+            arr = arr.compute()
+    except (DataSetError, OSError, ValueError) as e:
+        raise click.BadParameter(f"{path}: {e}", param_hint=option) from None
+    if arr.shape != tuple(sig_shape):
+        raise click.BadParameter(
+            f"{path} holds frames of shape {arr.shape}; expected the scan's frame shape "
+            f"{tuple(sig_shape)}",
+            param_hint=option,
+        )
+    return arr
+
+
+def load_corrections(dark, gain, excluded, sig_shape):
+    """A `CorrectionSet` from the ``--dark``/``--gain``/``--excluded`` files, or None."""
+    if dark is None and gain is None and excluded is None:
+        return None
+    from ltdask.corrections import CorrectionSet
+    from ltdask.exceptions import DataSetError
+
+    arrays = {}
+    for option, path in (("--dark", dark), ("--gain", gain), ("--excluded", excluded)):
+        if path is not None:
+            arrays[option] = _frame(path, option, sig_shape)
+    if "--excluded" in arrays:
+        arrays["--excluded"] = arrays["--excluded"] != 0
+    try:
+        cs = CorrectionSet(
+            dark=arrays.get("--dark"),
+            gain=arrays.get("--gain"),
+            excluded_pixels=arrays.get("--excluded"),
+        )
+        cs.for_shape(sig_shape)
+    except DataSetError as e:
+        hint = next((o for o in ("--gain", "--dark", "--excluded") if o[2:] in str(e)), None)
+        raise click.BadParameter(str(e), param_hint=hint) from None
+    return cs
+
+
 def _open(path, nav_shape, sig_shape, dtype, sync_offset, key):
     from ltdask.exceptions import DataSetError
 
@@ -238,6 +314,7 @@ def _chunks(chunks) -> str:
 @click.argument("source", type=click.Path(exists=True))
 @click.argument("output", type=click.Path())
 @open_options
+@correction_options
 @click.option("--out-dtype", help="dtype to store (default: the data's)")
 @click.option("--overwrite", is_flag=True, help="replace OUTPUT if it exists")
 @click.option("--progress/--no-progress", default=True, show_default=True)
@@ -251,15 +328,20 @@ def convert(
     dtype,
     sync_offset,
     key,
+    dark,
+    gain,
+    excluded,
     out_dtype,
     overwrite,
     progress,
 ):
-    """Convert SOURCE to a Zarr (v3) array OUTPUT, chunked by partition."""
+    """Convert SOURCE to a Zarr (v3) array OUTPUT, chunked by partition (corrected with
+    --dark/--gain/--excluded, as floats)."""
     from ltdask.store import StoreReplaceError
 
     ds = _open(source, nav_shape, sig_shape, dtype, sync_offset, key)
-    check_output(output, "OUTPUT", input_files(ds, source))
+    check_output(output, "OUTPUT", input_files(ds, source, dark, gain, excluded))
+    corrections = load_corrections(dark, gain, excluded, ds.sig_shape)
     if out_dtype is not None:
         try:
             np.dtype(out_dtype)
@@ -271,7 +353,13 @@ def convert(
     t0 = time.perf_counter()
     with _run_context(ctx):
         try:
-            ds.to_zarr(output, dtype=out_dtype, mode="w" if overwrite else "w-", progress=progress)
+            ds.to_zarr(
+                output,
+                dtype=out_dtype,
+                mode="w" if overwrite else "w-",
+                progress=progress,
+                corrections=corrections,
+            )
         except FileExistsError:
             raise click.ClickException(_exists(output)) from None
         except StoreReplaceError as e:
@@ -359,6 +447,7 @@ def parse_roi(spec: str | None, nav_shape):
 @click.argument("udf_name", metavar="UDF", type=click.Choice(UDF_NAMES))
 @click.argument("path", type=click.Path(exists=True))
 @open_options
+@correction_options
 @click.option("--param", "-p", multiple=True, help="UDF parameter key=value (repeatable)")
 @click.option("--roi", help="a .npy file of booleans, or slices such as 10:20,0:64")
 @click.option("--out", required=True, type=click.Path(), help="results Zarr store")
@@ -374,6 +463,9 @@ def run(
     dtype,
     sync_offset,
     key,
+    dark,
+    gain,
+    excluded,
     param,
     roi,
     out,
@@ -397,11 +489,12 @@ def run(
         raise click.BadParameter(f"--param for {udf_name}: {e}") from None
     roi_mask = parse_roi(roi, ds.nav_shape)
     roi_file = roi if roi is not None and os.path.exists(roi) else None
-    check_output(out, "--out", input_files(ds, path, roi_file))
+    check_output(out, "--out", input_files(ds, path, roi_file, dark, gain, excluded))
+    corrections = load_corrections(dark, gain, excluded, ds.sig_shape)
     t0 = time.perf_counter()
     with _run_context(ctx):
         try:
-            lazy = udf.lazy(ds, roi=roi_mask)
+            lazy = udf.lazy(ds, roi=roi_mask, corrections=corrections)
             ltdask.to_zarr(lazy, out, mode="w" if overwrite else "w-", progress=progress)
         except FileExistsError:
             raise click.ClickException(_exists(out)) from None

@@ -426,13 +426,14 @@ def write_dataset(
     compressors="auto",
     mode: str = "w-",
     progress: bool = False,
+    corrections=None,
 ):
     """Write a dataset as one Zarr (v3) array (see :meth:`DataSet.to_zarr`)."""
     import dask.array as da
     import zarr
     from zarr.codecs import BloscCodec
 
-    arr = dataset.to_dask(dtype=dtype, chunks=chunks)
+    arr = dataset.to_dask(dtype=dtype, chunks=chunks, corrections=corrections)
     arr, shard = zarr_aligned(arr)
     frame_bytes = math.prod(dataset.sig_shape) * arr.dtype.itemsize
     # inner chunks: whole frames, about 1 MiB, inside shards of one dask chunk each

@@ -4,6 +4,7 @@ on the corrected frames and against LiberTEM 0.16's results (``tests/reference``
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import dask
@@ -337,3 +338,72 @@ def test_mib_with_corrections(tmp_path, raw):
     np.testing.assert_allclose(
         frames["intensity"].values[roi], fixed[roi].sum(axis=(1, 2)), rtol=1e-5
     )
+
+
+# -- the command line ---------------------------------------------------------------------------
+def _cli(tmp_path, *args):
+    from click.testing import CliRunner
+
+    from ltdask.cli import main
+
+    old = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        return CliRunner().invoke(main, ["--scheduler", "sync", *args])
+    finally:
+        os.chdir(old)
+
+
+def test_cli_run_and_convert_with_corrections(tmp_path):
+    import zarr
+
+    data, dark, gain, mask, _ = case_inputs(cases.CASES[9])  # uint16, all corrections
+    np.save(tmp_path / "scan.npy", data)
+    np.save(tmp_path / "dark.npy", dark)
+    np.save(tmp_path / "gain.npy", gain)
+    np.save(tmp_path / "mask.npy", mask.astype(np.uint8))
+    flags = ["--dark", "dark.npy", "--gain", "gain.npy", "--excluded", "mask.npy"]
+    fixed = corrected(data, dark, gain, mask)
+    r = _cli(tmp_path, "run", "sumsig", "scan.npy", *flags, "--out", "res.zarr", "--no-progress")
+    assert r.exit_code == 0, r.output
+    got = zarr.open_group(tmp_path / "res.zarr")["intensity"][...]
+    np.testing.assert_allclose(got, fixed.sum(axis=(2, 3)), rtol=1e-5)
+    r = _cli(tmp_path, "convert", "scan.npy", "fixed.zarr", *flags, "--no-progress")
+    assert r.exit_code == 0, r.output
+    np.testing.assert_allclose(zarr.open_array(tmp_path / "fixed.zarr")[...], fixed, 1e-5, 1e-3)
+
+
+def test_cli_dark_series_is_averaged(tmp_path):
+    import zarr
+
+    data, dark, _, _, _ = case_inputs(cases.CASES[0])
+    series = dark + np.random.default_rng(9).normal(0, 1, (6, *cases.SIG)).astype(np.float32)
+    np.save(tmp_path / "scan.npy", data)
+    ltdask.from_array(series.reshape(2, 3, *cases.SIG)).to_zarr(tmp_path / "darks.zarr")
+    r = _cli(
+        tmp_path, "run", "sum", "scan.npy", "--dark", "darks.zarr", "--out", "res.zarr",
+        "--no-progress",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    got = zarr.open_group(tmp_path / "res.zarr")["intensity"][...]
+    want = corrected(data, series.mean(axis=0)).sum(axis=(0, 1))
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "make, flag, message",
+    [
+        (lambda: np.zeros((12, 16), np.float32), "--dark", r"holds frames of shape \(12, 16\)"),
+        (lambda: np.full(cases.SIG, np.nan), "--gain", "non-finite"),
+        (lambda: np.ones(cases.SIG, np.uint8), "--excluded", "no neighbour that is not excluded"),
+    ],
+    ids=["dark-shape", "gain-nan", "all-excluded"],
+)
+def test_cli_bad_corrections(tmp_path, make, flag, message):
+    np.save(tmp_path / "scan.npy", cases.frames("float32"))
+    np.save(tmp_path / "corr.npy", make())
+    r = _cli(tmp_path, "run", "sum", "scan.npy", flag, "corr.npy", "--out", "res.zarr")
+    assert r.exit_code != 0
+    errors = [line for line in r.output.splitlines() if line.startswith("Error")]
+    assert len(errors) == 1 and flag in errors[0] and re.search(message, r.output), r.output
+    assert not (tmp_path / "res.zarr").exists()

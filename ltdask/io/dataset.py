@@ -398,13 +398,15 @@ class DataSet:
         compressors="auto",
         mode: str = "w-",
         progress: bool = False,
+        corrections=None,
     ):
         """Convert the scan to a Zarr (v3) array, in parallel on the active scheduler.
 
         Shards hold one partition each (the chunks of :meth:`to_dask`), split into chunks of
         whole frames of about 1 MiB, compressed with blosc/zstd. A path is written under a
         temporary name and renamed when complete; an existing store is replaced only with
-        ``mode="w"``. Read it back with :func:`ltdask.open_zarr`.
+        ``mode="w"``. Read it back with :func:`ltdask.open_zarr`. With `corrections` (a
+        `ltdask.CorrectionSet`), the corrected frames are written (as floats).
 
         Examples
         --------
@@ -425,6 +427,7 @@ class DataSet:
             compressors=compressors,
             mode=mode,
             progress=progress,
+            corrections=corrections,
         )
 
     def attrs(self) -> dict:
