@@ -26,16 +26,14 @@ class CoMParams(NamedTuple):
 
 
 def apply_correction(y, x, scan_rotation: float, flip_y: bool):
-    """Shifts in detector coordinates → field in scan coordinates.
-
-    ``flip_y`` negates the y component first; then both are rotated by `scan_rotation`
-    degrees: ``y' = cos·y - sin·x``, ``x' = sin·y + cos·x``.
-    """
+    """Shifts in detector coordinates → field in scan coordinates, as LiberTEM: ``flip_y``
+    negates the y component first; then both are rotated by `scan_rotation` degrees:
+    ``y' = cos·y + sin·x``, ``x' = -sin·y + cos·x``."""
     if flip_y:
         y = -y
     angle = math.radians(scan_rotation)
     c, s = math.cos(angle), math.sin(angle)
-    return c * y - s * x, s * y + c * x
+    return c * y + s * x, -s * y + c * x
 
 
 def _check_params(p: CoMParams) -> None:
@@ -108,21 +106,26 @@ class CoMUDF(UDF):
         p = self.params.com_params
         return (sy / 2 if p.cy is None else p.cy), (sx / 2 if p.cx is None else p.cx)
 
+    def _dtype(self) -> np.dtype:
+        return np.dtype(np.result_type(self.meta.input_dtype, np.float32))
+
     def get_result_buffers(self):
         self._validate()
-        nav = lambda **kw: self.buffer(kind="nav", use="result_only", **kw)  # noqa: E731
+        # as LiberTEM: the results in the input dtype, at least float32
+        dtype = self._dtype()
+        nav = lambda **kw: self.buffer(kind="nav", use="result_only", dtype=dtype, **kw)  # noqa: E731
         return {
             "raw_mask_result": self.buffer(
                 kind="nav", extra_shape=(3,), dtype=np.float64, use="private"
             ),
-            "raw_com": nav(extra_shape=(2,), dtype=np.float32),
-            "raw_shifts": nav(extra_shape=(2,), dtype=np.float32),
-            "field": nav(extra_shape=(2,), dtype=np.float32),
-            "field_y": nav(dtype=np.float32),
-            "field_x": nav(dtype=np.float32),
-            "magnitude": nav(dtype=np.float32),
-            "divergence": nav(dtype=np.float32),
-            "curl": nav(dtype=np.float32),
+            "raw_com": nav(extra_shape=(2,)),
+            "raw_shifts": nav(extra_shape=(2,)),
+            "field": nav(extra_shape=(2,)),
+            "field_y": nav(),
+            "field_x": nav(),
+            "magnitude": nav(),
+            "divergence": nav(),
+            "curl": nav(),
             "regression": self.buffer(
                 kind="single", extra_shape=(3, 2), dtype=np.float64, use="result_only"
             ),
@@ -196,17 +199,18 @@ class CoMUDF(UDF):
         valid = self.meta.get_valid_nav_mask(full_nav=True).reshape(nav_shape)
         center = self._center()
         fields = task_delayed(
-            f"ltdask-com-fields-{tokenize(raw.name, center, valid, p)}",
+            f"ltdask-com-fields-{tokenize(raw.name, center, valid, p, self._dtype().str)}",
             com_fields,
             TaskRef(block_key(raw.name, 0, raw.ndim)),
             center,
             valid,
             p,
+            self._dtype(),
             deps=[raw],
         )
         out = {}
         for name, extra in _FIELDS.items():
-            dtype = np.float64 if name == "regression" else np.float32
+            dtype = np.float64 if name == "regression" else self._dtype()
             shape = extra if name == "regression" else nav_shape + extra
             out[name] = da.from_delayed(fields[name], shape=shape, dtype=dtype)
         return out
@@ -226,43 +230,56 @@ _FIELDS = {
 }
 
 
-def com_fields(raw: np.ndarray, center, valid: np.ndarray, p: CoMParams) -> dict:
-    """CoMUDF's results from the per-frame ``(sum I, sum I*y, sum I*x)`` (nav-shaped)."""
+def com_fields(raw: np.ndarray, center, valid: np.ndarray, p: CoMParams, dtype) -> dict:
+    """CoMUDF's results from the per-frame ``(sum I, sum I*y, sum I*x)`` (nav-shaped), as
+    LiberTEM computes them: a frame without intensity in the mask has its centre of mass at
+    the reference point (shift 0); the regression is fitted to the rotated field at the
+    valid positions and subtracted there."""
     raw = np.asarray(raw, dtype=np.float64)
-    total = raw[..., :1]
-    # frames with no intensity in the mask have no centre of mass (NaN, no warning)
-    com = np.where(total != 0, raw[..., 1:] / np.where(total != 0, total, 1), np.nan)
-    shifts = com - np.asarray(center, dtype=np.float64)
-    regression = _regression(shifts, valid, p.regression)
-    ny, nx = shifts.shape[:2]
-    yy, xx = np.mgrid[:ny, :nx]
-    fit_y = regression[0, 0] + regression[1, 0] * yy + regression[2, 0] * xx
-    fit_x = regression[0, 1] + regression[1, 1] * yy + regression[2, 1] * xx
-    fy, fx = apply_correction(
-        shifts[..., 0] - fit_y, shifts[..., 1] - fit_x, p.scan_rotation, p.flip_y
+    total = raw[..., 0]
+    has = total != 0
+    safe = np.where(has, total, 1)
+    center = np.asarray(center, dtype=np.float64)
+    shifts = np.stack(
+        [
+            np.where(has, raw[..., 1] / safe - center[0], 0),
+            np.where(has, raw[..., 2] / safe - center[1], 0),
+        ],
+        axis=-1,
     )
-    f32 = np.float32
+    com = shifts + center
+    fy, fx = apply_correction(shifts[..., 0], shifts[..., 1], p.scan_rotation, p.flip_y)
+    field = np.stack([fy, fx], axis=-1)
+    regression = _regression(field, valid, p.regression)
+    if not np.allclose(regression[1:], 0):
+        ny, nx = field.shape[:2]
+        yy, xx = np.mgrid[:ny, :nx]
+        design = np.stack([np.ones(yy.shape), yy, xx], axis=-1)
+        field[valid] -= design[valid] @ regression
+    elif not np.allclose(regression[0], 0):
+        field[valid] -= regression[0]
+    fy, fx = field[..., 0], field[..., 1]
     return {
-        "raw_com": com.astype(f32),
-        "raw_shifts": shifts.astype(f32),
-        "field": np.stack([fy, fx], axis=-1).astype(f32),
-        "field_y": fy.astype(f32),
-        "field_x": fx.astype(f32),
-        "magnitude": np.sqrt(fy**2 + fx**2).astype(f32),
-        "divergence": (_gradient(fy, 0) + _gradient(fx, 1)).astype(f32),
-        "curl": (_gradient(fy, 1) - _gradient(fx, 0)).astype(f32),
+        "raw_com": com.astype(dtype),
+        "raw_shifts": shifts.astype(dtype),
+        "field": field.astype(dtype),
+        "field_y": fy.astype(dtype),
+        "field_x": fx.astype(dtype),
+        "magnitude": np.sqrt(fy**2 + fx**2).astype(dtype),
+        "divergence": (_gradient(fy, 0) + _gradient(fx, 1)).astype(dtype),
+        "curl": (_gradient(fy, 1) - _gradient(fx, 0)).astype(dtype),
         "regression": regression,
     }
 
 
-def _regression(shifts: np.ndarray, valid: np.ndarray, reg) -> np.ndarray:
-    """The ``(3, 2)`` plane fitted to the (y, x) shifts of the valid, finite positions:
+def _regression(field: np.ndarray, valid: np.ndarray, reg) -> np.ndarray:
+    """The ``(3, 2)`` plane fitted to the (y, x) field at the valid, finite positions:
     none (zeros), a constant (``reg == 0``), or offset and slopes (``reg == 1``)."""
     if not isinstance(reg, (int, np.integer)):
         return np.asarray(reg, dtype=np.float64)
     if reg == NO_REGRESSION:
         return np.zeros((3, 2))
-    values = shifts[valid]
+    values = field[valid]
     finite = np.isfinite(values).all(axis=1)
     values = values[finite]
     if reg == 0:
@@ -270,7 +287,7 @@ def _regression(shifts: np.ndarray, valid: np.ndarray, reg) -> np.ndarray:
         return np.concatenate([mean[None], np.zeros((2, 2))], axis=0)
     yy, xx = np.nonzero(valid)
     design = np.stack([np.ones(yy.size), yy, xx], axis=1)[finite]
-    return np.linalg.solve(design.T @ design, design.T @ values)
+    return np.linalg.lstsq(design, values, rcond=None)[0]
 
 
 def _gradient(arr: np.ndarray, axis: int) -> np.ndarray:
