@@ -14,12 +14,13 @@ Conventions
 * Antialiased masks and :func:`radial_bins` are ``float64`` by default. A pixel at distance
   ``r`` from the centre is given the radial extent ``[r - 1/2, r + 1/2]`` (moved to
   ``[0, 1]`` when ``r < 1/2``), and its value for the radial band ``[a, b]`` is the length of
-  the overlap of the two intervals. This is LiberTEM's linear edge ramp
-  ``clip(min(r - a, b - r) + 1/2, 0, 1)`` wherever the band is at least one pixel wide;
-  it also makes adjacent bands add up exactly, for any band width, so the radial bins of a
-  disk always sum to the antialiased disk. It differs from LiberTEM only for bands narrower
-  than one pixel and, for ``0 < radius_inner < 1``, on the pixel nearest the centre
-  (where LiberTEM patches a single value in).
+  the overlap of the two intervals: LiberTEM's linear edge ramp
+  ``clip(min(r - a, b - r) + 1/2, 0, 1)`` wherever the band is at least one pixel wide.
+* :func:`radial_bins` is LiberTEM's: bin ``i`` is the ramp
+  ``clip(w/2 + 1/2 - |r - r0_i|, 0, 1)`` around its centre ``r0_i`` (so bins narrower than a
+  pixel overlap), and when ``radius_inner < 1/2`` the centre pixel (rounded half to even) of
+  the first bin is set to ``1 - radius_inner`` (after ``normalize``). Bins at least a pixel
+  wide add up to the antialiased ring away from the centre.
 """
 
 from __future__ import annotations
@@ -429,10 +430,11 @@ def radial_bins(
 ) -> np.ndarray | sparse.COO:
     """Make a stack of antialiased concentric rings of equal width.
 
-    The interval ``[radius_inner, radius]`` is cut into ``n_bins`` bins of equal width;
-    bin ``i`` holds each pixel's coverage of ``[edge_i, edge_i+1]`` (see the module
-    docstring), so the bins add up to ``ring(..., antialiased=True)`` (the antialiased
-    disk for ``radius_inner=0``) and every pixel in range is counted exactly once.
+    The interval ``[radius_inner, radius]`` is cut into ``n_bins`` bins of equal width
+    ``w``; bin ``i`` is LiberTEM's ramp ``clip(w/2 + 1/2 - |r - r0_i|, 0, 1)`` around its
+    centre ``r0_i`` (see the module docstring). Bins at least a pixel wide add up to
+    ``ring(..., antialiased=True)`` away from the centre pixel, which LiberTEM sets to
+    ``1 - radius_inner`` in the first bin.
 
     Parameters
     ----------
@@ -499,6 +501,15 @@ def radial_bins(
         sums = np.bincount(bin_index, weights=values, minlength=n_bins)
         safe = np.where(np.isclose(sums, 0), 1.0, sums)
         values = values / safe[bin_index]
+    # LiberTEM patches the centre pixel (rounded half to even) of the first bin to
+    # 1 - radius_inner when radius_inner < 0.5, after normalising
+    centre = (int(np.round(centerY)), int(np.round(centerX)))
+    if radius_inner < 0.5 and 0 <= centre[0] < sy and 0 <= centre[1] < sx:
+        flat = centre[0] * sx + centre[1]
+        at = (bin_index == 0) & (pixel_index == flat)
+        bin_index = np.append(bin_index[~at], 0)
+        pixel_index = np.append(pixel_index[~at], flat)
+        values = np.append(values[~at], 1.0 - radius_inner)
     if use_sparse:
         coords = np.stack((bin_index, *np.unravel_index(pixel_index, (sy, sx))))
         return sparse.COO(
@@ -527,9 +538,11 @@ def _radial_bin_entries(
     if radius == radius_inner:
         return empty, empty, np.zeros(0)
     dy, dx = _offsets(centerX, centerY, imageSizeX, imageSizeY)
-    low = _pixel_extent_start(np.hypot(dy, dx).ravel())
+    r = np.hypot(dy, dx).ravel()
+    low = _pixel_extent_start(r)
     pixels = np.flatnonzero(_overlap(low, radius_inner, radius) > 0)
     low = low[pixels]
+    r = r[pixels]
 
     edges = np.linspace(radius_inner, radius, n_bins + 1)
     width = (radius - radius_inner) / n_bins
@@ -542,9 +555,12 @@ def _radial_bin_entries(
     pixel_of_entry = np.repeat(np.arange(len(pixels)), counts)
     starts = np.cumsum(counts) - counts
     bin_index = first[pixel_of_entry] + np.arange(counts.sum()) - starts[pixel_of_entry]
-    overlap = _overlap(low[pixel_of_entry], edges[bin_index], edges[bin_index + 1])
-    keep = overlap > 0
-    return bin_index[keep], pixels[pixel_of_entry[keep]], overlap[keep]
+    # LiberTEM's ramp around each bin's centre r0: clip(w/2 + 1/2 - |r - r0|, 0, 1); for
+    # bins at least a pixel wide this is the overlap of [r - 1/2, r + 1/2] with the bin
+    centres = edges[bin_index] + width / 2
+    value = np.clip(width / 2 + 0.5 - np.abs(r[pixel_of_entry] - centres), 0.0, 1.0)
+    keep = value > 0
+    return bin_index[keep], pixels[pixel_of_entry[keep]], value[keep]
 
 
 def sparse_template_multi_stack(

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse
 import sparse
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from ltdask import masks
@@ -286,6 +286,12 @@ def test_polar_map_stretch():
 # -- radial_bins ---------------------------------------------------------------------------
 
 
+def patched_centre(cx, cy, sx, sy, ri):
+    """The pixel LiberTEM sets to ``1 - ri`` in the first bin (rounded half to even)."""
+    y, x = int(np.round(cy)), int(np.round(cx))
+    return (y, x) if ri < 0.5 and 0 <= y < sy and 0 <= x < sx else None
+
+
 @given(
     sx=sizes,
     sy=sizes,
@@ -295,17 +301,45 @@ def test_polar_map_stretch():
     fraction=st.floats(0, 1),
     n_bins=st.integers(1, 30),
 )
-def test_radial_bins_partition_the_ring(sx, sy, cx, cy, r, fraction, n_bins):
+def test_radial_bins_are_libertems_ramps(sx, sy, cx, cy, r, fraction, n_bins):
+    """Each bin is LiberTEM's ramp ``clip(w/2 + 1/2 - |d - r0|, 0, 1)`` around its centre
+    ``r0``, and the centre pixel of the first bin is ``1 - ri`` when ``ri < 1/2``."""
     ri = r * fraction
     bins = masks.radial_bins(cx, cy, sx, sy, r, ri, n_bins=n_bins, use_sparse=False)
     assert isinstance(bins, np.ndarray)
     assert bins.shape == (n_bins, sy, sx)
     assert bins.dtype == np.float64
     assert bins.min() >= 0 and bins.max() <= 1
-    ring = masks.ring(cx, cy, sx, sy, r, ri, antialiased=True)
-    np.testing.assert_allclose(bins.sum(axis=0), ring, atol=1e-12)
-    # every pixel wholly in range is counted exactly once
     d = distance(cx, cy, sx, sy)
+    w = (r - ri) / n_bins
+    want = np.stack(
+        [np.clip(w / 2 + 0.5 - np.abs(d - (ri + w * (i + 0.5))), 0, 1) for i in range(n_bins)]
+    )
+    centre = patched_centre(cx, cy, sx, sy, ri)
+    if centre is not None:
+        want[(0, *centre)] = 1 - ri
+    np.testing.assert_allclose(bins, want, atol=1e-12)
+
+
+@given(
+    sx=sizes,
+    sy=sizes,
+    cx=centres,
+    cy=centres,
+    r=st.floats(2, 20),
+    fraction=st.floats(0, 0.5),
+    n_bins=st.integers(1, 30),
+)
+def test_radial_bins_wide_ones_partition_the_ring(sx, sy, cx, cy, r, fraction, n_bins):
+    """Bins at least a pixel wide add up to the antialiased ring (away from the centre,
+    where LiberTEM's ramp and patch apply) and count every pixel in range once."""
+    ri = r * fraction
+    assume((r - ri) / n_bins >= 1)
+    bins = masks.radial_bins(cx, cy, sx, sy, r, ri, n_bins=n_bins, use_sparse=False)
+    ring = masks.ring(cx, cy, sx, sy, r, ri, antialiased=True)
+    d = distance(cx, cy, sx, sy)
+    away = d >= 0.5
+    np.testing.assert_allclose(bins.sum(axis=0)[away], ring[away], atol=1e-12)
     inside = (d - 0.5 >= ri) & (d + 0.5 <= r)
     np.testing.assert_allclose(bins.sum(axis=0)[inside], 1)
 
@@ -334,13 +368,22 @@ def test_radial_bins_sparse_equals_dense(sx, sy, cx, cy, r, n_bins):
 
 @given(cx=centres, cy=centres, r=st.floats(0.1, 20), n_bins=st.integers(1, 30))
 def test_radial_bins_normalize(cx, cy, r, n_bins):
+    """Each bin that is not empty sums to 1, before LiberTEM patches the centre pixel."""
     plain = masks.radial_bins(cx, cy, 23, 17, r, n_bins=n_bins, use_sparse=False)
     normed = masks.radial_bins(cx, cy, 23, 17, r, n_bins=n_bins, normalize=True, use_sparse=False)
-    sums = plain.sum(axis=(1, 2))
+    centre = patched_centre(cx, cy, 23, 17, 0)
+    d = distance(cx, cy, 23, 17)
+    w = r / n_bins
+    unpatched = plain.copy()
+    if centre is not None:
+        unpatched[(0, *centre)] = np.clip(w / 2 + 0.5 - np.abs(d[centre] - w / 2), 0, 1)
+        assert normed[(0, *centre)] == 1
+    sums = unpatched.sum(axis=(1, 2))
     filled = ~np.isclose(sums, 0)
-    np.testing.assert_allclose(normed.sum(axis=(1, 2))[filled], 1)
-    np.testing.assert_allclose(normed * np.where(filled, sums, 1)[:, None, None], plain)
-    np.testing.assert_array_equal(normed[~filled], plain[~filled])
+    expect = unpatched / np.where(filled, sums, 1)[:, None, None]
+    if centre is not None:
+        expect[(0, *centre)] = 1
+    np.testing.assert_allclose(normed, expect, atol=1e-12)
 
 
 def test_radial_bins_match_libertem_ramp_for_wide_bins():
