@@ -35,6 +35,11 @@ import scipy.sparse
 import sparse
 
 __all__ = [
+    "background_subtraction",
+    "balance",
+    "bounding_radius",
+    "radial_gradient",
+    "radial_gradient_background_subtraction",
     "circular",
     "gradient_x",
     "gradient_y",
@@ -409,11 +414,107 @@ def polar_map(
     return np.hypot(dy, dx), np.arctan2(dy, dx)
 
 
-def _bounding_radius(centerX: float, centerY: float, imageSizeX: int, imageSizeY: int) -> int:
-    """A radius around the centre that reaches past every pixel of the image."""
+def bounding_radius(centerX: float, centerY: float, imageSizeX: int, imageSizeY: int) -> int:
+    """A radius around the centre that reaches past every pixel of the image (LiberTEM's).
+
+    Examples
+    --------
+    >>> bounding_radius(2, 2, 5, 5)
+    6
+    """
     dy = max(centerY, imageSizeY - centerY)
     dx = max(centerX, imageSizeX - centerX)
     return math.ceil(math.hypot(dy, dx)) + 1
+
+
+def radial_gradient(
+    centerX: float,
+    centerY: float,
+    imageSizeX: int,
+    imageSizeY: int,
+    radius: float,
+    antialiased: bool = False,
+) -> np.ndarray:
+    """A disk whose value rises linearly from 0 at the centre to 1 at `radius` (LiberTEM's).
+
+    Without `antialiased`, pixels with ``d² <= radius²`` hold ``d / radius``, the others 0;
+    with it, :func:`radial_gradient_background_subtraction` with ``r_outer=0`` (a ramp from 1
+    to 0 over the last pixel).
+
+    Examples
+    --------
+    >>> radial_gradient(2, 2, 5, 5, radius=2)[2].tolist()
+    [1.0, 0.5, 0.0, 0.5, 1.0]
+    """
+    _check_finite(centerX=centerX, centerY=centerY)
+    sx, sy = _check_image_size(imageSizeX, imageSizeY)
+    dy, dx = _offsets(centerX, centerY, sx, sy)
+    d = np.hypot(dy, dx)
+    if antialiased:
+        return radial_gradient_background_subtraction(d, radius, 0)
+    return np.where(dy**2 + dx**2 <= radius * radius, d / radius, 0.0)
+
+
+def radial_gradient_background_subtraction(
+    r: np.ndarray, r0: float, r_outer: float, delta: float = 1
+) -> np.ndarray:
+    """A template from a map of radii `r` (LiberTEM's): ``r / r0`` inside ``r0 - delta/2``,
+    a linear transition from 1 to -1 over ``[r0 - delta/2, r0 + delta/2)``, and -1 in the
+    ring ``[r0 + delta/2, r_outer]``; 0 elsewhere. `r` may come from a distorted
+    :func:`polar_map`.
+
+    Examples
+    --------
+    >>> radial_gradient_background_subtraction(np.arange(6.0), r0=2, r_outer=4).tolist()
+    [0.0, 0.5, 0.0, -1.0, -1.0, 0.0]
+    """
+    r = np.asarray(r)
+    result = np.zeros_like(r, dtype=np.result_type(r, np.float64))
+    half = delta / 2
+    within = r < r0 - half
+    result[within] = r[within] / r0
+    transition = (r >= r0 - half) & (r < r0 + half)
+    result[transition] = (r0 - r[transition]) / half
+    result[(r >= r0 + half) & (r <= r_outer)] = -1
+    return result
+
+
+def background_subtraction(
+    centerX: float,
+    centerY: float,
+    imageSizeX: int,
+    imageSizeY: int,
+    radius: float,
+    radius_inner: float,
+    antialiased: bool = False,
+) -> np.ndarray:
+    """A disk of `radius_inner` minus the ring out to `radius`, scaled so that the two
+    weigh the same (LiberTEM's): the result of a uniform background is 0.
+
+    Examples
+    --------
+    >>> m = background_subtraction(5, 5, 11, 11, radius=4, radius_inner=2)
+    >>> round(float(m.sum()), 12)
+    0.0
+    """
+    disk = circular(centerX, centerY, imageSizeX, imageSizeY, radius_inner, antialiased)
+    outer = ring(centerX, centerY, imageSizeX, imageSizeY, radius, radius_inner, antialiased)
+    return disk - outer * (np.sum(disk) / np.sum(outer))
+
+
+def balance(template: np.ndarray) -> np.ndarray:
+    """`template` with its negative part scaled so that the whole sums to zero (LiberTEM's):
+    such a mask gives 0 on a uniform background or a linear gradient.
+
+    Examples
+    --------
+    >>> balance(np.array([1.0, 1.0, -1.0])).tolist()
+    [1.0, 1.0, -2.0]
+    """
+    result = np.array(template, dtype=np.result_type(template, np.float64), copy=True)
+    above, below = template > 0, template < 0
+    result[below] *= -template[above].sum() / template[below].sum()
+    return result
 
 
 def radial_bins(
@@ -481,7 +582,7 @@ def radial_bins(
     _check_finite(centerX=centerX, centerY=centerY)
     sx, sy = _check_image_size(imageSizeX, imageSizeY)
     if radius is None:
-        radius = _bounding_radius(centerX, centerY, sx, sy)
+        radius = bounding_radius(centerX, centerY, sx, sy)
     _check_radii(radius, radius_inner)
     if n_bins is None:
         n_bins = max(1, round(radius - radius_inner))

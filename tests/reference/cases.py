@@ -219,6 +219,29 @@ def mask_specs(sig):
             (cx, cy, w, h),
             dict(radius=6, n_bins=3, normalize=True, use_sparse=False),
         ),
+        "radial-grad": ("radial_gradient", (w // 2, h // 2, w, h, 5)),
+        "radial-grad-frac-aa": (
+            "radial_gradient",
+            (cx + 0.3, cy - 0.2, w, h, 4.5),
+            dict(antialiased=True),
+        ),
+        "rgbs": (
+            "radial_gradient_background_subtraction",
+            (np.linspace(0, 8, w * h).reshape(h, w), 3.5, 6.0),
+        ),
+        "rgbs-delta": (
+            "radial_gradient_background_subtraction",
+            (np.linspace(0, 8, w * h).reshape(h, w), 3.0, 7.0),
+            dict(delta=2.0),
+        ),
+        "bgsub": ("background_subtraction", (w // 2, h // 2, w, h, 5, 2)),
+        "bgsub-frac-aa": (
+            "background_subtraction",
+            (cx + 0.3, cy - 0.2, w, h, 5.5, 2.5),
+            dict(antialiased=True),
+        ),
+        "balance": ("balance", (np.linspace(-1.0, 3.0, w * h).reshape(h, w),)),
+        "bounding-radius": ("bounding_radius", (cx + 0.3, cy - 0.2, w, h)),
     }
 
 

@@ -417,3 +417,21 @@ def test_dataarray_coordinates_on_results():
     nav, sig = ltdask.compute(ltdask.from_array(xa), [SumSigUDF(), SumUDF()])
     assert nav["y"].values.tolist() == [0.0, 0.5, 1.0] and "kx" not in nav.coords
     np.testing.assert_allclose(sig["kx"].values, np.arange(6) * 0.1)
+
+
+# -- 10., 12. ApplyMasksUDF: checks when made, shifts past the frame -------------------------------
+def test_apply_masks_checked_when_made():
+    from ltdask.udf import ApplyMasksUDF
+
+    with pytest.raises(ValueError, match="Sparse backend scipy.sparse not supported for shifts"):
+        ApplyMasksUDF([lambda: np.ones((5, 3))], shifts=(1, 1), use_sparse="scipy.sparse")
+    with pytest.raises(ValueError, match=r"No compatible backend found in \('moon',\)"):
+        ApplyMasksUDF([lambda: np.ones((5, 3))], backends=("moon",))
+
+
+@pytest.mark.parametrize("shifts", [(5, 0), (0, -3), (-7, 9)])
+def test_apply_masks_shifted_off_the_frame_gives_zeros(ds, shifts):
+    from ltdask.udf import ApplyMasksUDF
+
+    res = ApplyMasksUDF([lambda: np.ones((5, 3)), lambda: np.eye(5, 3)], shifts=shifts).compute(ds)
+    np.testing.assert_array_equal(res["intensity"].values, 0)

@@ -237,6 +237,19 @@ class ApplyMasksUDF(FlatTileUDF):
         backends=None,
         shifts=None,
     ):
+        # checked when made, as LiberTEM does
+        if (
+            shifts is not None
+            and isinstance(use_sparse, str)
+            and use_sparse.startswith("scipy.sparse")
+        ):
+            raise ValueError(
+                f"Sparse backend {use_sparse} not supported for shifts, use sparse.pydata instead."
+            )
+        if backends is not None:
+            given = [backends] if isinstance(backends, str) else list(backends)
+            if not any(b in self.BACKEND_ALL for b in given):
+                raise ValueError(f"No compatible backend found in {backends!r}")
         super().__init__(
             mask_factories=mask_factories,
             use_torch=use_torch,
@@ -281,6 +294,9 @@ class ApplyMasksUDF(FlatTileUDF):
         stack = self.task_data.masks._stack
         sig = frame.shape
         dy, dx = int(shifts[0]), int(shifts[1])
+        if abs(dy) >= sig[0] or abs(dx) >= sig[1]:
+            self.results.intensity[:] = 0  # no overlap left (LiberTEM gives zeros)
+            return
         # mask pixel (y, x) sits over frame pixel (y + dy, x + dx)
         fy = slice(max(0, dy), min(sig[0], sig[0] + dy))
         fx = slice(max(0, dx), min(sig[1], sig[1] + dx))
