@@ -1,0 +1,140 @@
+"""Centre-of-mass analysis: three masks (selection, y and x gradient) with `ApplyMasksUDF`.
+
+LiberTEM's CoM *analysis* (unlike its ``CoMUDF``) works this way, so it is built the same
+way here: the results (shift relative to ``(cy, cx)``, 0 for frames without intensity in the
+mask, then flipped and rotated; divergence and curl by ``np.gradient`` over the whole nav
+grid) are those of LiberTEM's analysis, not of `ltdask.udf.CoMUDF`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ltdask import masks
+from ltdask.analysis._viz import scaled_image, vector_image
+from ltdask.analysis.masks import BaseMasksAnalysis
+from ltdask.analysis.results import AnalysisResult, COMResultSet
+
+__all__ = ["COMAnalysis", "correct_shifts"]
+
+
+def correct_shifts(y, x, scan_rotation: float, flip_y: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The shifts ``(y, x)`` with y flipped (if ``flip_y``), then rotated by
+    ``scan_rotation`` degrees, as LiberTEM's CoM analysis (results float64)."""
+    angle = np.deg2rad(scan_rotation)
+    cos, sin = np.cos(angle), np.sin(angle)
+    rotation = np.array([[cos, sin], [-sin, cos]])
+    flip = np.diag([-1.0, 1.0]) if flip_y else np.eye(2)
+    transform = rotation @ flip
+    y = np.asarray(y)
+    x = np.asarray(x)
+    out_y, out_x = transform @ np.stack([y.reshape(-1), x.reshape(-1)])
+    return out_y.reshape(y.shape), out_x.reshape(x.shape)
+
+
+class COMAnalysis(BaseMasksAnalysis):
+    """Centre of mass of each frame relative to ``(cy, cx)``, within ``r`` (or the ring
+    ``ri``..``r``), with ``flip_y`` and ``scan_rotation`` applied."""
+
+    def get_parameters(self, parameters: dict) -> dict:
+        height, width = self.sig_shape
+        return {
+            "cx": parameters.get("cx", width / 2),
+            "cy": parameters.get("cy", height / 2),
+            "r": parameters.get("r", float("inf")),
+            "ri": parameters.get("ri", 0.0),
+            "scan_rotation": parameters.get("scan_rotation", 0.0),
+            "flip_y": parameters.get("flip_y", False),
+            "use_sparse": parameters.get("use_sparse", False),
+            "mask_count": 3,
+            "mask_dtype": np.float32,
+        }
+
+    def get_mask_factories(self):
+        height, width = self._check_sig_2d()
+        p = self.parameters
+        if p.get("ri"):
+
+            def selection():
+                return masks.ring(
+                    centerX=p["cx"],
+                    centerY=p["cy"],
+                    imageSizeX=width,
+                    imageSizeY=height,
+                    radius=p["r"],
+                    radius_inner=p["ri"],
+                )
+        elif math.isinf(p["r"]) and p["r"] > 0:
+
+            def selection():
+                # every pixel lies within an infinite radius (ltdask.masks wants it finite)
+                return np.ones((height, width), dtype=bool)
+        else:
+
+            def selection():
+                return masks.circular(
+                    centerX=p["cx"],
+                    centerY=p["cy"],
+                    imageSizeX=width,
+                    imageSizeY=height,
+                    radius=p["r"],
+                )
+
+        return [
+            selection,
+            lambda: masks.gradient_y(imageSizeX=width, imageSizeY=height) * selection(),
+            lambda: masks.gradient_x(imageSizeX=width, imageSizeY=height) * selection(),
+        ]
+
+    def get_udf_results(self, udf_results, roi, damage) -> COMResultSet:
+        data = udf_results["intensity"].data
+        total, moment_y, moment_x = data[..., 0], data[..., 1], data[..., 2]
+        p = self.parameters
+        empty = total == 0
+        divisor = np.where(empty, 1, total)
+        y = np.where(empty, 0, moment_y / divisor - p["cy"])
+        x = np.where(empty, 0, moment_x / divisor - p["cx"])
+        y, x = correct_shifts(y, x, p["scan_rotation"], p["flip_y"])
+        if total.dtype.kind == "c":
+            return COMResultSet(
+                [
+                    self._result(x.real, "x_real", "x [real]", "x component of the center", damage),
+                    self._result(y.real, "y_real", "y [real]", "y component of the center", damage),
+                    self._result(x.imag, "x_imag", "x [imag]", "x component of the center", damage),
+                    self._result(y.imag, "y_imag", "y [imag]", "y component of the center", damage),
+                ]
+            )
+        damage = damage & np.isfinite(x) & np.isfinite(y)
+        vmax = np.sqrt(np.max(x[damage] ** 2 + y[damage] ** 2)) if np.any(damage) else 1
+        magnitude = np.sqrt(y**2 + x**2)
+        results = [
+            AnalysisResult(
+                (x, y),
+                lambda: vector_image(x=x, y=y, vmax=vmax),
+                "field",
+                "cubehelix colorwheel visualization",
+                "field",
+                include_in_download=False,
+            ),
+            self._result(
+                magnitude, "magnitude", "magnitude", "magnitude of the vector field", damage
+            ),
+            self._result(x, "x", "x", "x component of the center", damage),
+            self._result(y, "y", "y", "y component of the center", damage),
+        ]
+        if all(size > 1 for size in y.shape):
+            divergence = np.gradient(y, axis=0) + np.gradient(x, axis=1)
+            curl = np.gradient(y, axis=1) - np.gradient(x, axis=0)
+            results[2:2] = [
+                self._result(
+                    divergence, "divergence", "divergence", "divergence of the vector field", damage
+                ),
+                self._result(curl, "curl", "curl", "curl of the 2D vector field", damage),
+            ]
+        return COMResultSet(results)
+
+    @staticmethod
+    def _result(values, key, title, desc, damage) -> AnalysisResult:
+        return AnalysisResult(values, lambda: scaled_image(values, damage=damage), title, desc, key)
