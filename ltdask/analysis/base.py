@@ -83,6 +83,9 @@ def complex_results(
     """LiberTEM's six results for a complex array: magnitude (linear and log), real,
     imaginary, angle and the complex values; ``default_lin`` says whether the plain
     ``key_prefix`` is the linear (True) or the log picture of the magnitude."""
+    # a value with a NaN part is missing as a whole (ltdask fills complex results outside
+    # the ROI with nan+0j, LiberTEM with nan+nanj)
+    values = np.where(np.isnan(values), np.array(complex(np.nan, np.nan), values.dtype), values)
     damage = damage & np.isfinite(values)
     magnitude = np.abs(values)
     angle = np.angle(values)

@@ -127,6 +127,12 @@ class RadialFourierAnalysis(BaseMasksAnalysis):
 
 
 def _results(coefficients, n_bins: int, orders: int, damage) -> list[AnalysisResult]:
+    # NaN outside the ROI stays NaN, without warnings
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return _make_results(coefficients, n_bins, orders, damage)
+
+
+def _make_results(coefficients, n_bins: int, orders: int, damage) -> list[AnalysisResult]:
     absolute = np.absolute(coefficients)
     # higher orders are shown relative to order 0 (at least 1)
     normal = np.maximum(1, absolute[:, 0])
