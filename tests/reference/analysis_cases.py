@@ -10,7 +10,16 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["CASES", "DATA", "ROIS", "case_by_name", "make_data", "make_roi", "mask_factories"]
+__all__ = [
+    "CASES",
+    "DATA",
+    "ROIS",
+    "case_by_name",
+    "make_data",
+    "make_roi",
+    "mask_factories",
+    "resolve_kwargs",
+]
 
 #: name -> (shape, dtype, seed)
 DATA = {
