@@ -23,6 +23,7 @@ import dask
 import numpy as np
 
 import ltdask
+from ltdask.analysis import AnalysisMixin
 from ltdask.corrections import CorrectionSet
 from ltdask.exceptions import DataSetError, LtdaskError, warn
 from ltdask.udf.api import (
@@ -201,7 +202,7 @@ def _check_run_arguments(where: str, corrections, backends) -> None:
             )
 
 
-class Context:
+class Context(AnalysisMixin):
     """LiberTEM's ``Context`` on top of ltdask; work runs on the active dask scheduler.
 
     Examples

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from ltdask import masks
-from ltdask.analysis import AnalysisMixin, AnalysisResult, AnalysisResultSet
+from ltdask.analysis import AnalysisResult, AnalysisResultSet
 from ltdask.compat import Context
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -25,13 +25,9 @@ from analysis_cases import CASES, make_data, make_roi, resolve_kwargs  # noqa: E
 DATA = os.path.join(REFERENCE, "data", "analysis")
 
 
-class _Ctx(AnalysisMixin, Context):
-    """Context with the Analysis API until compat.Context has it among its bases."""
-
-
 @pytest.fixture(scope="module")
 def ctx():
-    return _Ctx.make_with("inline")
+    return Context.make_with("inline")
 
 
 def _run(ctx, data, method, roi=None, **kwargs):
@@ -359,7 +355,7 @@ def test_lazy_visualized():
 def test_run_goes_through_run_udf():
     seen = []
 
-    class Spy(_Ctx):
+    class Spy(Context):
         def run_udf(self, dataset, udf, roi=None, **kwargs):
             seen.append((type(udf).__name__, roi))
             return super().run_udf(dataset=dataset, udf=udf, roi=roi, **kwargs)
@@ -378,8 +374,8 @@ def test_run_goes_through_run_udf():
 
 def test_threads_scheduler_same_result():
     data = _data((4, 5, 9, 9), seed=12)
-    inline = _run(_Ctx.make_with("inline"), data, "create_ring_analysis", ri=1, ro=4)
-    threads = _run(_Ctx.make_with("threads", cpus=2), data, "create_ring_analysis", ri=1, ro=4)
+    inline = _run(Context.make_with("inline"), data, "create_ring_analysis", ri=1, ro=4)
+    threads = _run(Context.make_with("threads", cpus=2), data, "create_ring_analysis", ri=1, ro=4)
     np.testing.assert_array_equal(inline.intensity.raw_data, threads.intensity.raw_data)
 
 
