@@ -74,8 +74,13 @@ def _check_finite(**values: float) -> None:
             raise ValueError(f"{name} must be a finite number, got {value!r}")
 
 
-def _check_radii(radius: float, radius_inner: float | None = None) -> None:
-    _check_finite(radius=radius)
+def _check_radii(
+    radius: float, radius_inner: float | None = None, infinite: bool = True
+) -> None:
+    """Radii as LiberTEM takes them: an infinite outer radius (a disk over the whole frame)
+    where `infinite`."""
+    if not (infinite and radius == np.inf):
+        _check_finite(radius=radius)
     if radius < 0:
         raise ValueError(f"radius must be >= 0, got {radius!r}")
     if radius_inner is None:
@@ -583,7 +588,7 @@ def radial_bins(
     sx, sy = _check_image_size(imageSizeX, imageSizeY)
     if radius is None:
         radius = bounding_radius(centerX, centerY, sx, sy)
-    _check_radii(radius, radius_inner)
+    _check_radii(radius, radius_inner, infinite=False)
     if n_bins is None:
         n_bins = max(1, round(radius - radius_inner))
     if int(n_bins) != n_bins or n_bins < 1:

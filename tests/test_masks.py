@@ -540,3 +540,13 @@ def test_sparse_conversions(make):
 def test_bad_arguments(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_infinite_radius_covers_the_frame():
+    """As LiberTEM: an infinite radius is a disk over the whole frame (CoM's default)."""
+    assert masks.circular(2.5, 1.0, 7, 5, np.inf).all()
+    ring = masks.ring(3, 2, 7, 5, np.inf, 1)
+    d2 = distance(3, 2, 7, 5) ** 2
+    np.testing.assert_array_equal(ring, d2 > 1)
+    with pytest.raises(ValueError, match="radius must be a finite number"):
+        masks.radial_bins(3, 2, 7, 5, radius=np.inf)

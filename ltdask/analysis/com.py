@@ -8,8 +8,6 @@ grid) are those of LiberTEM's analysis, not of `ltdask.udf.CoMUDF`.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ltdask import masks
@@ -66,11 +64,6 @@ class COMAnalysis(BaseMasksAnalysis):
                     radius=p["r"],
                     radius_inner=p["ri"],
                 )
-        elif math.isinf(p["r"]) and p["r"] > 0:
-
-            def selection():
-                # every pixel lies within an infinite radius (ltdask.masks wants it finite)
-                return np.ones((height, width), dtype=bool)
         else:
 
             def selection():

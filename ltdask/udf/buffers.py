@@ -80,7 +80,9 @@ class BufferSpec:
 def fill_value(dtype: np.dtype):
     """What nav results hold outside the ROI (and where frames are missing)."""
     dtype = np.dtype(dtype)
-    if dtype.kind in "fc":
+    if dtype.kind == "c":
+        return complex(np.nan, np.nan)  # as LiberTEM: both parts NaN
+    if dtype.kind == "f":
         return np.nan
     if dtype.kind == "b":
         return False

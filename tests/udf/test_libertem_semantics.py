@@ -435,3 +435,11 @@ def test_apply_masks_shifted_off_the_frame_gives_zeros(ds, shifts):
 
     res = ApplyMasksUDF([lambda: np.ones((5, 3)), lambda: np.eye(5, 3)], shifts=shifts).compute(ds)
     np.testing.assert_array_equal(res["intensity"].values, 0)
+
+
+def test_complex_results_outside_the_roi_are_nan_in_both_parts():
+    data = (np.random.default_rng(0).random((2, 3, 4, 4)) + 1j).astype(np.complex64)
+    roi = np.eye(2, 3, dtype=bool)
+    res = SumSigUDF().compute(ltdask.from_array(data), roi=roi)["intensity"].values
+    assert np.isnan(res[~roi].real).all() and np.isnan(res[~roi].imag).all()
+    np.testing.assert_allclose(res[roi], data[roi].sum(axis=(1, 2)), rtol=1e-5)
