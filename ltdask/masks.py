@@ -74,9 +74,7 @@ def _check_finite(**values: float) -> None:
             raise ValueError(f"{name} must be a finite number, got {value!r}")
 
 
-def _check_radii(
-    radius: float, radius_inner: float | None = None, infinite: bool = True
-) -> None:
+def _check_radii(radius: float, radius_inner: float | None = None, infinite: bool = True) -> None:
     """Radii as LiberTEM takes them: an infinite outer radius (a disk over the whole frame)
     where `infinite`."""
     if not (infinite and radius == np.inf):
