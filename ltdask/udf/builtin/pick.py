@@ -30,11 +30,10 @@ class PickUDF(UDF):
         roi = self.meta.roi
         count = int(np.prod(self.meta.dataset_shape.nav)) if roi is None else int(roi.sum())
         sig = tuple(self.meta.dataset_shape.sig)
-        return {
-            "intensity": self.buffer(
-                kind="single", extra_shape=(count, *sig), dtype=self.meta.input_dtype
-            )
-        }
+        dtype = self.meta.input_dtype
+        if self.meta.dataset_dtype == np.float16 and self.meta.corrections is None:
+            dtype = self.meta.dataset_dtype  # read as float32 (numba has no float16): exact
+        return {"intensity": self.buffer(kind="single", extra_shape=(count, *sig), dtype=dtype)}
 
     def process_tile(self, tile):
         at = self.meta.slice.origin[0]
