@@ -61,7 +61,7 @@ def _setting(key: str, convert, expected: str, minimum: int | None = None):
         result = convert(value)
     except (TypeError, ValueError, OverflowError):
         result = None
-    if result is None or (minimum is not None and result < minimum):
+    if result is None or (minimum is not None and result != "auto" and result < minimum):
         raise ConfigError(
             f"the setting ltdask.{key} is {value!r}; expected {expected} (set it with "
             f"dask.config.set({{'ltdask.{key}': ...}}) or DASK_LTDASK__"
@@ -86,7 +86,7 @@ def partition_bytes() -> int:
 
 def map_cache_bytes() -> int:
     value = _setting(
-        "map-cache-bytes", _auto(_bytes), "'auto', 0 or a size such as '8GiB'", minimum=None
+        "map-cache-bytes", _auto(_bytes), "'auto', 0 or a size such as '8GiB'", minimum=0
     )
     if value == "auto":
         try:
@@ -97,8 +97,6 @@ def map_cache_bytes() -> int:
         except (ImportError, ValueError):
             pass
         return total_memory() // 2
-    if value < 0:
-        _setting("map-cache-bytes", lambda v: None, "'auto', 0 or a size such as '8GiB'")
     return value
 
 
@@ -115,11 +113,9 @@ def view_chunk_partitions() -> int:
 
 
 def min_partitions() -> int:
-    value = _setting("min-partitions", _auto(_integer), "'auto' or a positive integer")
+    value = _setting("min-partitions", _auto(_integer), "'auto' or a positive integer", 1)
     if value == "auto":
         return os.cpu_count() or 1
-    if value < 1:
-        _setting("min-partitions", lambda v: None, "'auto' or a positive integer")
     return value
 
 
@@ -154,9 +150,8 @@ def _count_cpus(cpu_list: str) -> int:
 
 
 def tile_bytes() -> int:
-    value = _setting("tile-bytes", _auto(_bytes), "'auto' or a positive size such as '4MiB'")
+    expected = "'auto' or a positive size such as '4MiB'"
+    value = _setting("tile-bytes", _auto(_bytes), expected, minimum=1)
     if value == "auto":
         return int(min(8 * MIB, max(MIB, l3_bytes_per_core() // 2)))
-    if value < 1:
-        _setting("tile-bytes", lambda v: None, "'auto' or a positive size such as '4MiB'")
     return value

@@ -311,26 +311,23 @@ class PreparedCorrections:
         shape = tuple(b - a for a, b in box)
         return RepairPlan.make(shape, coords[:, inside] - lo, allow_empty=True)
 
-    @functools.lru_cache(maxsize=64)  # noqa: B019 (a few signal slices per run)
-    def _cut_cached(self, key):
-        return self._cut_now(key)
-
     def _cut(self, sig_index, out_dtype):
         key = None if sig_index is None else tuple((s.start, s.stop) for s in sig_index)
-        if out_dtype != self.out_dtype:
-            return [a.astype(out_dtype) for a in self._cut_cached(key)]
-        return self._cut_cached(key)
+        return self._dark_gain(key, np.dtype(out_dtype))
 
-    def _cut_now(self, key):
+    @functools.lru_cache(maxsize=64)  # noqa: B019 (a few signal slices per run)
+    def _dark_gain(self, key, dtype) -> list[np.ndarray]:
+        """Dark and gain (empty where not given) cut to the signal slice `key` (``(start,
+        stop)`` per dim; None: whole frames), flat and in `dtype`."""
         out = []
         for arr in (self.source.dark, self.source.gain):
             if arr is None:
-                out.append(np.zeros(0, dtype=self.out_dtype))
+                out.append(np.zeros(0, dtype=dtype))
                 continue
             arr = arr.reshape(self.sig_shape)
             if key is not None:
                 arr = arr[tuple(slice(a, b) for a, b in key)]
-            out.append(np.ascontiguousarray(arr, dtype=self.out_dtype).reshape(-1))
+            out.append(np.ascontiguousarray(arr, dtype=dtype).reshape(-1))
         return out
 
     def __dask_tokenize__(self):

@@ -95,7 +95,7 @@ class StoreReplaceError(LtdaskError):
 #: files at the root of a Zarr store (v3, v2 group, v2 array)
 ZARR_ROOT_FILES = ("zarr.json", ".zgroup", ".zarray")
 #: hidden siblings made while writing ``NAME``: ``.NAME.partial-PID-HEX``, ``.NAME.old-PID-HEX``
-_LEFTOVER = r"\.{name}\.(partial|old)-(?:(\d+)-)?[0-9a-f]+"
+_LEFTOVER = r"\.{name}\.(partial|old)-(\d+)-[0-9a-f]{{8}}"
 #: the temporary stores this process is writing now (never cleaned up as leftovers)
 _ACTIVE: set[str] = set()
 
@@ -159,6 +159,26 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _leftovers(parent: str, name: str) -> Iterator[tuple[str, str]]:
+    """``(kind, path)`` of the stores named as ltdask names its temporary (``partial``) and
+    replaced (``old``) stores of ``NAME`` whose writing process is gone."""
+    pattern = re.compile(_LEFTOVER.format(name=re.escape(name)))
+    try:
+        names = os.listdir(parent or ".")
+    except FileNotFoundError:
+        return
+    for entry in names:
+        match = pattern.fullmatch(entry)
+        if match is None:
+            continue
+        full = os.path.join(parent, entry)
+        pid = int(match.group(2))
+        if full in _ACTIVE or (pid != os.getpid() and _pid_alive(pid)):
+            continue
+        if _is_store(full):
+            yield match.group(1), full
+
+
 def _restore_moved_away(path: str) -> None:
     """Where a replacement without ``RENAME_EXCHANGE`` was killed between its two renames,
     `path` is empty and the old store waits complete at ``.NAME.old-PID-HEX``: put it back
@@ -167,22 +187,7 @@ def _restore_moved_away(path: str) -> None:
     if os.path.lexists(path):
         return
     parent, name = os.path.split(path)
-    pattern = re.compile(_LEFTOVER.format(name=re.escape(name)))
-    try:
-        names = os.listdir(parent or ".")
-    except FileNotFoundError:
-        return
-    waiting = []
-    for entry in names:
-        match = pattern.fullmatch(entry)
-        if match is None or match.group(1) != "old":
-            continue
-        full = os.path.join(parent, entry)
-        pid = match.group(2)
-        if pid and int(pid) != os.getpid() and _pid_alive(int(pid)):
-            continue
-        if _is_store(full):
-            waiting.append((os.stat(full).st_mtime_ns, full))
+    waiting = [(os.stat(p).st_mtime_ns, p) for kind, p in _leftovers(parent, name) if kind == "old"]
     if waiting:
         with contextlib.suppress(OSError):
             os.rename(max(waiting)[1], path)
@@ -191,22 +196,9 @@ def _restore_moved_away(path: str) -> None:
 def _remove_leftovers(parent: str, name: str) -> None:
     """Remove the temporary and old stores that killed or failed writes to ``NAME`` left in
     `parent` (those of live processes' writes in progress are kept)."""
-    pattern = re.compile(_LEFTOVER.format(name=re.escape(name)))
-    try:
-        names = os.listdir(parent)
-    except FileNotFoundError:
-        return
-    for entry in names:
-        match = pattern.fullmatch(entry)
-        if match is None:
-            continue
-        full = os.path.join(parent, entry)
-        pid = match.group(2)
-        if full in _ACTIVE or (pid and int(pid) != os.getpid() and _pid_alive(int(pid))):
-            continue
-        if _is_store(full):
-            with contextlib.suppress(OSError):
-                _remove_store(full)
+    for _, path in list(_leftovers(parent, name)):
+        with contextlib.suppress(OSError):
+            _remove_store(path)
 
 
 _AT_FDCWD = -100

@@ -14,22 +14,9 @@ from ltdask import masks
 from ltdask.analysis._viz import scaled_image, vector_image
 from ltdask.analysis.masks import BaseMasksAnalysis
 from ltdask.analysis.results import AnalysisResult, COMResultSet
+from ltdask.udf.builtin.com import apply_correction
 
-__all__ = ["COMAnalysis", "correct_shifts"]
-
-
-def correct_shifts(y, x, scan_rotation: float, flip_y: bool) -> tuple[np.ndarray, np.ndarray]:
-    """The shifts ``(y, x)`` with y flipped (if ``flip_y``), then rotated by
-    ``scan_rotation`` degrees, as LiberTEM's CoM analysis (results float64)."""
-    angle = np.deg2rad(scan_rotation)
-    cos, sin = np.cos(angle), np.sin(angle)
-    rotation = np.array([[cos, sin], [-sin, cos]])
-    flip = np.diag([-1.0, 1.0]) if flip_y else np.eye(2)
-    transform = rotation @ flip
-    y = np.asarray(y)
-    x = np.asarray(x)
-    out_y, out_x = transform @ np.stack([y.reshape(-1), x.reshape(-1)])
-    return out_y.reshape(y.shape), out_x.reshape(x.shape)
+__all__ = ["COMAnalysis"]
 
 
 class COMAnalysis(BaseMasksAnalysis):
@@ -53,27 +40,15 @@ class COMAnalysis(BaseMasksAnalysis):
     def get_mask_factories(self):
         height, width = self._check_sig_2d()
         p = self.parameters
+        # LiberTEM's selection: a ring where ri is given, else a disk
         if p.get("ri"):
 
             def selection():
-                return masks.ring(
-                    centerX=p["cx"],
-                    centerY=p["cy"],
-                    imageSizeX=width,
-                    imageSizeY=height,
-                    radius=p["r"],
-                    radius_inner=p["ri"],
-                )
+                return masks.ring(p["cx"], p["cy"], width, height, p["r"], p["ri"])
         else:
 
             def selection():
-                return masks.circular(
-                    centerX=p["cx"],
-                    centerY=p["cy"],
-                    imageSizeX=width,
-                    imageSizeY=height,
-                    radius=p["r"],
-                )
+                return masks.circular(p["cx"], p["cy"], width, height, p["r"])
 
         return [
             selection,
@@ -89,7 +64,9 @@ class COMAnalysis(BaseMasksAnalysis):
         divisor = np.where(empty, 1, total)
         y = np.where(empty, 0, moment_y / divisor - p["cy"])
         x = np.where(empty, 0, moment_x / divisor - p["cx"])
-        y, x = correct_shifts(y, x, p["scan_rotation"], p["flip_y"])
+        # LiberTEM's analysis transforms the shifts in float64 (complex128 for complex data)
+        wide = np.result_type(y, np.float64)
+        y, x = apply_correction(y.astype(wide), x.astype(wide), p["scan_rotation"], p["flip_y"])
         if total.dtype.kind == "c":
             return COMResultSet(
                 [

@@ -100,14 +100,7 @@ class RingMaskAnalysis(SingleMaskAnalysis):
         p = self.parameters
 
         def ring():
-            return masks.ring(
-                centerX=p["cx"],
-                centerY=p["cy"],
-                imageSizeX=width,
-                imageSizeY=height,
-                radius=p["ro"],
-                radius_inner=p["ri"],
-            )
+            return masks.ring(p["cx"], p["cy"], width, height, p["ro"], p["ri"])
 
         return [ring]
 
@@ -133,9 +126,7 @@ class DiskMaskAnalysis(SingleMaskAnalysis):
         p = self.parameters
 
         def disk():
-            return masks.circular(
-                centerX=p["cx"], centerY=p["cy"], imageSizeX=width, imageSizeY=height, radius=p["r"]
-            )
+            return masks.circular(p["cx"], p["cy"], width, height, p["r"])
 
         return [disk]
 

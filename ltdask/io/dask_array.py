@@ -101,8 +101,7 @@ def _correct_block(block, prepared, dataset: DataSet, block_info=None):
     frames = block.reshape((-1, *block.shape[nav_dims:]))
     out = prepared.apply(frames, sig_index=sig_index)
     start, stop = dataset.present_range
-    positions = block_positions(dataset.nav_shape, location[:nav_dims])
-    missing = (positions < start) | (positions >= stop)
-    if missing.any():
-        out[missing] = 0
+    if stop - start < dataset.num_frames:  # positions without a frame stay zero
+        positions = block_positions(dataset.nav_shape, location[:nav_dims])
+        out[(positions < start) | (positions >= stop)] = 0
     return out.reshape(block.shape)

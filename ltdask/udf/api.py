@@ -207,6 +207,7 @@ def iter_steps(
     if isinstance(udfs, UDF):
         udfs = [udfs]
     run = Run(dataset, list(udfs), roi, corrections)
+    initial = _initial_states(run, unprocessed)
     n = len(run.partitions)
     step = max(1, ltdask._config.min_partitions())
     done = np.zeros(n, dtype=bool)
@@ -224,6 +225,7 @@ def iter_steps(
             ]
             control.parameters = None
             run = Run(dataset, changed, run.roi_flat, corrections)
+            initial = _initial_states(run, unprocessed)
         idx = list(range(first, min(n, first + step)))
         computed = dask.compute(*[run.cells.blocks[i] for i in idx])
         for i, c in zip(idx, computed, strict=True):
@@ -233,7 +235,7 @@ def iter_steps(
         for i, p in enumerate(run.partitions):
             damage[p.start : p.stop] = done[i]
         snapshot = (cells.copy(), done.copy())
-        yield (lambda s=snapshot, r=run: _partial_datasets(r, *s, unprocessed)), damage
+        yield (lambda s=snapshot, r=run, i=initial: _partial_datasets(r, *s, i)), damage
 
 
 def initial_datasets(dataset: DataSet, udfs: list[UDF], roi=None, corrections=None) -> list:
@@ -241,20 +243,27 @@ def initial_datasets(dataset: DataSet, udfs: list[UDF], roi=None, corrections=No
     ``preprocess`` on the whole dataset, all invalid (a "dry run": shapes and dtypes)."""
     run = Run(dataset, list(udfs), roi, corrections)
     n = len(run.partitions)
-    return _partial_datasets(run, np.empty(n, dtype=object), np.zeros(n, bool), "initial")
+    cells, done = np.empty(n, dtype=object), np.zeros(n, bool)
+    return _partial_datasets(run, cells, done, _initial_states(run, "initial"))
 
 
-def _partial_datasets(run: Run, cells: np.ndarray, done: np.ndarray, unprocessed: str = "fill"):
-    """Datasets for the partitions done so far (others invalid and not merged)."""
+def _initial_states(run: Run, unprocessed: str) -> list | None:
+    """Each UDF's buffers after ``preprocess`` on the whole dataset, made once per run, for
+    ``unprocessed="initial"``; None for fill values."""
+    if unprocessed != "initial":
+        return None
+    return [run.initial_state(u) for u in range(len(run.udfs))]
+
+
+def _partial_datasets(run: Run, cells: np.ndarray, done: np.ndarray, initial=None):
+    """Datasets for the partitions done so far (others invalid and not merged); nav
+    positions not done hold `initial`'s values (see `_initial_states`) or fill values."""
     import dask.array as da
 
     partial = object.__new__(Run)
     partial.__dict__.update(run.__dict__)
     partial.ready = done
     starts = np.concatenate([[0], np.cumsum(run.counts)]).astype(int)
-    initial = (
-        [run.initial_state(u) for u in range(len(run.udfs))] if unprocessed == "initial" else None
-    )
     filled = np.empty(len(cells), dtype=object)
     for i in range(len(cells)):
         if done[i]:
@@ -268,8 +277,8 @@ def _partial_datasets(run: Run, cells: np.ndarray, done: np.ndarray, unprocessed
             for k, s in run._stored(u).items():
                 if s.kind != "nav":
                     part[k] = s.allocate(run.counts[i], run.sig_shape, k)
-                elif initial is not None:
-                    part[k] = initial[u][k][starts[i] : starts[i + 1]]
+                elif initial is not None:  # shared by every step: copied
+                    part[k] = initial[u][k][starts[i] : starts[i + 1]].copy()
                 else:
                     part[k] = filled_buffer(s.shape(run.counts[i], run.sig_shape), s.dtype)
             parts.append(part)

@@ -50,6 +50,12 @@ class AuxData:
         return ("ltdask.AuxData", self.spec, tokenize(self.data))
 
 
+def raw_params(kwargs: dict) -> Namespace:
+    """``self.params`` outside partitions: aux data as arrays (see `AuxData.raw_data`); the
+    wrappers stay in ``_kwargs``."""
+    return Namespace({k: v.raw_data() if isinstance(v, AuxData) else v for k, v in kwargs.items()})
+
+
 class MaskedResult:
     """A result array with its own valid mask (see :meth:`UDF.with_mask`)."""
 
@@ -159,10 +165,7 @@ class UDF:
 
     def __init__(self, **kwargs: Any):
         self._kwargs = kwargs
-        # aux data shows as arrays (see `AuxData.raw_data`); the wrappers stay in _kwargs
-        self.params = Namespace(
-            {k: v.raw_data() if isinstance(v, AuxData) else v for k, v in kwargs.items()}
-        )
+        self.params = raw_params(kwargs)
         self.meta = None
         self.results = None
         self.task_data = None

@@ -32,7 +32,7 @@ from ltdask.exceptions import MergeNotImplementedError, UDFError, UndeclaredResu
 from ltdask.io.dataset import DataSet
 from ltdask.io.fileset import keeping_maps
 from ltdask.io.tiling import TilingPreferences, TilingScheme
-from ltdask.udf.base import UDF, AuxData, MaskedResult, UDFMethod, overrides
+from ltdask.udf.base import UDF, AuxData, MaskedResult, UDFMethod, overrides, raw_params
 from ltdask.udf.buffers import (
     BufferSpec,
     BufferView,
@@ -469,18 +469,6 @@ class Run:
             return self._merge_fold(u, stored)
         return {name: self.nav_full(u, name) for name in stored}
 
-    def _initial(self, u: int, stored) -> dict[str, np.ndarray]:
-        """Dataset-sized buffers after the main-node ``preprocess`` (the merge start)."""
-        udf = self.udfs[u].copy()
-        udf.meta = self._meta()
-        arrays = {k: s.allocate(self.n_sel, self.sig_shape, k) for k, s in stored.items()}
-        udf.results = _preprocess_results(udf, arrays)
-        udf.params = _main_params(udf, self)
-        udf.task_data = Namespace({})
-        if hasattr(udf, "preprocess"):
-            udf.preprocess()
-        return arrays
-
     def _merge_all(self, u: int, stored) -> dict:
         import dask.array as da
 
@@ -505,7 +493,7 @@ class Run:
             if name in merged:
                 value = merged[name]
             else:
-                initial = initial if initial is not None else self._initial(u, stored)
+                initial = initial if initial is not None else self.initial_state(u)
                 value = initial[name]
             value = da.asarray(value)
             if spec.kind == "nav":
@@ -521,7 +509,7 @@ class Run:
         keys = [
             self.partitions[i].slice(self.sig_shape).adjust_for_roi(self.roi_flat) for i in todo
         ]
-        initial = self._initial(u, stored)
+        initial = self.initial_state(u)
         merge = _MergeAll(self.udfs[u], u, keys, self._meta_args(), stored, initial)
         merged = task_delayed(
             f"ltdask-merge-all-{u}-{self.token}",
@@ -581,13 +569,17 @@ class Run:
             self.roi_flat,
             self.n_sel,
             self.sig_shape,
+            self.corrections,
         )
 
     # -- results ---------------------------------------------------------------------------
     def _set_main_views(self, udf: UDF, u: int, merged: dict | None):
         udf.meta._set_valid_nav_mask(self.valid_flat, self.roi_flat)
         # merge_all sees aux data for the dataset (ROI applied), get_results the raw data
-        udf.params = _main_params(udf, self) if merged is None else udf.copy().params
+        if merged is None:
+            udf.params = _dataset_params(udf, self.dataset.shape, self.roi_flat)
+        else:
+            udf.params = raw_params(udf._kwargs)
         if merged is None:
             return {}
         raw = {}
@@ -710,10 +702,6 @@ def _check_kind(cls, name, spec: BufferSpec, value):
         )
 
 
-def _main_params(udf: UDF, run: Run) -> Namespace:
-    return _dataset_params(udf, run.dataset.shape, run.roi_flat)
-
-
 def _dataset_params(udf: UDF, dataset_shape, roi_flat, nav_range=None) -> Namespace:
     """``self.params`` on the main node: aux data for the whole dataset (ROI applied), or
     with nav aux data cut to `nav_range` of the ROI-compressed positions (in ``merge``)."""
@@ -748,7 +736,7 @@ def _extract_partial(cell, u, key, stacked):
 
 # -- merge chains (UDFs with only `merge`) ------------------------------------------------
 def _merge_udf(template: UDF, meta_args, valid_before: np.ndarray):
-    ds_shape, ds_dtype, read_dtype, roi_flat, n_sel, sig_shape = meta_args
+    ds_shape, ds_dtype, read_dtype, roi_flat, n_sel, sig_shape, corrections = meta_args
     udf = template.copy()
     roi_nd = None if roi_flat is None else roi_flat.reshape(tuple(ds_shape.nav))
     udf.meta = UDFMeta(
@@ -758,6 +746,7 @@ def _merge_udf(template: UDF, meta_args, valid_before: np.ndarray):
         roi=roi_nd,
         partition_shape=Shape((n_sel, *sig_shape), sig_dims=len(sig_shape)),
     )
+    udf.meta.corrections = corrections
     full = np.zeros(math.prod(ds_shape.nav), dtype=bool)
     if roi_flat is None:
         full[: valid_before.size] = valid_before
