@@ -26,7 +26,7 @@ from ltdask.io import (
 )
 from ltdask.io import open_dataset as open  # noqa: A004  (the documented name)
 
-__version__ = "0.1.0.dev0"
+from ltdask._version import __version__  # noqa: E402
 
 from ltdask import compat, masks, udf  # noqa: E402
 from ltdask.store import StoreReplaceError, to_zarr  # noqa: E402

@@ -33,7 +33,7 @@ import shutil
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 
-import ltdask
+from ltdask._version import __version__
 from ltdask._progress import compute
 from ltdask.exceptions import LtdaskError
 
@@ -381,7 +381,7 @@ def to_zarr(results, store, mode: str = "w-", progress: bool = False):
         writes = []
         for group, result in named.items():
             prepared, encoding = _prepared(result)
-            prepared.attrs.setdefault("ltdask_version", ltdask.__version__)
+            prepared.attrs.setdefault("ltdask_version", __version__)
             writes.append(
                 prepared.to_zarr(
                     target,
@@ -448,7 +448,7 @@ def write_dataset(
         "ltdask": {
             "sig_dims": len(dataset.sig_shape),
             "source": str(dataset.path),
-            "version": ltdask.__version__,
+            "version": __version__,
         }
     }
     with _atomic(store, mode) as target:

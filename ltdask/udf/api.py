@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import ltdask
+from ltdask._version import __version__
 from ltdask._progress import compute as run_compute
 from ltdask.exceptions import UDFError
 from ltdask.io.dataset import DataSet
@@ -44,7 +44,7 @@ def to_datasets(run: Run) -> list:
         attrs = {
             "udf": type(udf).__name__,
             "udf_module": type(udf).__module__,
-            "ltdask_version": ltdask.__version__,
+            "ltdask_version": __version__,
             "dataset": str(run.dataset.path),
             "input_dtype": str(run.read_dtype),
             "roi": "none" if run.roi_flat is None else f"{int(run.roi_flat.sum())} positions",
