@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ltdask._version import __version__
+from ltdask import _config
 from ltdask._progress import compute as run_compute
+from ltdask._version import __version__
 from ltdask.exceptions import UDFError
 from ltdask.io.dataset import DataSet
 from ltdask.udf.base import UDF
@@ -209,7 +210,7 @@ def iter_steps(
     run = Run(dataset, list(udfs), roi, corrections)
     initial = _initial_states(run, unprocessed)
     n = len(run.partitions)
-    step = max(1, ltdask._config.min_partitions())
+    step = max(1, _config.min_partitions())
     done = np.zeros(n, dtype=bool)
     cells = np.empty(n, dtype=object)
     for first in range(0, n, step):
