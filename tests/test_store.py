@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 
 import dask
 import dask.array as da
@@ -127,6 +128,69 @@ def test_misaligned_result_chunks_written_correctly(tmp_path):
     res = xr.Dataset({"v": (("a", "b"), arr)})
     ltdask.to_zarr(res, tmp_path / "m.zarr")
     np.testing.assert_array_equal(xr.open_zarr(tmp_path / "m.zarr")["v"].values, values)
+
+
+# -- a rechunk that copies much is announced --------------------------------------------------
+@pytest.fixture
+def partition_bytes_500():
+    """A 500-byte partition: what counts as a costly copy for zarr_aligned."""
+    with dask.config.set({"ltdask.partition-bytes": 500}):
+        yield 500
+
+
+def test_costly_rechunk_warns_what_and_how_to_avoid(partition_bytes_500):
+    x = da.zeros((11, 6), chunks=((3, 4, 4), (6,)))  # 528 bytes: more than a partition
+    with pytest.warns(ltdask.PerformanceWarning) as record:
+        fixed, chunks = zarr_aligned(x, "the test array")
+    assert chunks == (4, 6) and fixed.chunks == ((4, 4, 3), (6,))
+    (warning,) = record
+    message = str(warning.message)
+    assert "the test array ((11, 6) float64, 528 B) is rechunked" in message
+    assert "from chunks ((3, 4, 4), (6,)) to ((4, 4, 3), (6,))" in message
+    assert "To avoid it, give it chunks of one size" in message
+    assert ".rechunk((4, 6))" in message
+    assert warning.filename == __file__  # the user's line, not ltdask's
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        pytest.param(((4, 4, 3), (6,)), id="regular-last-smaller"),
+        pytest.param(((11,), (6,)), id="single-chunk"),
+        pytest.param(((4, 4, 3), (2, 2, 2)), id="regular-both-dims"),
+    ],
+)
+def test_aligned_chunks_do_not_warn(chunks, partition_bytes_500):
+    x = da.zeros((11, 6), chunks=chunks)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ltdask.PerformanceWarning)
+        fixed, _ = zarr_aligned(x)
+    assert fixed is x
+
+
+def test_cheap_rechunk_does_not_warn():
+    """Smaller than one partition (128 MiB by default): copied without a word."""
+    x = da.zeros((11, 6), chunks=((3, 4, 4), (6,)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ltdask.PerformanceWarning)
+        fixed, chunks = zarr_aligned(x)
+    assert fixed.chunks == ((4, 4, 3), (6,))
+
+
+def test_writers_name_what_they_rechunk(tmp_path, partition_bytes_500):
+    values = np.arange(400, dtype=np.float64).reshape(100, 4)
+    res = xr.Dataset({"v": (("a", "b"), da.from_array(values, chunks=((30, 40, 30), (4,))))})
+    with pytest.warns(ltdask.PerformanceWarning, match="result variable 'v' .*partition size"):
+        ltdask.to_zarr(res, tmp_path / "r.zarr")
+    np.testing.assert_array_equal(xr.open_zarr(tmp_path / "r.zarr")["v"].values, values)
+    ds = ltdask.from_array(np.ones((7, 6, 5, 4), dtype=np.float32))
+    with pytest.warns(ltdask.PerformanceWarning, match=r"e\.g\. chunks=\(4, 6, 5, 4\)"):
+        ds.to_zarr(tmp_path / "d.zarr", chunks=((3, 4), (6,), (5,), (4,)))
+    # regular chunks: written as they are, without a warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ltdask.PerformanceWarning)
+        ds.to_zarr(tmp_path / "e.zarr", chunks=((4, 3), (6,), (5,), (4,)))
+    assert zarr.open_array(tmp_path / "e.zarr", mode="r")[:].sum() == 7 * 6 * 5 * 4
 
 
 @pytest.mark.parametrize("dtype", ["uint16", "float32"])

@@ -18,8 +18,8 @@ import xarray as xr
 import zarr
 
 import ltdask
-from ltdask import store as store_module
 from ltdask.store import StoreReplaceError
+from ltdask.store import _replace as store_module
 
 OLD, NEW = 1.0, 2.0
 
@@ -190,7 +190,7 @@ CHILD = textwrap.dedent(
     import os, signal, sys
     import numpy as np, xarray as xr
     import ltdask
-    from ltdask import store
+    from ltdask.store import _replace as store
 
     path, kill_at, exchange, writer = sys.argv[1], sys.argv[2], sys.argv[3] == "1", sys.argv[4]
 

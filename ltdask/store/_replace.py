@@ -1,13 +1,8 @@
-"""Writing UDF results and whole datasets to Zarr stores.
+"""Replacing a Zarr store on the local file system without ever losing a user's data.
 
-Every array is created by ltdask with chunks (or shards) that line up one to one with the
-dask chunks that fill it, and the alignment is checked before anything is written:
-``dask.array.to_zarr`` silently writes wrong data when chunks straddle store chunks (dask
-issue 12583). A store on the local file system is written under a temporary name and
-renamed into place when complete, so a failed run leaves nothing that looks complete, and
-an existing store is only replaced with ``mode="w"``.
-
-Never losing a user's data:
+A store on the local file system is written under a temporary name and renamed into place
+when complete (`atomic_store`), so a failed run leaves nothing that looks complete, and an
+existing store is only replaced with ``mode="w"``:
 
 * only a Zarr store (``zarr.json``, ``.zgroup`` or ``.zarray`` at its root) or an empty
   folder is replaced; a file, a folder of other things or a symbolic link is refused
@@ -21,50 +16,23 @@ Never losing a user's data:
 * writes killed part way leave ``.NAME.partial-PID-HEX`` / ``.NAME.old-PID-HEX`` siblings;
   the next write to ``NAME`` removes those that are stores (or empty) and whose process is
   gone.
+
+Stores that are not local paths (URLs, zarr store objects) are written in place.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 
-from ltdask._version import __version__
-from ltdask._progress import compute
 from ltdask.exceptions import LtdaskError
 
+#: ``"w-"``: create, fail if the store exists; ``"w"``: replace it (if it is a store)
 MODES = ("w-", "w")
-
-
-def regular_chunks(chunks: Sequence[Sequence[int]]) -> bool:
-    """Whether every dim's chunks are one size except a smaller last one (Zarr's grid)."""
-    for c in chunks:
-        if len(c) > 1 and (len(set(c[:-1])) > 1 or c[-1] > c[0]):
-            return False
-    return True
-
-
-def zarr_aligned(arr):
-    """`arr` (dask) rechunked, if needed, onto a regular grid; returns ``(arr, chunks)``."""
-    if not regular_chunks(arr.chunks):
-        arr = arr.rechunk(tuple(max(c) if c else 1 for c in arr.chunks))
-    chunks = tuple(max(c[0], 1) if c else 1 for c in arr.chunks)
-    check_alignment(arr.chunks, chunks)
-    return arr, chunks
-
-
-def check_alignment(dask_chunks, store_chunks) -> None:
-    """Raise unless each dask chunk covers exactly one store chunk (or shard)."""
-    for dim, (dc, sc) in enumerate(zip(dask_chunks, store_chunks, strict=True)):
-        if any(c != sc for c in dc[:-1]) or (dc and dc[-1] > sc):
-            raise LtdaskError(
-                f"dask chunks {tuple(dc)} along dim {dim} do not line up with the store's "
-                f"chunks of {sc}; writing them would corrupt data (dask issue 12583)"
-            )
 
 
 def _local_path(store) -> str | None:
@@ -94,8 +62,12 @@ class StoreReplaceError(LtdaskError):
 
 #: files at the root of a Zarr store (v3, v2 group, v2 array)
 ZARR_ROOT_FILES = ("zarr.json", ".zgroup", ".zarray")
+
+
 #: hidden siblings made while writing ``NAME``: ``.NAME.partial-PID-HEX``, ``.NAME.old-PID-HEX``
 _LEFTOVER = r"\.{name}\.(partial|old)-(\d+)-[0-9a-f]{{8}}"
+
+
 #: the temporary stores this process is writing now (never cleaned up as leftovers)
 _ACTIVE: set[str] = set()
 
@@ -202,8 +174,14 @@ def _remove_leftovers(parent: str, name: str) -> None:
 
 
 _AT_FDCWD = -100
+
+
 _RENAME_NOREPLACE = 1
+
+
 _RENAME_EXCHANGE = 2
+
+
 #: renameat2's system call number where glibc lacks the wrapper
 _SYSCALL_RENAMEAT2 = {"x86_64": 316, "aarch64": 276}
 
@@ -271,17 +249,18 @@ def _replace(tmp: str, path: str, old: str) -> None:
 
 
 @contextlib.contextmanager
-def _atomic(store, mode: str) -> Iterator:
-    """Yield where to write; move it to `store` when the block completes."""
+def atomic_store(store, mode: str) -> Iterator:
+    """Yield where to write; move it to `store` when the block completes (a local path:
+    written under a temporary name, then swapped in; other stores: written in place)."""
     if mode not in MODES:
         raise ValueError(f"mode={mode!r}: expected 'w-' (create, fail if it exists) or 'w'")
-    if _local_path(store) is not None:
-        _restore_moved_away(_local_path(store))
+    path = _local_path(store)
+    if path is not None:
+        _restore_moved_away(path)
     if mode == "w-" and _store_exists(store):
         raise FileExistsError(
             f"{store!s} already exists; pass mode='w' to replace it, or choose another path"
         )
-    path = _local_path(store)
     if path is None:
         yield store
         return
@@ -313,163 +292,3 @@ def _atomic(store, mode: str) -> Iterator:
             raise
     finally:
         _ACTIVE.discard(tmp)
-
-
-def _prepared(result):
-    """A copy of a results Dataset whose dask variables (and coordinates) sit on regular
-    grids, and the encoding that gives the store the same chunks."""
-    import dask.array as da
-
-    out = result.copy(deep=False)
-    encoding = {}
-    for name, var in out.variables.items():
-        if isinstance(var.data, da.Array):
-            arr, chunks = zarr_aligned(var.data)
-            var.data = arr
-            encoding[name] = {"chunks": chunks}
-    return out, encoding
-
-
-def _named(results) -> dict:
-    import xarray as xr
-
-    if isinstance(results, xr.Dataset):
-        return {None: results}
-    if isinstance(results, Mapping):
-        return dict(results)
-    named = {}
-    for i, r in enumerate(results):
-        base = r.attrs.get("udf", f"result{i}")
-        key = base if base not in named else f"{base}_{i}"
-        named[key] = r
-    return named
-
-
-def to_zarr(results, store, mode: str = "w-", progress: bool = False):
-    """Write UDF results (lazy or computed) to a Zarr store, partition by partition.
-
-    Parameters
-    ----------
-    results
-        An `xarray.Dataset` from ``udf.lazy``/``udf.compute``, or several (a list: one
-        group per UDF, named after it; a dict: one group per key).
-    store
-        A path (written atomically: a failed run leaves no store) or a zarr store.
-    mode
-        ``"w-"`` (default): fail if the store exists; ``"w"``: replace it, if it is a Zarr
-        store or an empty folder (anything else raises `StoreReplaceError`).
-    progress
-        Show a progress bar.
-
-    Returns
-    -------
-    The store as given.
-
-    Examples
-    --------
-    >>> import numpy as np, ltdask, tempfile, os, xarray as xr
-    >>> ds = ltdask.from_array(np.ones((4, 4, 8, 8), dtype=np.float32))
-    >>> res = ltdask.udf.SumSigUDF().lazy(ds)
-    >>> path = os.path.join(tempfile.mkdtemp(), "res.zarr")
-    >>> _ = ltdask.to_zarr(res, path)
-    >>> float(xr.open_zarr(path)["intensity"].sum())
-    1024.0
-    """
-
-    named = _named(results)
-    with _atomic(store, mode) as target:
-        writes = []
-        for group, result in named.items():
-            prepared, encoding = _prepared(result)
-            prepared.attrs.setdefault("ltdask_version", __version__)
-            writes.append(
-                prepared.to_zarr(
-                    target,
-                    group=group,
-                    mode="w" if group is None else "a",
-                    encoding=encoding,
-                    consolidated=False,
-                    compute=False,
-                )
-            )
-        # one graph for all groups: the UDFs of one run share their partition tasks
-        compute(*writes, progress=progress)
-        _consolidate(target)
-    return store
-
-
-def _consolidate(store) -> None:
-    """Consolidated metadata, which ``xarray.open_zarr`` looks for first (zarr warns that
-    it is not part of the v3 spec yet; xarray warns when it is missing)."""
-    import warnings
-
-    import zarr
-
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Consolidated metadata", category=UserWarning)
-        zarr.consolidate_metadata(store)
-
-
-def write_dataset(
-    dataset,
-    store,
-    chunks=None,
-    dtype=None,
-    compressors="auto",
-    mode: str = "w-",
-    progress: bool = False,
-    corrections=None,
-):
-    """Write a dataset as one Zarr (v3) array (see :meth:`DataSet.to_zarr`)."""
-    import dask.array as da
-    import zarr
-    from zarr.codecs import BloscCodec
-
-    arr = dataset.to_dask(dtype=dtype, chunks=chunks, corrections=corrections)
-    arr, shard = zarr_aligned(arr)
-    frame_bytes = math.prod(dataset.sig_shape) * arr.dtype.itemsize
-    # inner chunks: whole frames, about 1 MiB, inside shards of one dask chunk each
-    inner = list(shard)
-    nav_dims = len(dataset.nav_shape)
-    budget = max(1, 2**20 // max(1, frame_bytes))
-    for d in range(nav_dims - 1, -1, -1):
-        inner[d] = max(1, min(shard[d], budget))
-        budget = max(1, budget // max(1, inner[d]))
-        for e in range(d):
-            inner[e] = 1
-        if inner[d] < shard[d]:
-            break
-    inner = tuple(i if shard[d] % i == 0 else _divisor(shard[d], i) for d, i in enumerate(inner))
-    if compressors == "auto":
-        compressors = BloscCodec(
-            cname="zstd", clevel=3, shuffle="bitshuffle" if arr.dtype.itemsize == 1 else "shuffle"
-        )
-    attrs = {
-        "ltdask": {
-            "sig_dims": len(dataset.sig_shape),
-            "source": str(dataset.path),
-            "version": __version__,
-        }
-    }
-    with _atomic(store, mode) as target:
-        zarr_arr = zarr.create_array(
-            target,
-            shape=arr.shape,
-            dtype=arr.dtype,
-            chunks=inner,
-            shards=shard,
-            compressors=compressors,
-            dimension_names=list(dataset.dims),
-            attributes=attrs,
-        )
-        check_alignment(arr.chunks, shard)
-        compute(da.store(arr, zarr_arr, lock=False, compute=False), progress=progress)
-    return store
-
-
-def _divisor(n: int, at_most: int) -> int:
-    """The largest divisor of `n` not above `at_most` (shards must hold whole chunks)."""
-    for d in range(min(n, at_most), 0, -1):
-        if n % d == 0:
-            return d
-    return 1

@@ -1,0 +1,183 @@
+"""Writing UDF results (`to_zarr`) and whole datasets (`write_dataset`) to Zarr stores."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from ltdask._progress import compute
+from ltdask._version import __version__
+from ltdask.store._chunks import check_alignment, zarr_aligned
+from ltdask.store._replace import atomic_store
+
+
+def _prepared(result):
+    """A copy of a results Dataset whose dask variables (and coordinates) sit on regular
+    grids, and the encoding that gives the store the same chunks."""
+    import dask.array as da
+
+    out = result.copy(deep=False)
+    encoding = {}
+    for name, var in out.variables.items():
+        if isinstance(var.data, da.Array):
+            arr, chunks = zarr_aligned(
+                var.data,
+                f"result variable {name!r}",
+                "UDF results take their chunks from the dataset's partitions: a partition "
+                "size (ltdask.partition-bytes) that splits the scan into equal parts gives "
+                "chunks that need no rechunk",
+            )
+            var.data = arr
+            encoding[name] = {"chunks": chunks}
+    return out, encoding
+
+
+def _named(results) -> dict:
+    import xarray as xr
+
+    if isinstance(results, xr.Dataset):
+        return {None: results}
+    if isinstance(results, Mapping):
+        return dict(results)
+    named = {}
+    for i, r in enumerate(results):
+        base = r.attrs.get("udf", f"result{i}")
+        key = base if base not in named else f"{base}_{i}"
+        named[key] = r
+    return named
+
+
+def to_zarr(results, store, mode: str = "w-", progress: bool = False):
+    """Write UDF results (lazy or computed) to a Zarr store, partition by partition.
+
+    Parameters
+    ----------
+    results
+        An `xarray.Dataset` from ``udf.lazy``/``udf.compute``, or several (a list: one
+        group per UDF, named after it; a dict: one group per key).
+    store
+        A path (written atomically: a failed run leaves no store) or a zarr store.
+    mode
+        ``"w-"`` (default): fail if the store exists; ``"w"``: replace it, if it is a Zarr
+        store or an empty folder (anything else raises `StoreReplaceError`).
+    progress
+        Show a progress bar.
+
+    Returns
+    -------
+    The store as given.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask, tempfile, os, xarray as xr
+    >>> ds = ltdask.from_array(np.ones((4, 4, 8, 8), dtype=np.float32))
+    >>> res = ltdask.udf.SumSigUDF().lazy(ds)
+    >>> path = os.path.join(tempfile.mkdtemp(), "res.zarr")
+    >>> _ = ltdask.to_zarr(res, path)
+    >>> float(xr.open_zarr(path)["intensity"].sum())
+    1024.0
+    """
+
+    named = _named(results)
+    with atomic_store(store, mode) as target:
+        writes = []
+        for group, result in named.items():
+            prepared, encoding = _prepared(result)
+            prepared.attrs.setdefault("ltdask_version", __version__)
+            writes.append(
+                prepared.to_zarr(
+                    target,
+                    group=group,
+                    mode="w" if group is None else "a",
+                    encoding=encoding,
+                    consolidated=False,
+                    compute=False,
+                )
+            )
+        # one graph for all groups: the UDFs of one run share their partition tasks
+        compute(*writes, progress=progress)
+        _consolidate(target)
+    return store
+
+
+def _consolidate(store) -> None:
+    """Consolidated metadata, which ``xarray.open_zarr`` looks for first (zarr warns that
+    it is not part of the v3 spec yet; xarray warns when it is missing)."""
+    import warnings
+
+    import zarr
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Consolidated metadata", category=UserWarning)
+        zarr.consolidate_metadata(store)
+
+
+def write_dataset(
+    dataset,
+    store,
+    chunks=None,
+    dtype=None,
+    compressors="auto",
+    mode: str = "w-",
+    progress: bool = False,
+    corrections=None,
+):
+    """Write a dataset as one Zarr (v3) array (see :meth:`DataSet.to_zarr`)."""
+    import dask.array as da
+    import zarr
+    from zarr.codecs import BloscCodec
+
+    arr = dataset.to_dask(dtype=dtype, chunks=chunks, corrections=corrections)
+    arr, shard = zarr_aligned(
+        arr,
+        f"the dataset {dataset.path}",
+        "pass DataSet.to_zarr chunks of one size along each dim (the last one may be "
+        "smaller), e.g. chunks={target}",
+    )
+    frame_bytes = math.prod(dataset.sig_shape) * arr.dtype.itemsize
+    # inner chunks: whole frames, about 1 MiB, inside shards of one dask chunk each
+    sizes = list(shard)
+    nav_dims = len(dataset.nav_shape)
+    budget = max(1, 2**20 // max(1, frame_bytes))
+    for d in range(nav_dims - 1, -1, -1):
+        sizes[d] = max(1, min(shard[d], budget))
+        budget = max(1, budget // max(1, sizes[d]))
+        for e in range(d):
+            sizes[e] = 1
+        if sizes[d] < shard[d]:
+            break
+    inner = tuple(i if shard[d] % i == 0 else _divisor(shard[d], i) for d, i in enumerate(sizes))
+    if compressors == "auto":
+        compressors = BloscCodec(
+            cname="zstd", clevel=3, shuffle="bitshuffle" if arr.dtype.itemsize == 1 else "shuffle"
+        )
+    attrs: dict[str, Any] = {
+        "ltdask": {
+            "sig_dims": len(dataset.sig_shape),
+            "source": str(dataset.path),
+            "version": __version__,
+        }
+    }
+    with atomic_store(store, mode) as target:
+        zarr_arr: Any = zarr.create_array(
+            target,
+            shape=arr.shape,
+            dtype=arr.dtype,
+            chunks=inner,
+            shards=shard,
+            compressors=compressors,
+            dimension_names=list(dataset.dims),
+            attributes=attrs,
+        )
+        check_alignment(arr.chunks, shard)
+        compute(da.store(arr, zarr_arr, lock=False, compute=False), progress=progress)
+    return store
+
+
+def _divisor(n: int, at_most: int) -> int:
+    """The largest divisor of `n` not above `at_most` (shards must hold whole chunks)."""
+    for d in range(min(n, at_most), 0, -1):
+        if n % d == 0:
+            return d
+    return 1
