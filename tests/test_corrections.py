@@ -307,6 +307,42 @@ def test_tiles_keep_excluded_neighbourhoods_whole(rows):
     np.testing.assert_allclose(res["var"].values, fixed.var(axis=0), rtol=1e-3)
 
 
+@pytest.mark.parametrize(
+    "dtype, with_dark, with_gain",
+    [
+        pytest.param(np.float32, True, True, id="f32-dark-gain"),
+        pytest.param(np.float64, True, False, id="f64-dark"),
+        pytest.param(np.float32, False, True, id="f32-gain"),
+        pytest.param(np.float64, False, False, id="f64-repair-only"),
+    ],
+)
+def test_kernel_matches_numpy(dtype, with_dark, with_gain):
+    """The numba kernel against the numpy reference: whole frames with a cluster of
+    excluded pixels, and a slice ``p0:p1`` of the flat frames (rows 2 and 3)."""
+    from ltdask.corrections import RepairPlan
+    from ltdask.corrections._kernels import correct_frames
+
+    rng = np.random.default_rng(7)
+    sig = (6, 5)
+    frames = rng.integers(0, 1000, (4, 30)).astype(np.uint16)
+    dark = rng.normal(5, 1, sig) if with_dark else None
+    gain = rng.uniform(0.5, 2, sig) if with_gain else None
+    flat = [np.zeros(0, dtype) if a is None else a.astype(dtype).ravel() for a in (dark, gain)]
+    mask = np.zeros(sig, bool)
+    mask[0, 0] = mask[2, 2] = mask[2, 3] = True
+    plan = RepairPlan.make(sig, np.argwhere(mask).T, allow_empty=False)
+    out = np.empty((4, 30), dtype)
+    correct_frames(frames, 0, 30, *flat, plan.excluded, plan.sources, plan.counts, out)
+    expected = corrected(frames.reshape(4, *sig), dark, gain, mask)
+    np.testing.assert_allclose(out.reshape(4, *sig), expected, rtol=1e-6)
+    none = RepairPlan.make(sig, np.zeros((2, 0), int), allow_empty=False)
+    part = np.empty((4, 10), dtype)
+    cut = [a[10:20] if a.size else a for a in flat]
+    correct_frames(frames, 10, 20, *cut, none.excluded, none.sources, none.counts, part)
+    expected = corrected(frames.reshape(4, *sig), dark, gain)[:, 2:4].reshape(4, 10)
+    np.testing.assert_allclose(part, expected, rtol=1e-6)
+
+
 def test_avoid_excluded():
     from ltdask.io.tiling import avoid_excluded
 

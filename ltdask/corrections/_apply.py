@@ -1,0 +1,155 @@
+"""Corrections prepared for one signal shape (`PreparedCorrections`): what the partition
+tasks apply to each tile, with the excluded pixels' repair plan (`RepairPlan`)."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ltdask.corrections._kernels import correct_frames
+from ltdask.exceptions import DataSetError
+
+if TYPE_CHECKING:
+    from ltdask.corrections._set import CorrectionSet
+
+
+class RepairPlan:
+    """Flat indices of the excluded pixels and of the pixels each is repaired from."""
+
+    def __init__(self, excluded: np.ndarray, sources: np.ndarray, counts: np.ndarray):
+        self.excluded = excluded
+        self.sources = sources
+        self.counts = counts
+
+    @classmethod
+    def make(cls, sig_shape, coords: np.ndarray, allow_empty: bool, prefix: str = ""):
+        sig_shape = tuple(sig_shape)
+        coords = np.asarray(coords, dtype=np.int64).reshape(len(sig_shape), -1)
+        flat = np.ravel_multi_index(tuple(coords), sig_shape) if coords.size else coords[0]
+        flat = np.unique(flat)
+        bad = np.zeros(int(np.prod(sig_shape)), dtype=bool)
+        bad[flat] = True
+        offsets = [o for o in itertools.product((-1, 0, 1), repeat=len(sig_shape)) if any(o)]
+        width = len(offsets)
+        sources = np.zeros((flat.size, width), dtype=np.int64)
+        counts = np.zeros(flat.size, dtype=np.int64)
+        points = np.array(np.unravel_index(flat, sig_shape)).T if flat.size else np.zeros((0,))
+        for i, point in enumerate(points):
+            n = 0
+            for off in offsets:
+                q = point + np.asarray(off)
+                if (q < 0).any() or (q >= np.asarray(sig_shape)).any():
+                    continue
+                index = int(np.ravel_multi_index(tuple(q), sig_shape))
+                if not bad[index]:
+                    sources[i, n] = index
+                    n += 1
+            counts[i] = n
+            if n == 0 and not allow_empty:
+                raise DataSetError(
+                    f"{prefix}CorrectionSet: excluded pixel {tuple(point.tolist())} has no "
+                    "neighbour that is not excluded, so it cannot be repaired; exclude fewer "
+                    "pixels or pass allow_empty=True to leave it as it is"
+                )
+        return cls(flat.astype(np.int64), sources, counts)
+
+
+class PreparedCorrections:
+    """A `CorrectionSet` for one signal shape: what the partition tasks apply."""
+
+    def __init__(self, source: CorrectionSet, sig_shape, plan: RepairPlan, tile_dtype, out_dtype):
+        #: the `CorrectionSet` (``self.meta.corrections`` in UDFs)
+        self.source = source
+        self.sig_shape = tuple(sig_shape)
+        self.plan = plan
+        #: the dtype tiles are read as, and the dtype of the corrected tiles
+        self.tile_dtype = np.dtype(tile_dtype)
+        self.out_dtype = np.dtype(out_dtype)
+
+    @property
+    def has_excluded(self) -> bool:
+        return self.plan.excluded.size > 0
+
+    @property
+    def excluded_coordinates(self) -> np.ndarray:
+        """The excluded pixels as ``(sig_dims, N)`` coordinates."""
+        return np.array(np.unravel_index(self.plan.excluded, self.sig_shape))
+
+    def apply(
+        self,
+        tile: np.ndarray,
+        out_dtype=None,
+        sig_index: tuple | None = None,
+        out=None,
+        flat: tuple | None = None,
+    ) -> np.ndarray:
+        """A corrected copy of `tile` (``(n, *slice shape)``) as `out_dtype` (a float dtype;
+        by default ``self.out_dtype``), in `out` (a flat buffer to reuse) if given.
+
+        `sig_index` is the tile's signal slice (``Slice.get()``); None for whole frames.
+        `flat`: ``(frames, p0, p1)``, C-contiguous frames whose ``[:, p0:p1]`` is the tile
+        (read from there without a copy). The negotiation keeps tile boundaries away from
+        excluded pixels, so each is repaired within its tile."""
+        n = tile.shape[0]
+        if flat is None:
+            flat = (np.ascontiguousarray(tile).reshape(n, -1), 0, tile[0].size if n else 0)
+        src, p0, p1 = flat
+        out_dtype = self.out_dtype if out_dtype is None else np.dtype(out_dtype)
+        size = n * (p1 - p0)
+        if out is None or out.dtype != out_dtype or out.size < size:
+            out = np.empty((n, p1 - p0), dtype=out_dtype)
+        else:
+            out = out.reshape(-1)[:size].reshape(n, p1 - p0)
+        dark, gain = self._cut(sig_index, out_dtype)
+        plan = self.plan
+        if sig_index is not None and p1 - p0 != int(np.prod(self.sig_shape)):
+            plan = self._plan_for(tuple((s.start, s.stop) for s in sig_index))
+        correct_frames(src, p0, p1, dark, gain, plan.excluded, plan.sources, plan.counts, out)
+        return out.reshape(tile.shape)
+
+    @functools.lru_cache(maxsize=64)  # noqa: B019 (a few signal slices per run)
+    def _plan_for(self, box) -> RepairPlan:
+        """The repair plan in the coordinates of the signal slice `box` (``(start, stop)``
+        per dim), whose boundaries the negotiation kept away from excluded pixels."""
+        if not self.has_excluded:
+            return _NO_REPAIR
+        coords = self.excluded_coordinates
+        lo = np.array([a for a, _ in box])[:, None]
+        hi = np.array([b for _, b in box])[:, None]
+        inside = ((coords >= lo) & (coords < hi)).all(axis=0)
+        shape = tuple(b - a for a, b in box)
+        return RepairPlan.make(shape, coords[:, inside] - lo, allow_empty=True)
+
+    def _cut(self, sig_index, out_dtype):
+        key = None if sig_index is None else tuple((s.start, s.stop) for s in sig_index)
+        return self._dark_gain(key, np.dtype(out_dtype))
+
+    @functools.lru_cache(maxsize=64)  # noqa: B019 (a few signal slices per run)
+    def _dark_gain(self, key, dtype) -> list[np.ndarray]:
+        """Dark and gain (empty where not given) cut to the signal slice `key` (``(start,
+        stop)`` per dim; None: whole frames), flat and in `dtype`."""
+        out = []
+        for arr in (self.source.dark, self.source.gain):
+            if arr is None:
+                out.append(np.zeros(0, dtype=dtype))
+                continue
+            arr = arr.reshape(self.sig_shape)
+            if key is not None:
+                arr = arr[tuple(slice(a, b) for a, b in key)]
+            out.append(np.ascontiguousarray(arr, dtype=dtype).reshape(-1))
+        return out
+
+    def __dask_tokenize__(self):
+        from dask.base import tokenize
+
+        return (
+            "ltdask.PreparedCorrections",
+            self.sig_shape,
+            tokenize(self.source, self.plan.excluded),
+        )
+
+
+_NO_REPAIR = RepairPlan(np.zeros(0, np.int64), np.zeros((0, 1), np.int64), np.zeros(0, np.int64))
