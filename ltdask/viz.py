@@ -48,7 +48,7 @@ class Live2DPlot:
         self, dataset, udf, roi=None, channel=None, title=None, min_delta=0.0, udfresult=None
     ):
         if udfresult is None:
-            from ltdask.compat import dry_run
+            from ltdask.compat.results import dry_run
 
             udfresult = dry_run(dataset, [udf], roi)
         buffers = udfresult.buffers[0]

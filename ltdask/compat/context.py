@@ -1,165 +1,28 @@
-"""A landing place for LiberTEM scripts: ``Context().load(...)``, ``run_udf``, ``map``.
-
-Only the imports of a LiberTEM script change::
-
-    from ltdask.compat import Context
-    from ltdask.udf import SumUDF
-
-    ctx = Context()
-    ds = ctx.load("raw", path="scan.raw", nav_shape=(64, 64), sig_shape=(128, 128),
-                  dtype="uint16")
-    res = ctx.run_udf(dataset=ds, udf=SumUDF())
-    res["intensity"].data
-"""
+"""`Context`: LiberTEM's ``Context`` (``load``, ``run_udf``, ``run_udf_iter``, ``map``,
+``display``, the Analysis API) on the active dask scheduler."""
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import contextlib
 import functools
+from collections.abc import Callable
+from typing import Any
 
 import dask
 import numpy as np
 
-import ltdask
 from ltdask.analysis import AnalysisMixin
+from ltdask.compat.results import Damage, UDFInfo, UDFResults, dry_run, result_buffers
+from ltdask.compat.steps import ResultGenerator, async_steps, in_thread, update_plots
 from ltdask.corrections import CorrectionSet
 from ltdask.exceptions import DataSetError, LtdaskError, warn
-from ltdask.udf.api import (
-    RunControl,
-    compute,
-    compute_datasets,
-    initial_datasets,
-    iter_steps,
-)
-from ltdask.udf.base import UDF
+from ltdask.udf.api import RunControl, compute, compute_datasets, iter_steps
 from ltdask.udf.builtin.pick import AutoUDF
 from ltdask.udf.graph import normalize_roi
+from ltdask.viz import MPLLive2DPlot, plottable_channels
 
 _IGNORED_LOAD_KEYS = ("num_partitions", "io_backend", "tileshape", "enable_direct")
-
-
-class ResultBuffer:
-    """One result as LiberTEM's ``BufferWrapper`` shows it: ``data`` (nav-shaped, fill
-    values outside the ROI), ``raw_data`` (nav results flat and ROI-compressed, the shape
-    of the buffer: ``shape``), ``valid_mask`` (shaped as ``data``), ``masked_data``,
-    ``raw_masked_data``, ``valid_slice_bounding``, ``kind``, ``extra_shape``, ``dtype``."""
-
-    def __init__(self, variable, valid, kind: str, roi_flat, nav_dims: int):
-        self.data = np.asarray(variable)
-        self.valid_mask = np.asarray(valid)
-        self.kind = kind
-        self._roi_flat = roi_flat
-        self._nav_dims = nav_dims
-
-    def _raw(self, arr: np.ndarray) -> np.ndarray:
-        if self.kind != "nav":
-            return arr
-        flat = arr.reshape((-1, *arr.shape[self._nav_dims :]))
-        return flat if self._roi_flat is None else flat[self._roi_flat]
-
-    @property
-    def raw_data(self) -> np.ndarray:
-        return self._raw(self.data)
-
-    @property
-    def masked_data(self) -> np.ma.MaskedArray:
-        return np.ma.masked_array(self.data, mask=~self.valid_mask)
-
-    @property
-    def raw_masked_data(self) -> np.ma.MaskedArray:
-        return np.ma.masked_array(self.raw_data, mask=~self._raw(self.valid_mask))
-
-    @property
-    def valid_slice_bounding(self) -> tuple[slice, ...]:
-        """Per dim of ``data``, the slice from the first to the last valid element (for no
-        valid element, LiberTEM's empty ``slice(size, 1)``)."""
-        out = []
-        for axis in range(self.valid_mask.ndim):
-            others = tuple(d for d in range(self.valid_mask.ndim) if d != axis)
-            hits = np.flatnonzero(self.valid_mask.any(axis=others))
-            size = self.valid_mask.shape[axis]
-            out.append(slice(int(hits[0]), int(hits[-1]) + 1) if hits.size else slice(size, 1))
-        return tuple(out)
-
-    @property
-    def extra_shape(self) -> tuple[int, ...]:
-        if self.kind == "nav":
-            return tuple(self.data.shape[self._nav_dims :])
-        if self.kind == "sig":
-            return tuple(self.data.shape[self._nav_dims :])
-        return tuple(self.data.shape) if self.data.shape != (1,) else ()
-
-    @property
-    def shape(self):
-        return self.raw_data.shape
-
-    @property
-    def dtype(self):
-        return self.data.dtype
-
-    def __array__(self, dtype=None, copy=None):
-        return self.data if dtype is None else self.data.astype(dtype)
-
-    def __repr__(self) -> str:
-        return f"<ResultBuffer kind={self.kind} shape={self.shape} dtype={self.data.dtype}>"
-
-
-def _buffers(result, udf: UDF, dataset, roi) -> dict[str, ResultBuffer]:
-    roi_flat = None if roi is None else np.asarray(roi, dtype=bool).reshape(-1)  # normalized
-    nav_dims = len(dataset.nav_shape)
-    nav_names = set(dataset.dims[:nav_dims])
-    out = {}
-    for name, var in result.data_vars.items():
-        dims = set(var.dims)
-        if nav_names and nav_names <= dims:
-            kind = "nav"
-        elif set(dataset.dims[nav_dims:]) <= dims:
-            kind = "sig"
-        else:
-            kind = "single"
-        out[name] = ResultBuffer(
-            var.values, result[f"{name}_valid"].values, kind, roi_flat, nav_dims
-        )
-    return out
-
-
-class Damage:
-    """Which nav positions a step of `Context.run_udf_iter` has processed, as LiberTEM's
-    nav-kind boolean buffer: ``data`` (nav-shaped, False outside the ROI) and ``raw_data``
-    (flat, ROI-compressed)."""
-
-    def __init__(self, flat: np.ndarray, nav_shape, roi_flat):
-        self._flat = flat if roi_flat is None else flat & roi_flat
-        self._nav_shape = tuple(nav_shape)
-        self._roi_flat = roi_flat
-        self.kind = "nav"
-        self.dtype = np.dtype(bool)
-
-    @property
-    def data(self) -> np.ndarray:
-        return self._flat.reshape(self._nav_shape)
-
-    @property
-    def raw_data(self) -> np.ndarray:
-        return self._flat if self._roi_flat is None else self._flat[self._roi_flat]
-
-    def __array__(self, dtype=None, copy=None):
-        return self.data if dtype is None else self.data.astype(dtype)
-
-
-class UDFResults:
-    """One step of :meth:`Context.run_udf_iter`: ``buffers`` (a tuple with one dict per
-    UDF; computed, and ``get_results`` run, when first read) and ``damage``."""
-
-    def __init__(self, buffers, damage):
-        self._buffers = buffers
-        self.damage = damage
-
-    @functools.cached_property
-    def buffers(self):
-        return self._buffers() if callable(self._buffers) else self._buffers
 
 
 class UnsupportedError(LtdaskError, NotImplementedError):
@@ -226,8 +89,6 @@ class Context(AnalysisMixin):
                 "Context.make_with('inline' | 'threads' | 'dask', cpus=N)",
             )
         if plot_class is None:
-            from ltdask.viz import MPLLive2DPlot
-
             plot_class = MPLLive2DPlot
         #: the class of the live plots of ``run_udf(..., plots=True)`` (see `ltdask.viz`)
         self.plot_class = plot_class
@@ -281,10 +142,12 @@ class Context(AnalysisMixin):
     def load(self, filetype: str, *args, **kwargs):
         """Open a dataset: ``"raw"``, ``"npy"``, ``"hdf5"``, ``"zarr"``, ``"raw_csr"``,
         ``"mib"``, ``"memory"``, ``"dask"`` or ``"auto"`` (by file contents)."""
+        import ltdask  # the openers below (to come from ltdask.io, not the package root)
+
         for key in _IGNORED_LOAD_KEYS:
             kwargs.pop(key, None)
         kind = filetype.lower()
-        openers = {
+        openers: dict[str, Callable[..., Any]] = {
             "raw": ltdask.open_raw,
             "npy": ltdask.open_npy,
             "hdf5": ltdask.open_hdf5,
@@ -332,7 +195,7 @@ class Context(AnalysisMixin):
         else:
             run = functools.partial(self._run_udf, dataset, udf, roi, progress, corrections)
         if not sync:
-            return _in_thread(run)
+            return in_thread(run)
         return run()
 
     def _run_udf_plotted(self, dataset, udf, roi, plots, corrections):
@@ -348,7 +211,9 @@ class Context(AnalysisMixin):
             results = compute(
                 dataset, udfs, roi=roi_flat, progress=progress, corrections=corrections
             )
-        out = tuple(_buffers(r, u, dataset, roi_flat) for r, u in zip(results, udfs, strict=True))
+        out = tuple(
+            result_buffers(r, u, dataset, roi_flat) for r, u in zip(results, udfs, strict=True)
+        )
         return out if isinstance(udf, (list, tuple)) else out[0]
 
     def run_udf_iter(
@@ -369,7 +234,7 @@ class Context(AnalysisMixin):
         steps = ResultGenerator(
             self._run_udf_iter(dataset, udf, roi, plots, control, corrections), control
         )
-        return steps if sync else _async_steps(steps)
+        return steps if sync else async_steps(steps)
 
     def _run_udf_iter(self, dataset, udf, roi, plots=None, control=None, corrections=None):
         udfs = list(udf) if isinstance(udf, (list, tuple)) else [udf]
@@ -382,7 +247,7 @@ class Context(AnalysisMixin):
             with self._scheduler():
                 results = compute_datasets(make())
             return tuple(
-                _buffers(r, u, dataset, roi_flat) for r, u in zip(results, udfs, strict=True)
+                result_buffers(r, u, dataset, roi_flat) for r, u in zip(results, udfs, strict=True)
             )
 
         with self._scheduler():
@@ -400,10 +265,10 @@ class Context(AnalysisMixin):
                     functools.partial(buffers, make), Damage(damage, dataset.nav_shape, roi_flat)
                 )
                 if plots:
-                    _update_plots(plots, udfs, step, force=False)
+                    update_plots(plots, udfs, step, force=False)
                 yield step
             if plots and step is not None:
-                _update_plots(plots, udfs, step, force=True)
+                update_plots(plots, udfs, step, force=True)
 
     def _prepare_plots(self, udfs, dataset, roi_flat, plots) -> list:
         """LiberTEM's three forms of ``plots``: True, channels per UDF, plot objects."""
@@ -419,8 +284,6 @@ class Context(AnalysisMixin):
             return list(plots)
         before = dry_run(dataset, udfs, roi_flat)
         if channels is None:
-            from ltdask.viz import plottable_channels
-
             channels = [plottable_channels(b) for b in before.buffers]
             for udf, chans in zip(udfs, channels, strict=True):
                 if not chans:
@@ -470,92 +333,3 @@ class Context(AnalysisMixin):
 
     def __exit__(self, *exc):
         self.close()
-
-
-class ResultGenerator:
-    """The steps of :meth:`Context.run_udf_iter`; between two steps,
-    :meth:`update_parameters_experimental` changes the UDFs' parameters for the partitions
-    still to come."""
-
-    def __init__(self, steps, control: RunControl):
-        self._steps = steps
-        self._control = control
-
-    def __iter__(self):
-        return self
-
-    def __next__(self) -> UDFResults:
-        return next(self._steps)
-
-    def close(self):
-        self._steps.close()
-
-    def update_parameters_experimental(self, parameters: list[dict]) -> None:
-        """One dict per UDF of the parameters to change (LiberTEM's experimental API)."""
-        self._control.update_parameters(parameters)
-
-
-def _update_plots(plots, udfs, step, force: bool):
-    damage = step.damage.data
-    for plot in plots:
-        index = next(i for i, u in enumerate(udfs) if u is plot.get_udf())
-        plot.new_data(step.buffers[index], damage, force=force)
-
-
-def dry_run(dataset, udfs, roi=None) -> UDFResults:
-    """The results of `udfs` before any partition is processed (their buffers after
-    ``preprocess``), as a `UDFResults` step: shapes and dtypes of what a run gives."""
-    roi_flat = normalize_roi(roi, dataset)
-    results = compute_datasets(initial_datasets(dataset, udfs, roi_flat))
-    buffers = tuple(_buffers(r, u, dataset, roi_flat) for r, u in zip(results, udfs, strict=True))
-    return UDFResults(
-        buffers, Damage(np.zeros(dataset.num_frames, bool), dataset.nav_shape, roi_flat)
-    )
-
-
-class UDFInfo:
-    """A UDF's result buffers on a dataset (from :meth:`Context.display`)."""
-
-    def __init__(self, title: str, buffers: dict):
-        self.title = title
-        self.buffers = buffers
-
-    def rows(self) -> list[tuple]:
-        return [(name, b.kind, b.extra_shape, b.shape, b.dtype) for name, b in self.buffers.items()]
-
-    def __repr__(self) -> str:
-        lines = [self.title] + [
-            f"  {n}: kind={k}, extra_shape={e}, shape={s}, dtype={d}"
-            for n, k, e, s, d in self.rows()
-        ]
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        import html
-
-        cells = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
-            for row in self.rows()
-        )
-        head = "".join(f"<th>{h}</th>" for h in ("name", "kind", "extra_shape", "shape", "dtype"))
-        return (
-            f"<h4>{html.escape(self.title)}</h4><table><thead><tr>{head}</tr></thead>"
-            f"<tbody>{cells}</tbody></table>"
-        )
-
-
-async def _in_thread(fn):
-    return await asyncio.get_running_loop().run_in_executor(None, fn)
-
-
-async def _async_steps(steps):
-    """The steps of a synchronous iterator, each computed in a thread."""
-    done = object()
-    try:
-        while True:
-            step = await _in_thread(lambda: next(steps, done))
-            if step is done:
-                return
-            yield step
-    finally:
-        steps.close()

@@ -1,0 +1,184 @@
+"""Results as LiberTEM shows them: `ResultBuffer` per result (``data``, ``raw_data``,
+``valid_mask``, ...), `Damage` (which positions are processed), `UDFResults` (one step of a
+run), and `dry_run` / `UDFInfo` (what a UDF would give, before any partition is read).
+
+`ltdask.viz` plots these; `Context` (``ltdask.compat.context``) returns them.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ltdask.udf.api import compute_datasets, initial_datasets
+from ltdask.udf.base import UDF
+from ltdask.udf.graph import normalize_roi
+
+
+class ResultBuffer:
+    """One result as LiberTEM's ``BufferWrapper`` shows it: ``data`` (nav-shaped, fill
+    values outside the ROI), ``raw_data`` (nav results flat and ROI-compressed, the shape
+    of the buffer: ``shape``), ``valid_mask`` (shaped as ``data``), ``masked_data``,
+    ``raw_masked_data``, ``valid_slice_bounding``, ``kind``, ``extra_shape``, ``dtype``."""
+
+    def __init__(self, variable, valid, kind: str, roi_flat, nav_dims: int):
+        self.data = np.asarray(variable)
+        self.valid_mask = np.asarray(valid)
+        self.kind = kind
+        self._roi_flat = roi_flat
+        self._nav_dims = nav_dims
+
+    def _raw(self, arr: np.ndarray) -> np.ndarray:
+        if self.kind != "nav":
+            return arr
+        flat = arr.reshape((-1, *arr.shape[self._nav_dims :]))
+        return flat if self._roi_flat is None else flat[self._roi_flat]
+
+    @property
+    def raw_data(self) -> np.ndarray:
+        return self._raw(self.data)
+
+    @property
+    def masked_data(self) -> np.ma.MaskedArray:
+        return np.ma.masked_array(self.data, mask=~self.valid_mask)
+
+    @property
+    def raw_masked_data(self) -> np.ma.MaskedArray:
+        return np.ma.masked_array(self.raw_data, mask=~self._raw(self.valid_mask))
+
+    @property
+    def valid_slice_bounding(self) -> tuple[slice, ...]:
+        """Per dim of ``data``, the slice from the first to the last valid element (for no
+        valid element, LiberTEM's empty ``slice(size, 1)``)."""
+        out = []
+        for axis in range(self.valid_mask.ndim):
+            others = tuple(d for d in range(self.valid_mask.ndim) if d != axis)
+            hits = np.flatnonzero(self.valid_mask.any(axis=others))
+            size = self.valid_mask.shape[axis]
+            out.append(slice(int(hits[0]), int(hits[-1]) + 1) if hits.size else slice(size, 1))
+        return tuple(out)
+
+    @property
+    def extra_shape(self) -> tuple[int, ...]:
+        if self.kind == "nav":
+            return tuple(self.data.shape[self._nav_dims :])
+        if self.kind == "sig":
+            return tuple(self.data.shape[self._nav_dims :])
+        return tuple(self.data.shape) if self.data.shape != (1,) else ()
+
+    @property
+    def shape(self):
+        return self.raw_data.shape
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    def __array__(self, dtype=None, copy=None):
+        return self.data if dtype is None else self.data.astype(dtype)
+
+    def __repr__(self) -> str:
+        return f"<ResultBuffer kind={self.kind} shape={self.shape} dtype={self.data.dtype}>"
+
+
+def result_buffers(result, udf: UDF, dataset, roi) -> dict[str, ResultBuffer]:
+    """The variables of one UDF's results (an `xarray.Dataset`) as `ResultBuffer` objects,
+    each with its kind (nav, sig or single) told from its dims."""
+    roi_flat = None if roi is None else np.asarray(roi, dtype=bool).reshape(-1)  # normalized
+    nav_dims = len(dataset.nav_shape)
+    nav_names = set(dataset.dims[:nav_dims])
+    out = {}
+    for name, var in result.data_vars.items():
+        dims = set(var.dims)
+        if nav_names and nav_names <= dims:
+            kind = "nav"
+        elif set(dataset.dims[nav_dims:]) <= dims:
+            kind = "sig"
+        else:
+            kind = "single"
+        out[name] = ResultBuffer(
+            var.values, result[f"{name}_valid"].values, kind, roi_flat, nav_dims
+        )
+    return out
+
+
+class Damage:
+    """Which nav positions a step of `Context.run_udf_iter` has processed, as LiberTEM's
+    nav-kind boolean buffer: ``data`` (nav-shaped, False outside the ROI) and ``raw_data``
+    (flat, ROI-compressed)."""
+
+    def __init__(self, flat: np.ndarray, nav_shape, roi_flat):
+        self._flat = flat if roi_flat is None else flat & roi_flat
+        self._nav_shape = tuple(nav_shape)
+        self._roi_flat = roi_flat
+        self.kind = "nav"
+        self.dtype = np.dtype(bool)
+
+    @property
+    def data(self) -> np.ndarray:
+        return self._flat.reshape(self._nav_shape)
+
+    @property
+    def raw_data(self) -> np.ndarray:
+        return self._flat if self._roi_flat is None else self._flat[self._roi_flat]
+
+    def __array__(self, dtype=None, copy=None):
+        return self.data if dtype is None else self.data.astype(dtype)
+
+
+class UDFResults:
+    """One step of :meth:`Context.run_udf_iter`: ``buffers`` (a tuple with one dict per
+    UDF; computed, and ``get_results`` run, when first read) and ``damage``."""
+
+    def __init__(self, buffers, damage):
+        self._buffers = buffers
+        self.damage = damage
+
+    @functools.cached_property
+    def buffers(self):
+        return self._buffers() if callable(self._buffers) else self._buffers
+
+
+def dry_run(dataset, udfs, roi=None) -> UDFResults:
+    """The results of `udfs` before any partition is processed (their buffers after
+    ``preprocess``), as a `UDFResults` step: shapes and dtypes of what a run gives."""
+    roi_flat = normalize_roi(roi, dataset)
+    results = compute_datasets(initial_datasets(dataset, udfs, roi_flat))
+    buffers = tuple(
+        result_buffers(r, u, dataset, roi_flat) for r, u in zip(results, udfs, strict=True)
+    )
+    return UDFResults(
+        buffers, Damage(np.zeros(dataset.num_frames, bool), dataset.nav_shape, roi_flat)
+    )
+
+
+class UDFInfo:
+    """A UDF's result buffers on a dataset (from :meth:`Context.display`)."""
+
+    def __init__(self, title: str, buffers: dict):
+        self.title = title
+        self.buffers = buffers
+
+    def rows(self) -> list[tuple]:
+        return [(name, b.kind, b.extra_shape, b.shape, b.dtype) for name, b in self.buffers.items()]
+
+    def __repr__(self) -> str:
+        lines = [self.title] + [
+            f"  {n}: kind={k}, extra_shape={e}, shape={s}, dtype={d}"
+            for n, k, e, s, d in self.rows()
+        ]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        import html
+
+        cells = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
+            for row in self.rows()
+        )
+        head = "".join(f"<th>{h}</th>" for h in ("name", "kind", "extra_shape", "shape", "dtype"))
+        return (
+            f"<h4>{html.escape(self.title)}</h4><table><thead><tr>{head}</tr></thead>"
+            f"<tbody>{cells}</tbody></table>"
+        )
