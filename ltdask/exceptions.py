@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from types import FrameType
+
 
 class LtdaskError(Exception):
     """Base class of ltdask's own errors."""
@@ -46,7 +51,8 @@ def warn(message: str, category: type[Warning]) -> None:
     import warnings
 
     package = os.path.dirname(os.path.abspath(__file__))
-    level, frame = 2, sys._getframe(1)
+    level = 2
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(package):
         level, frame = level + 1, frame.f_back
     warnings.warn(message, category, stacklevel=level)

@@ -1,6 +1,6 @@
 """LiberTEM's Analysis API on ltdask's UDFs.
 
-`AnalysisMixin` gives a `Context` LiberTEM 0.16's ``create_ring_analysis``,
+`AnalysisMixin` gives `ltdask.compat.Context` LiberTEM 0.16's ``create_ring_analysis``,
 ``create_disk_analysis``, ``create_point_analysis``, ``create_mask_analysis``,
 ``create_com_analysis``, ``create_pick_analysis``, ``create_sum_analysis``,
 ``create_radial_fourier_analysis`` and ``run(analysis, roi=None, progress=False,
@@ -13,10 +13,7 @@ Examples
 --------
 >>> import numpy as np
 >>> from ltdask.compat import Context
->>> from ltdask.analysis import AnalysisMixin
->>> class Ctx(AnalysisMixin, Context):
-...     pass
->>> ctx = Ctx()
+>>> ctx = Context()  # a Context is an AnalysisMixin
 >>> ds = ctx.load("memory", data=np.arange(2 * 2 * 4 * 4.0).reshape(2, 2, 4, 4), sig_dims=2)
 >>> ctx.run(ctx.create_pick_analysis(dataset=ds, x=1, y=0)).intensity.raw_data[0].tolist()
 [16.0, 17.0, 18.0, 19.0]

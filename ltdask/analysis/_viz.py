@@ -87,6 +87,7 @@ def scaled_image(
     Examples
     --------
     >>> import numpy as np
+    >>> from ltdask.analysis._viz import scaled_image
     >>> scaled_image(np.arange(6.0).reshape(2, 3)).shape
     (2, 3, 4)
     """
@@ -128,6 +129,7 @@ def vector_image(x, y, vmax: float | None = None) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
+    >>> from ltdask.analysis._viz import vector_image
     >>> vector_image(np.array([1.0, 0.0]), np.array([0.0, 1.0])).shape
     (2, 3)
     """

@@ -62,7 +62,8 @@ class Analysis:
                 f"{type(self).__name__}: can only handle 2D signals currently, the dataset's "
                 f"signal shape is {self.sig_shape}"
             )
-        return self.sig_shape  # type: ignore[return-value]
+        height, width = self.sig_shape
+        return height, width
 
     def _gui_roi(self) -> np.ndarray | None:
         """LiberTEM's GUI ROI parameter (``{"roi": {"shape": "disk" | "rect", ...}}``)."""

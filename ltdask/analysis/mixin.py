@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ltdask.analysis.base import Analysis
 from ltdask.analysis.com import COMAnalysis
 from ltdask.analysis.frames import PickFrameAnalysis, SumAnalysis
@@ -44,9 +46,7 @@ class AnalysisMixin:
     --------
     >>> import numpy as np
     >>> from ltdask.compat import Context
-    >>> class Ctx(AnalysisMixin, Context):
-    ...     pass
-    >>> ctx = Ctx()
+    >>> ctx = Context()  # Context has AnalysisMixin among its bases
     >>> ds = ctx.load("memory", data=np.ones((2, 3, 8, 8), dtype=np.float32), sig_dims=2)
     >>> result = ctx.run(ctx.create_disk_analysis(dataset=ds, cx=4, cy=4, r=2))
     >>> result.intensity.raw_data.tolist()
@@ -175,8 +175,6 @@ class AnalysisMixin:
             corrections=corrections,
             progress=progress,
         )
-        if roi is None:
-            damage = True
-        else:
-            damage = normalize_roi(roi, analysis.dataset).reshape(analysis.nav_shape)
+        flat = normalize_roi(roi, analysis.dataset)
+        damage: bool | np.ndarray = True if flat is None else flat.reshape(analysis.nav_shape)
         return analysis.get_udf_results(udf_results, roi, damage=damage)

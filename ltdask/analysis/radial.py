@@ -26,6 +26,7 @@ def radial_fourier_masks(
 
     Examples
     --------
+    >>> from ltdask.analysis.radial import radial_fourier_masks
     >>> radial_fourier_masks(8, 8, 4, 4, 0, 4, 2, 3, use_sparse=False)().shape
     (8, 8, 8)
     """
@@ -84,7 +85,7 @@ class RadialFourierAnalysis(BaseMasksAnalysis):
         # LiberTEM's choice: dense for small stacks or wide bins, else scipy.sparse
         bin_width = (ro - ri) / n_bins
         bin_area = math.pi * ro**2 - math.pi * (ro - bin_width) ** 2
-        default = "scipy.sparse"
+        default: str | bool = "scipy.sparse"
         if mask_count * height * width * 8 < 2**18:
             default = False
         elif bin_area / (width * height) > 0.05 and n_bins < 10:

@@ -38,6 +38,7 @@ class AnalysisResult:
     Examples
     --------
     >>> import numpy as np
+    >>> from ltdask.analysis import AnalysisResult
     >>> r = AnalysisResult(np.ones((2, 2)), visualized=None, title="t", desc="d", key="k")
     >>> np.asarray(r).sum()
     np.float64(4.0)
@@ -115,6 +116,7 @@ class AnalysisResultSet:
     Examples
     --------
     >>> import numpy as np
+    >>> from ltdask.analysis import AnalysisResult, AnalysisResultSet
     >>> rs = AnalysisResultSet([AnalysisResult(np.zeros(2), None, "t", "d", "mask_0")])
     >>> rs.mask_0 is rs["mask_0"] is rs[0]
     True

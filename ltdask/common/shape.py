@@ -19,6 +19,7 @@ class Shape:
 
     Examples
     --------
+    >>> from ltdask import Shape
     >>> s = Shape((4, 5, 16, 16), sig_dims=2)
     >>> s.nav, s.sig
     (Shape((4, 5), sig_dims=0), Shape((16, 16), sig_dims=2))

@@ -22,6 +22,7 @@ class Slice:
 
     Examples
     --------
+    >>> from ltdask import Shape, Slice
     >>> s = Slice(origin=(2, 0, 0), shape=Shape((3, 8, 8), sig_dims=2))
     >>> s.get()
     (slice(2, 5, None), slice(0, 8, None), slice(0, 8, None))
