@@ -5,7 +5,8 @@ key                        default     meaning
 =========================  ==========  ==================================================
 ``ltdask.partition-bytes``  128 MiB    target size of a partition (one dask chunk / one
                                        UDF task), counted as float32 pixels whatever the
-                                       native dtype
+                                       native dtype; writing to Zarr, a rechunk that
+                                       copies this much or more warns (PerformanceWarning)
 ``ltdask.min-partitions``  ``auto``    at least this many partitions (``auto``: one per
                                        CPU core of this machine)
 ``ltdask.tile-bytes``      ``auto``    tile size the negotiator aims for (``auto``: half
