@@ -96,19 +96,16 @@ def _warn_rechunk(arr, what: str, before, target: tuple, avoid: str | None) -> N
 
 
 def _show(chunks) -> str:
-    """Chunks as ``(3, 4, 4)`` per dim, long runs shortened: ``(3, 4, 4, ..., 4, 2)``."""
+    """Chunks per dim as ``((3, 4, 4), (6,))``, a dim of many chunks shortened to
+    ``(3, 4, 4, ..., 4, 2 [120 chunks])``."""
     dims = []
     for c in chunks:
         c = tuple(int(n) for n in c)
-        shown = (
-            ", ".join(map(str, c))
-            if len(c) <= 6
-            else (
-                f"{', '.join(map(str, c[:3]))}, ..., {', '.join(map(str, c[-2:]))} "
-                f"[{len(c)} chunks]"
-            )
-        )
-        dims.append(f"({shown}{',' if len(c) == 1 else ''})")
+        if len(c) > 6:
+            head, tail = ", ".join(map(str, c[:3])), ", ".join(map(str, c[-2:]))
+            dims.append(f"({head}, ..., {tail} [{len(c)} chunks])")
+        else:
+            dims.append(str(c))
     return f"({', '.join(dims)}{',' if len(dims) == 1 else ''})"
 
 
