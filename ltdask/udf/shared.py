@@ -10,14 +10,17 @@ three times (each kernel alone is bound by memory or by its arithmetic; one fuse
 is as fast as the slowest of them).
 
 ``stats.moments`` is the running ``[count, mean, m2, shift]`` of the partition's frames
-so far in the current signal slice (see the ``moments`` kernel; the same list object for
-the whole partition, updated in place), so ``"pixel_sums"`` are ``mean * count``;
-``stats.frame_sums`` is the current tile's sum of each frame over the slice (float64).
+so far in the current signal slice (see :func:`ltdask.udf.kernels.statistics.moments`;
+the same list object for the whole partition, updated in place), so ``"pixel_sums"``
+are ``mean * count``; ``stats.frame_sums`` is the current tile's sum of each frame over
+the slice (float64).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from ltdask.udf.kernels.statistics import moments_frame_sums
 
 #: statistics the runner can share
 STATS = frozenset({"moments", "pixel_sums", "frame_sums"})
@@ -56,8 +59,6 @@ class SharedStats:
         return bool(getattr(udf, "SHARED_TILE_STATS", ()))
 
     def compute(self, frames: np.ndarray, p0: int, p1: int, scheme_idx: int) -> TileStats:
-        from ltdask.udf.builtin._kernels import moments_frame_sums
-
         state = self.states.get(scheme_idx)
         if state is None:
             px = p1 - p0

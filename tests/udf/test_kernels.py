@@ -1,4 +1,5 @@
-"""The shipped UDFs' numba kernels against plain numpy on the same data."""
+"""The numba kernels (the shared statistics ones and the shipped UDFs' own) against plain
+numpy on the same data."""
 
 from __future__ import annotations
 
@@ -15,13 +16,10 @@ from ltdask.udf.builtin._kernels import (
     dot_runs,
     flat_tile,
     interval_moments,
-    moments,
-    moments_frame_sums,
-    sum_frames,
-    sum_pixels,
 )
 from ltdask.udf.builtin.com import _row_intervals
 from ltdask.udf.builtin.masks import _runs
+from ltdask.udf.kernels.statistics import moments, moments_frame_sums, sum_frames, sum_pixels
 
 
 def tiles(seed, n, px, dtype=np.float32, offset=0.0):

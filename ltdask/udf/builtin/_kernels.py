@@ -1,11 +1,8 @@
-"""numba kernels of the shipped UDFs, on flat tiles.
+"""numba kernels of single shipped UDFs on flat tiles: centre of mass (`CoMUDF`) and mask
+products (`ApplyMasksUDF`).
 
-A flat tile is ``frames[:, p0:p1]`` of a C-contiguous ``(frames, pixels)`` array: the
-runner hands these out for tiles of whole rows (see `UDF.process_flat_tile`), as views of
-the files where it can, so kernels never see strided arrays. Each kernel has a pure-numpy
-reference in the tests. They run with ``fastmath`` re-association
-so the inner loops vectorise, and loop over contiguous slices from 0 (absolute bounds or
-strided views keep LLVM from vectorising).
+See :mod:`ltdask.udf.kernels` for what a flat tile is and for the statistics kernels that
+the engine shares.
 """
 
 from __future__ import annotations
@@ -14,169 +11,13 @@ import numba
 import numpy as np
 
 from ltdask.io.dataset import flat_of
+from ltdask.udf.kernels import FASTMATH
 
-_FAST = {"reassoc", "contract", "nsz", "arcp"}
-#: pixels per block in `moments`: the block's float64 sums (64 KiB) stay in L2, and each
-#: frame's 16 KiB piece of the block is long enough to stream from RAM (1024 was 15 % slower)
-BLOCK = 4096
 #: pixels per block in `dot_masks`: 4 masks × 4096 float32 pixels stay in L2
 MASK_BLOCK = 4096
 
 
-@numba.njit(nogil=True, cache=True, fastmath=_FAST)
-def sum_frames(frames, p0, p1, acc):
-    """``acc[k] += sum_i frames[i, p0 + k]``: the tile's frames added up, four at a time
-    (one load and store of ``acc`` per four rows)."""
-    n = frames.shape[0]
-    i = 0
-    while i + 4 <= n:
-        r0 = frames[i][p0:p1]
-        r1 = frames[i + 1][p0:p1]
-        r2 = frames[i + 2][p0:p1]
-        r3 = frames[i + 3][p0:p1]
-        for k in range(acc.shape[0]):
-            acc[k] += (r0[k] + r1[k]) + (r2[k] + r3[k])
-        i += 4
-    while i < n:
-        row = frames[i][p0:p1]
-        for k in range(acc.shape[0]):
-            acc[k] += row[k]
-        i += 1
-
-
-@numba.njit(nogil=True, cache=True, fastmath=_FAST)
-def sum_pixels(frames, p0, p1, out):
-    """``out[i] += sum_k frames[i, p0 + k]``, four frames at a time: four streams from
-    memory keep more reads in flight than one (a third faster from RAM)."""
-    n = frames.shape[0]
-    z = out[0] - out[0] if n else 0
-    i = 0
-    while i + 4 <= n:
-        r0 = frames[i][p0:p1]
-        r1 = frames[i + 1][p0:p1]
-        r2 = frames[i + 2][p0:p1]
-        r3 = frames[i + 3][p0:p1]
-        s0 = s1 = s2 = s3 = z
-        for j in range(r0.shape[0]):
-            s0 += r0[j]
-            s1 += r1[j]
-            s2 += r2[j]
-            s3 += r3[j]
-        out[i] += s0
-        out[i + 1] += s1
-        out[i + 2] += s2
-        out[i + 3] += s3
-        i += 4
-    while i < n:
-        row = frames[i][p0:p1]
-        s = z
-        for j in range(row.shape[0]):
-            s += row[j]
-        out[i] += s
-        i += 1
-
-
-@numba.njit(nogil=True, cache=True, fastmath=_FAST)
-def moments(frames, p0, p1, count, mean, m2, shift):
-    """Merge the tile ``frames[:, p0:p1]``'s per-pixel count / mean / centred sum of
-    squares into running ones (indexed from 0).
-
-    One pass over the tile: sums of ``d = x - shift`` and ``d * d`` in float64, where
-    ``shift`` (float64: the running mean, or the first frame) is close to the data, so no
-    precision is lost to a large mean, unlike plain sums of squares; the tile's statistics
-    join the running ones by Chan et al.'s formula. ``shift`` is updated to the new mean.
-    Returns the new count.
-    """
-    return moments_frame_sums(frames, p0, p1, count, mean, m2, shift, np.empty(0), False)
-
-
-@numba.njit(nogil=True, cache=True, fastmath=_FAST)
-def moments_frame_sums(frames, p0, p1, count, mean, m2, shift, frame_sums, with_sums):
-    """`moments`, and with `with_sums` also ``frame_sums[i] += sum_k frames[i, p0 + k]``
-    in the same pass (Sum, SumSig and StdDev of one run then read each tile once)."""
-    n = frames.shape[0]
-    if n == 0:
-        return count
-    px = p1 - p0
-    if count == 0:
-        first = frames[0][p0:p1]
-        for j in range(px):
-            shift[j] = first[j]
-    total = count + n
-    w = count * n / total
-    frac = n / total
-    inv = 1.0 / n
-    s1 = np.empty(BLOCK)
-    s2 = np.empty(BLOCK)
-    for j0 in range(0, px, BLOCK):
-        j1 = min(px, j0 + BLOCK)
-        k_ = shift[j0:j1]
-        a = s1[: j1 - j0]
-        b = s2[: j1 - j0]
-        shift_sum = 0.0
-        for k in range(a.shape[0]):
-            a[k] = 0.0
-            b[k] = 0.0
-            shift_sum += k_[k]
-        # four frames per pass: the block's running sums are loaded and stored once per
-        # four rows instead of once per row (the loop is bound by those stores otherwise)
-        i = 0
-        while i + 4 <= n:
-            r0 = frames[i][p0 + j0 : p0 + j1]
-            r1 = frames[i + 1][p0 + j0 : p0 + j1]
-            r2 = frames[i + 2][p0 + j0 : p0 + j1]
-            r3 = frames[i + 3][p0 + j0 : p0 + j1]
-            if with_sums:
-                t0 = t1 = t2 = t3 = 0.0
-                for k in range(a.shape[0]):
-                    c = k_[k]
-                    d0 = np.float64(r0[k]) - c
-                    d1 = np.float64(r1[k]) - c
-                    d2 = np.float64(r2[k]) - c
-                    d3 = np.float64(r3[k]) - c
-                    t0 += d0
-                    t1 += d1
-                    t2 += d2
-                    t3 += d3
-                    a[k] += (d0 + d1) + (d2 + d3)
-                    b[k] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)
-                frame_sums[i] += t0 + shift_sum
-                frame_sums[i + 1] += t1 + shift_sum
-                frame_sums[i + 2] += t2 + shift_sum
-                frame_sums[i + 3] += t3 + shift_sum
-            else:
-                for k in range(a.shape[0]):
-                    c = k_[k]
-                    d0 = np.float64(r0[k]) - c
-                    d1 = np.float64(r1[k]) - c
-                    d2 = np.float64(r2[k]) - c
-                    d3 = np.float64(r3[k]) - c
-                    a[k] += (d0 + d1) + (d2 + d3)
-                    b[k] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)
-            i += 4
-        while i < n:
-            row = frames[i][p0 + j0 : p0 + j1]
-            t = 0.0
-            for k in range(a.shape[0]):
-                d = np.float64(row[k]) - k_[k]
-                t += d
-                a[k] += d
-                b[k] += d * d
-            if with_sums:
-                frame_sums[i] += t + shift_sum
-            i += 1
-        mu = mean[j0:j1]
-        q = m2[j0:j1]
-        for k in range(a.shape[0]):
-            tile_mean = k_[k] + a[k] * inv
-            delta = tile_mean - mu[k]
-            q[k] += b[k] - a[k] * a[k] * inv + delta * delta * w
-            mu[k] += delta * frac
-            k_[k] = mu[k]
-    return total
-
-
-@numba.njit(nogil=True, cache=True, fastmath=_FAST)
+@numba.njit(nogil=True, cache=True, fastmath=FASTMATH)
 def _interval_moments_one(frames, p0, p1, width, row0, starts, stops, cols, out):
     """`interval_moments` one frame at a time (the frames after the last four)."""
     n = frames.shape[0]
@@ -209,7 +50,7 @@ def _interval_moments_one(frames, p0, p1, width, row0, starts, stops, cols, out)
         out[i, 2] += sx
 
 
-@numba.njit(nogil=True, cache=True, fastmath=_FAST)
+@numba.njit(nogil=True, cache=True, fastmath=FASTMATH)
 def interval_moments(frames, p0, p1, width, row0, starts, stops, cols, out):
     """Per frame: ``out[i] += (sum I, sum I*y, sum I*x)`` over a mask given as column
     intervals per row.
@@ -285,7 +126,7 @@ def interval_moments(frames, p0, p1, width, row0, starts, stops, cols, out):
         _interval_moments_one(frames[i:], p0, p1, width, row0, starts, stops, cols, out[i:])
 
 
-@numba.njit(nogil=True, cache=True, fastmath=_FAST)
+@numba.njit(nogil=True, cache=True, fastmath=FASTMATH)
 def dot_masks(frames, p0, p1, masks, out):
     """``out[i, m] += sum_k frames[i, p0 + k] * masks[m, k]``, two frames × four masks at
     a time, in blocks of `MASK_BLOCK` pixels.
@@ -334,7 +175,7 @@ def dot_masks(frames, p0, p1, masks, out):
                             out[i0 + 1, m] += sums_b[q]
 
 
-@numba.njit(nogil=True, cache=True, fastmath=_FAST)
+@numba.njit(nogil=True, cache=True, fastmath=FASTMATH)
 def dot_mask(frames, p0, p1, mask, out):
     """``out[i] += sum_k frames[i, p0 + k] * mask[k]`` for one mask, four frames at a
     time (`dot_masks` would compute four masks' products to keep one)."""
@@ -367,7 +208,7 @@ def dot_mask(frames, p0, p1, mask, out):
         i += 1
 
 
-@numba.njit(nogil=True, cache=True, fastmath=_FAST)
+@numba.njit(nogil=True, cache=True, fastmath=FASTMATH)
 def dot_runs(frames, p0, p1, run_start, run_len, run_weight, run_mask, weights, out):
     """Sparse masks as runs of consecutive pixels: ``out[i, run_mask[r]] += sum_c
     frames[i, p0 + run_start[r] + c] * weights[run_weight[r] + c]``.
@@ -424,15 +265,10 @@ def flat_tile(tile: np.ndarray) -> np.ndarray:
 
 
 __all__ = [
-    "BLOCK",
     "MASK_BLOCK",
     "dot_mask",
     "dot_masks",
     "dot_runs",
     "flat_tile",
     "interval_moments",
-    "moments",
-    "moments_frame_sums",
-    "sum_frames",
-    "sum_pixels",
 ]

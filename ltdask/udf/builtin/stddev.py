@@ -6,7 +6,7 @@ import numpy as np
 
 from ltdask.exceptions import UDFError
 from ltdask.udf.base import FlatTileUDF
-from ltdask.udf.builtin._kernels import moments
+from ltdask.udf.kernels.statistics import moments
 
 
 def _np_moments(tile, count, mean, m2):

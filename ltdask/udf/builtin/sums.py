@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ltdask.udf.base import FlatTileUDF
-from ltdask.udf.builtin._kernels import sum_frames, sum_pixels
+from ltdask.udf.kernels.statistics import sum_frames, sum_pixels
 
 
 def _accumulator_dtype(dtype) -> np.dtype:
