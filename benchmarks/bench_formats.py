@@ -39,8 +39,7 @@ import dask
 import numpy as np
 
 import ltdask
-from ltdask.io._hdf5 import open_hdf5
-from ltdask.io._zarr import open_zarr
+from ltdask.io import open_hdf5, open_zarr
 
 # the Merlin writer of the tests (numpy only)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))

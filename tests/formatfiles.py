@@ -18,9 +18,7 @@ import pytest
 import scipy.sparse
 
 import ltdask
-from ltdask.io._hdf5 import open_hdf5
-from ltdask.io._raw_csr import open_raw_csr
-from ltdask.io._zarr import open_zarr
+from ltdask.io import open_hdf5, open_raw_csr, open_zarr
 
 #: odd shapes: they divide into no partition, chunk or tile size used below
 NAV = (5, 7)
@@ -192,14 +190,14 @@ def write_mib(folder: Path, data, raw: bool = False, depth: int = 12):
 
 
 def _mib_formats() -> list[Format]:
-    """MIB joins the table once ``ltdask.io._mib`` and ``tests/mibfiles.py`` exist."""
-    if importlib.util.find_spec("ltdask.io._mib") is None:
+    """MIB joins the table once ``ltdask.io.formats.mib`` and ``tests/mibfiles.py`` exist."""
+    if importlib.util.find_spec("ltdask.io.formats.mib") is None:
         return []
     try:
         import mibfiles  # noqa: F401
     except ImportError:
         return []
-    from ltdask.io._mib import open_mib
+    from ltdask.io import open_mib
 
     return [
         Format("mib-u16", ">u2", write_mib, open_mib),

@@ -52,10 +52,10 @@ def _opener(module: str, name: str) -> Callable:
 open_raw = ltdask.open_raw
 open_npy = ltdask.open_npy
 from_array = ltdask.from_array
-open_hdf5 = _opener("ltdask.io._hdf5", "open_hdf5")
-open_zarr = _opener("ltdask.io._zarr", "open_zarr")
-open_raw_csr = _opener("ltdask.io._raw_csr", "open_raw_csr")
-open_mib = _opener("ltdask.io._mib", "open_mib")
+open_hdf5 = _opener("ltdask.io.formats.hdf5", "open_hdf5")
+open_zarr = _opener("ltdask.io.formats.zarr", "open_zarr")
+open_raw_csr = _opener("ltdask.io.formats.raw_csr", "open_raw_csr")
+open_mib = _opener("ltdask.io.formats.mib", "open_mib")
 open_dataset = importlib.import_module("ltdask.io.open").open_dataset
 open_any = getattr(ltdask, "open", None) or open_dataset
 
@@ -904,7 +904,7 @@ def _open_target(folder: Path, kind: str) -> Path:
 
 OPEN_CASES = [
     pytest.param("missing", {}, FileNotFoundError, r"does not exist", id="missing-file"),
-    pytest.param("dir", {}, DataSetError, r"directory but not a Zarr store", id="directory"),
+    pytest.param("dir", {}, DataSetError, r"directory but not a zarr store", id="directory"),
     pytest.param("unknown", {}, DataSetError, r"cannot tell the format", id="unknown-format"),
     pytest.param("raw", {}, DataSetError, r"nav_shape=, sig_shape=, dtype=", id="raw-no-shape"),
     pytest.param("raw-format", {"format": "tiff"}, DataSetError, r"format='tiff'",

@@ -21,7 +21,7 @@ from cluster_udfs import SlowSumSigUDF, WhereUDF
 from formatfiles import FORMAT_PARAMS
 
 import ltdask
-from ltdask.io._zarr import open_zarr
+from ltdask.io import open_zarr
 from ltdask.udf import ApplyMasksUDF, CoMUDF, StdDevUDF, SumSigUDF, SumUDF
 from ltdask.udf.graph import Run
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
-from collections.abc import Callable
-from typing import Any
 
 import dask
 import numpy as np
@@ -140,35 +138,34 @@ class Context(AnalysisMixin):
         return dask.config.set(self._config) if self._config else contextlib.nullcontext()
 
     def load(self, filetype: str, *args, **kwargs):
-        """Open a dataset: ``"raw"``, ``"npy"``, ``"hdf5"``, ``"zarr"``, ``"raw_csr"``,
-        ``"mib"``, ``"memory"``, ``"dask"`` or ``"auto"`` (by file contents)."""
-        import ltdask  # the openers below (to come from ltdask.io, not the package root)
+        """Open a dataset: a file format by name (``"raw"``, ``"npy"``, ``"hdf5"`` or
+        ``"h5"``, ``"zarr"``, ``"raw_csr"``, ``"mib"``, or a plug-in's; see
+        `ltdask.io.formats`), ``"memory"``, ``"dask"`` or ``"auto"`` (by file contents)."""
+        from ltdask.io._memory import from_array
+        from ltdask.io.open import open_dataset
+        from ltdask.io.registry import find_format, format_names
 
         for key in _IGNORED_LOAD_KEYS:
             kwargs.pop(key, None)
         kind = filetype.lower()
-        openers: dict[str, Callable[..., Any]] = {
-            "raw": ltdask.open_raw,
-            "npy": ltdask.open_npy,
-            "hdf5": ltdask.open_hdf5,
-            "h5": ltdask.open_hdf5,
-            "zarr": ltdask.open_zarr,
-            "raw_csr": ltdask.open_raw_csr,
-            "mib": ltdask.open_mib,
-            "auto": ltdask.open,
-        }
-        if kind == "auto" and not args and "path" in kwargs:
-            args = (kwargs.pop("path"),)  # ltdask.open takes the path positionally
-        if kind in openers:
-            return openers[kind](*args, **kwargs)
+        if kind == "auto":
+            if not args and "path" in kwargs:
+                args = (kwargs.pop("path"),)  # ltdask.open takes the path positionally
+            return open_dataset(*args, **kwargs)
         if kind in ("memory", "dask"):
             data = kwargs.pop("data", args[0] if args else None)
             if data is None:
                 shape = kwargs.pop("datashape")
                 data = np.zeros(shape, dtype=kwargs.pop("dtype", np.float32))
             sig_dims = kwargs.pop("sig_dims", 2)
-            return ltdask.from_array(data, sig_dims=sig_dims, **kwargs)
-        raise DataSetError(f"Context.load: unknown or unsupported file type {filetype!r}")
+            return from_array(data, sig_dims=sig_dims, **kwargs)
+        fmt = find_format(kind)
+        if fmt is None:
+            raise DataSetError(
+                f"Context.load: unknown or unsupported file type {filetype!r}; expected one "
+                f"of {', '.join(format_names())}, memory, dask or auto"
+            )
+        return fmt.open(*args, **kwargs)
 
     def run_udf(
         self,

@@ -1,19 +1,29 @@
-"""Datasets, partitions, tiling negotiation and the numba read path."""
+"""Datasets, partitions, tiling negotiation and the numba read path; the file formats and
+their registry."""
 
-from ltdask.io._hdf5 import HDF5DataSet, HDF5MappedDataSet, open_hdf5
 from ltdask.io._memory import ArrayDataSet, from_array
-from ltdask.io._mib import MibDataSet, open_mib
-from ltdask.io._npy import NpyDataSet, open_npy
-from ltdask.io._raw import RawDataSet, open_raw
-from ltdask.io._raw_csr import RawCSRDataSet, open_raw_csr
-from ltdask.io._zarr import ZarrDataSet, open_zarr
 from ltdask.io.chunked import ChunkedArrayDataSet
 from ltdask.io.dataset import DataSet
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
 from ltdask.io.fileset import File, FileSet
-from ltdask.io.open import open_dataset
+from ltdask.io.formats.hdf5 import HDF5DataSet, open_hdf5
+from ltdask.io.formats.hdf5_mapped import HDF5MappedDataSet
+from ltdask.io.formats.mib import MibDataSet, open_mib
+from ltdask.io.formats.npy import NpyDataSet, open_npy
+from ltdask.io.formats.raw import RawDataSet, open_raw
+from ltdask.io.formats.raw_csr import RawCSRDataSet, open_raw_csr
+from ltdask.io.formats.zarr import ZarrDataSet, open_zarr
+from ltdask.io.open import detect_format, open_dataset
 from ltdask.io.partition import Partition
+from ltdask.io.registry import (
+    Format,
+    FormatPluginError,
+    FormatPluginWarning,
+    formats,
+    get_format,
+    supported_formats,
+)
 from ltdask.io.tiling import Negotiator, TilingPreferences, TilingScheme
 
 __all__ = [
@@ -24,6 +34,9 @@ __all__ = [
     "File",
     "FileDataSet",
     "FileSet",
+    "Format",
+    "FormatPluginError",
+    "FormatPluginWarning",
     "HDF5DataSet",
     "HDF5MappedDataSet",
     "MibDataSet",
@@ -35,7 +48,10 @@ __all__ = [
     "TilingPreferences",
     "TilingScheme",
     "ZarrDataSet",
+    "detect_format",
+    "formats",
     "from_array",
+    "get_format",
     "open_dataset",
     "open_hdf5",
     "open_mib",
@@ -43,4 +59,5 @@ __all__ = [
     "open_raw",
     "open_raw_csr",
     "open_zarr",
+    "supported_formats",
 ]

@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 
 from ltdask.common import Slice
-from ltdask.exceptions import DataSetError
-from ltdask.io.dataset import DataSet, check_shape
+from ltdask.io.checks import check_shape, check_sig_dims
+from ltdask.io.dataset import DataSet
 from ltdask.io.partition import nav_grid
 from ltdask.io.tiling import TilingScheme
 
@@ -122,15 +122,6 @@ def frame_runs(frames: np.ndarray) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if frames[a] >= 0]
 
 
-def check_sig_dims(sig_dims, shape: tuple[int, ...], where: str) -> int:
-    if not isinstance(sig_dims, (int, np.integer)) or not 0 < sig_dims < len(shape):
-        raise DataSetError(
-            f"{where}: sig_dims={sig_dims!r} does not fit the array shape {shape}; "
-            f"expected 1 to {len(shape) - 1}"
-        )
-    return int(sig_dims)
-
-
 class ChunkedArrayDataSet(DataSet):
     """Frames of a stored N-d array (nav dims, then `sig_dims` signal dims) read through a
     storage library, chunk aligned.
@@ -165,7 +156,7 @@ class ChunkedArrayDataSet(DataSet):
         dims: Sequence[str] | None = None,
     ):
         self.array_shape = tuple(int(s) for s in array_shape)
-        sig_dims = check_sig_dims(sig_dims, self.array_shape, self.path)
+        sig_dims = check_sig_dims(sig_dims, self.path, self.array_shape)
         self.array_nav_shape = self.array_shape[:-sig_dims]
         self.read_chunks = None if read_chunks is None else tuple(int(c) for c in read_chunks)
         if storage_chunks is None:
@@ -244,6 +235,7 @@ class ChunkedArrayDataSet(DataSet):
         for i0, i1 in frame_runs(frames):
             n = i1 - i0
             if native is None:
+                assert scratch is not None, "reading as another dtype needs a scratch buffer"
                 target = scratch[: n * math.prod(slice_shape)].reshape((n, *slice_shape))
             else:
                 target = out[i0:i1]

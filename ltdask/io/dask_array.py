@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ltdask.io.dataset import DataSet
 from ltdask.io.tiling import TILE_MAX, TilingPreferences
+
+if TYPE_CHECKING:
+    from ltdask.io.dataset import DataSet
 
 
 def dataset_to_dask(ds: DataSet, dtype=None, chunks=None):

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ltdask import _config
 from ltdask.common import Shape, Slice
 from ltdask.exceptions import DataSetError, MissingFramesWarning, UDFError, warn
+from ltdask.io.checks import SUPPORTED_DTYPES, check_dtype, check_shape, unsupported
 from ltdask.io.partition import Partition, nav_grid, partitions_for_grid
 from ltdask.io.tiling import Negotiator, TilingPreferences, TilingScheme
 
@@ -22,6 +24,7 @@ MIN_SIG_BYTES = 4 * 4096
 
 def default_dims(nav_dims: int, sig_dims: int) -> tuple[str, ...]:
     """Dim names: ``scan_y, scan_x`` / ``frame`` / ``nav_i`` and ``det_y, det_x`` / ``sig_i``."""
+    nav: tuple[str, ...]
     if nav_dims == 2:
         nav = ("scan_y", "scan_x")
     elif nav_dims == 1:
@@ -41,58 +44,6 @@ def flat_of(data: np.ndarray, copy: bool = False) -> tuple | None:
         data = np.ascontiguousarray(data)
     frames = data.reshape(data.shape[0], -1)
     return frames, 0, frames.shape[1]
-
-
-def check_shape(value, what: str, where: str) -> tuple[int, ...]:
-    """`value` as a tuple of positive ints, or a `DataSetError` naming `what` and `where`."""
-    try:
-        if isinstance(value, (int, np.integer)):
-            value = (value,)
-        dims = tuple(int(v) for v in value)
-        if any(int(v) != v for v in value):
-            raise ValueError
-    except (TypeError, ValueError):
-        raise DataSetError(f"{where}: {what}={value!r} is not a sequence of integers") from None
-    if not dims:
-        raise DataSetError(f"{where}: {what}={value!r} needs at least one dim")
-    if any(d <= 0 for d in dims):
-        raise DataSetError(f"{where}: {what}={dims} has zero or negative dims; all must be >= 1")
-    if math.prod(dims) >= 2**62:
-        raise DataSetError(f"{where}: {what}={dims} is absurdly large")
-    return dims
-
-
-#: the pixel dtypes ltdask reads, converts to and runs UDFs on (either byte order), for messages
-SUPPORTED_DTYPES = (
-    "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, "
-    "float64, complex64, complex128"
-)
-
-
-def unsupported(dt: np.dtype) -> str | None:
-    """Why the read path cannot handle pixels of `dt`, or None if it can."""
-    if dt.kind not in "biufc" or dt.fields is not None or dt.subdtype is not None:
-        return "not a bool, integer, float or complex dtype"
-    if (dt.kind == "f" and dt.itemsize > 8) or (dt.kind == "c" and dt.itemsize > 16):
-        # numba and most of numpy's reductions have no extended precision
-        return "extended precision (longdouble), which numba cannot compute with"
-    return None
-
-
-def check_dtype(value, where: str) -> np.dtype:
-    """`value` as a numpy dtype the read path handles, or a `DataSetError` naming `where`,
-    the value and the supported dtypes."""
-    try:
-        dt = np.dtype(value)
-    except (TypeError, ValueError) as e:  # ValueError for e.g. "0\x1b"
-        raise DataSetError(f"{where}: dtype={value!r} is not a numpy dtype ({e})") from None
-    reason = unsupported(dt)
-    if reason is not None:
-        raise DataSetError(
-            f"{where}: dtype={value!r} ({dt}) is not supported: {reason}; expected one of "
-            f"{SUPPORTED_DTYPES}"
-        )
-    return dt
 
 
 class RoiBuilder:
@@ -123,6 +74,9 @@ class DataSet:
     #: coordinates of the scan's dims (name -> ``xarray.Variable``), given to
     #: :meth:`to_xarray`; e.g. those of a DataArray given to :func:`ltdask.from_array`
     coords: dict = {}
+    # ``ds.to_zarr(store, ...)`` converts the scan to Zarr. Writing is ltdask.store's, which
+    # reading does not import: the ``ltdask`` package, which imports both, attaches it.
+    to_zarr: ClassVar[Callable[..., Any]]
 
     def __init__(
         self,
@@ -388,46 +342,6 @@ class DataSet:
             coords=dict(self.coords) or None,
             name=type(self).__name__,
             attrs=self.attrs(),
-        )
-
-    def to_zarr(
-        self,
-        store,
-        chunks=None,
-        dtype=None,
-        compressors="auto",
-        mode: str = "w-",
-        progress: bool = False,
-        corrections=None,
-    ):
-        """Convert the scan to a Zarr (v3) array, in parallel on the active scheduler.
-
-        Shards hold one partition each (the chunks of :meth:`to_dask`), split into chunks of
-        whole frames of about 1 MiB, compressed with blosc/zstd. A path is written under a
-        temporary name and renamed when complete; an existing store is replaced only with
-        ``mode="w"``. Read it back with :func:`ltdask.open_zarr`. With `corrections` (a
-        `ltdask.CorrectionSet`), the corrected frames are written (as floats).
-
-        Examples
-        --------
-        >>> import numpy as np, ltdask, tempfile, os, zarr
-        >>> data = np.arange(3 * 4 * 5 * 6, dtype=np.uint16).reshape(3, 4, 5, 6)
-        >>> path = os.path.join(tempfile.mkdtemp(), "scan.zarr")
-        >>> _ = ltdask.from_array(data).to_zarr(path)
-        >>> bool((zarr.open_array(path)[...] == data).all())
-        True
-        """
-        from ltdask.store import write_dataset
-
-        return write_dataset(
-            self,
-            store,
-            chunks=chunks,
-            dtype=dtype,
-            compressors=compressors,
-            mode=mode,
-            progress=progress,
-            corrections=corrections,
         )
 
     def attrs(self) -> dict:

@@ -8,17 +8,19 @@ its ``preferred_chunks`` encoding repeats those chunks, so ``chunks={}`` keeps t
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from xarray.backends import BackendEntrypoint
 
-from ltdask.io.open import MIB_SUFFIXES, open_dataset
+from ltdask.io.open import open_dataset
+from ltdask.io.registry import BUILTIN, formats
 
 VARIABLE = "data"
 
 
 class LtdaskBackendEntrypoint(BackendEntrypoint):
-    """Open 4D-STEM scans with ltdask: raw, npy, HDF5, Zarr, raw_csr and MIB.
+    """Open 4D-STEM scans with ltdask, in any format of its registry (the built-in ones and
+    ``ltdask.formats`` plug-ins).
 
     Examples
     --------
@@ -29,8 +31,12 @@ class LtdaskBackendEntrypoint(BackendEntrypoint):
     ('scan_y', 'scan_x', 'det_y', 'det_x')
     """
 
-    description = "4D-STEM scans (raw, npy, HDF5, Zarr, raw_csr, MIB) as lazy dask arrays"
+    description = (
+        f"4D-STEM scans ({', '.join(BUILTIN)} and ltdask.formats plug-ins) as lazy dask arrays"
+    )
     url = "https://github.com/ltdask/ltdask"
+    #: what xarray may pass besides the format's own keywords, which go to ltdask.open
+    open_dataset_parameters = ("filename_or_obj", "drop_variables", "format", "read_dtype")
 
     def open_dataset(
         self,
@@ -38,38 +44,17 @@ class LtdaskBackendEntrypoint(BackendEntrypoint):
         *,
         drop_variables: str | Iterable[str] | None = None,
         format: str | None = None,
-        key: str | None = None,
-        sig_dims: int | None = None,
-        nav_shape: Sequence[int] | None = None,
-        sig_shape: Sequence[int] | None = None,
-        dtype=None,
-        sync_offset: int | None = None,
-        dims: Sequence[str] | None = None,
-        file_header_bytes: int | None = None,
-        frame_header_bytes: int | None = None,
-        frame_footer_bytes: int | None = None,
         read_dtype=None,
+        **kwargs,
     ):
         """The scan as an `xarray.Dataset` with one lazy variable, ``data``.
 
         `read_dtype` converts the pixels (the native dtype by default); the other keywords
-        go to :func:`ltdask.open` where given.
+        (those of the format's ``open_*`` function) go to :func:`ltdask.open` where given.
         """
         import xarray as xr
 
-        given = {
-            "key": key,
-            "sig_dims": sig_dims,
-            "nav_shape": nav_shape,
-            "sig_shape": sig_shape,
-            "dtype": dtype,
-            "sync_offset": sync_offset,
-            "dims": dims,
-            "file_header_bytes": file_header_bytes,
-            "frame_header_bytes": frame_header_bytes,
-            "frame_footer_bytes": frame_footer_bytes,
-        }
-        kwargs = {k: v for k, v in given.items() if v is not None}
+        kwargs = {k: v for k, v in kwargs.items() if v is not None}
         if isinstance(filename_or_obj, os.PathLike):
             filename_or_obj = os.fspath(filename_or_obj)
         ds = open_dataset(filename_or_obj, format=format, **kwargs)
@@ -86,18 +71,17 @@ class LtdaskBackendEntrypoint(BackendEntrypoint):
         return result
 
     def guess_can_open(self, filename_or_obj) -> bool:
-        """Claims only suffixes no other engine reads: ``.npy``, ``.mib`` and raw_csr
-        ``.toml`` descriptors (HDF5 and Zarr files go to their own engines unless
-        ``engine="ltdask"`` is given)."""
+        """Claims only what the formats list as their ``engine_suffixes``, suffixes no other
+        engine reads (``.npy``, ``.mib``, raw_csr ``.toml`` descriptors): HDF5 and Zarr files
+        go to their own engines unless ``engine="ltdask"`` is given."""
         try:
             path = os.fspath(filename_or_obj)
         except TypeError:
             return False
+        if not isinstance(path, str):
+            return False
         suffix = os.path.splitext(path)[1].lower()
-        if suffix == ".npy" or suffix in MIB_SUFFIXES[:1]:
-            return True
-        if suffix == ".toml":
-            from ltdask.io.open import _is_raw_csr
-
-            return _is_raw_csr(path)
-        return False
+        return any(
+            suffix in fmt.engine_suffixes and (fmt.sniff is None or fmt.sniff(path))
+            for fmt in formats()
+        )

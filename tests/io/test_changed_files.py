@@ -22,7 +22,9 @@ from formatfiles import FILE_FORMAT_PARAMS, make_data, write_hdf5, write_npy
 
 import ltdask
 from ltdask import DataSetError
-from ltdask.io.fileset import MAPS, File, FileSet, keeping_maps, map_file, signature_of
+from ltdask.io.checks import signature_of
+from ltdask.io.fileset import File, FileSet
+from ltdask.io.maps import MAPS, keeping_maps, map_file
 from ltdask.udf import SumSigUDF
 
 CHANGED = r"changed since it was opened \(.*\); open it again"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import ltdask
-from ltdask.io.fileset import MAPS, keeping_maps, map_file
+from ltdask.io.maps import MAPS, keeping_maps, map_file
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,8 @@ from formatfiles import make_data
 
 import ltdask
 from ltdask import DataSetError
-from ltdask.io._hdf5 import HDF5DataSet, HDF5MappedDataSet, open_hdf5
+from ltdask.io.formats.hdf5 import HDF5DataSet, open_hdf5
+from ltdask.io.formats.hdf5_mapped import HDF5MappedDataSet
 
 h5py = pytest.importorskip("h5py")
 

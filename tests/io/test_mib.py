@@ -30,7 +30,7 @@ from mibfiles import (
 
 import ltdask
 from ltdask import DataSetError
-from ltdask.io._mib import open_mib
+from ltdask.io.formats.mib import open_mib
 
 DEPTHS = [pytest.param(d, id=f"{d}bit") for d in (1, 6, 12, 24)]
 # (quad, gap, sig_shape): chips of 8 x 64 pixels keep quad frames small

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import shutil
 import sys
-import types
 
 import numpy as np
 import pytest
@@ -18,7 +19,9 @@ from formatfiles import (
 )
 
 from ltdask import DataSetError
+from ltdask.io import registry
 from ltdask.io.open import detect_format, open_dataset
+from ltdask.io.registry import FormatPluginError, FormatPluginWarning
 
 DATA = make_data("<u2", nav=(3, 4), sig=(5, 6))
 
@@ -82,7 +85,7 @@ def test_raw_needs_shape_and_dtype(tmp_path):
     path = tmp_path / "scan.raw"
     DATA.tofile(path)
     with pytest.raises(
-        DataSetError, match=r"raw data, which has no header: pass sig_shape=, dtype="
+        DataSetError, match=r"read as raw data \(.*\), which has no header: pass sig_shape=, dtype="
     ):
         open_dataset(path, nav_shape=(3, 4))
     ds = open_dataset(path, nav_shape=(3, 4), sig_shape=(5, 6), dtype="<u2")
@@ -103,7 +106,9 @@ def test_unknown_format_lists_the_supported_ones(tmp_path):
     ):
         open_dataset(path)
     (tmp_path / "folder").mkdir()
-    with pytest.raises(DataSetError, match="is a directory but not a Zarr store"):
+    with pytest.raises(
+        DataSetError, match="is a directory but not a zarr store; ltdask.open reads"
+    ):
         open_dataset(tmp_path / "folder")
     with pytest.raises(DataSetError, match=r"format='tiff' is not known; supported: raw, npy"):
         open_dataset(path, format="tiff")
@@ -128,20 +133,31 @@ def test_format_forces_the_opener(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["scan.mib", "scan.hdr", "scan-magic"])
-def test_mib_goes_to_the_mib_reader(tmp_path, monkeypatch, name):
+def test_mib_goes_to_the_mib_reader(tmp_path, monkeypatch, fresh_registry, name):
     path = tmp_path / name
     path.write_bytes(b"MQ1,000001,00384,01,0256,0256,U16,   1x1" + b"\x00" * 100)
     calls = []
-    fake = types.ModuleType("ltdask.io._mib")
-    fake.open_mib = lambda path, **kw: calls.append((path, kw)) or "opened"
-    monkeypatch.setitem(sys.modules, "ltdask.io._mib", fake)
+    mib = importlib.import_module("ltdask.io.formats.mib")
+    fake = dataclasses.replace(
+        mib.FORMAT, opener=lambda path, **kw: calls.append((path, kw)) or "opened"
+    )
+    monkeypatch.setattr(mib, "FORMAT", fake)
+    registry.refresh()
+    assert detect_format(path) == "mib"
     assert open_dataset(path, nav_shape=(1, 1)) == "opened"
     assert calls == [(path, {"nav_shape": (1, 1)})]
 
 
-def test_mib_without_the_mib_reader(tmp_path, monkeypatch):
+def test_mib_without_the_mib_reader(tmp_path, monkeypatch, fresh_registry):
+    """A format whose module cannot be imported is left out, and says why."""
     path = tmp_path / "scan.mib"
     path.write_bytes(b"MQ1," + b"\x00" * 100)
-    monkeypatch.setitem(sys.modules, "ltdask.io._mib", None)  # import raises ModuleNotFound
-    with pytest.raises(DataSetError, match=r"MIB files needs? ltdask.io._mib"):
+    monkeypatch.setitem(sys.modules, "ltdask.io.formats.mib", None)  # import fails
+    registry.refresh()
+    with pytest.warns(FormatPluginWarning, match=r"format 'mib' from ltdask itself cannot be"):
+        assert "mib" not in registry.format_names()
+    message = r"cannot tell the format .* could not be loaded: the record of the format 'mib'"
+    with pytest.raises(DataSetError, match=message):
         open_dataset(path)
+    with pytest.raises(FormatPluginError, match=r"ModuleNotFoundError.*; reinstall ltdask"):
+        open_dataset(path, format="mib")

@@ -12,7 +12,7 @@ from formatfiles import make_data
 
 import ltdask
 from ltdask import DataSetError
-from ltdask.io._zarr import ZarrDataSet, open_zarr
+from ltdask.io.formats.zarr import ZarrDataSet, open_zarr
 
 DATA = make_data("<u2", nav=(6, 8), sig=(9, 11))
 

@@ -6,46 +6,48 @@ Which read path a dataset takes depends on how HDF5 stores it:
   raw file (memory map, straight views, numba decoders) with a one-entry `FileSet`;
 * **chunked without filters, whole frames per chunk**: every chunk is a run of frames at its
   own offset (``dataset.id.chunk_iter``); read like a raw file whose `FileSet` lists one
-  entry per run of frames;
+  entry per run of frames (both: :mod:`ltdask.io.formats.hdf5_mapped`);
 * anything else (compression, chunks that cut frames, unallocated chunks, external or
   virtual storage): through h5py, chunk aligned (:class:`~ltdask.io.chunked.ChunkedArrayDataSet`),
   with a chunk cache large enough for the chunks a task reads in turn.
 
 h5py serialises its calls with one lock per process, so the last path reads in parallel on
 the processes or distributed schedulers, not on threads.
+
+Compression filters that HDF5 does not ship (bitshuffle, LZ4, Blosc, Zstd, ... as detectors
+write them) come from ``hdf5plugin`` (``pip install ltdask[hdf5]``), imported before a file
+is opened; a dataset whose filter is missing is refused at open time, naming the filter.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 import os
 import stat
 from collections.abc import Sequence
 
-import numpy as np
-
 from ltdask._types import PathLike
 from ltdask.exceptions import DataSetError
-from ltdask.io._raw import check_file
-from ltdask.io.chunked import ChunkedArrayDataSet, check_sig_dims
-from ltdask.io.dataset import check_dtype, check_shape
-from ltdask.io.decode import Decoder
-from ltdask.io.file_dataset import FileDataSet
-from ltdask.io.fileset import (
-    File,
-    FileSet,
-    MappedFiles,
+from ltdask.io.checks import (
     Signature,
     changed_error,
+    check_dtype,
+    check_file,
+    check_shape,
+    check_sig_dims,
+    describe_candidates,
     same_version,
     signature_of,
     stat_regular_file,
 )
+from ltdask.io.chunked import ChunkedArrayDataSet
+from ltdask.io.fileset import File
+from ltdask.io.formats.hdf5_mapped import HDF5MappedDataSet, chunk_runs
+from ltdask.io.registry import Format
 
-#: at most this many runs of frames make a straight-read file set (more: read via h5py)
-MAX_RUNS = 8192
 #: HDF5 chunk cache per open file in a task: at least / at most
 MIN_CACHE = 1 << 20
 MAX_CACHE = 128 << 20
@@ -54,14 +56,62 @@ HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf", ".nxs", ".emd", ".cxi", ".he5")
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 
 
+#: names of the filters hdf5plugin brings, by HDF5 filter id (for files that name none)
+PLUGIN_FILTERS = {
+    307: "bzip2",
+    32001: "Blosc",
+    32004: "LZ4",
+    32008: "bitshuffle",
+    32013: "zfp",
+    32015: "Zstd",
+    32017: "SZ",
+    32018: "FCIDECOMP",
+    32024: "SZ3",
+    32026: "Blosc2",
+    32028: "SPERR",
+    32033: "HTJ2K",
+}
+
+
 def import_h5py():
+    """h5py, with the compression filters of ``hdf5plugin`` registered where it is installed."""
     try:
         import h5py
-    except ImportError:  # pragma: no cover - h5py is installed with the test extras
+    except ImportError:  # pragma: no cover - h5py is a dependency of ltdask
         raise ImportError(
             "reading HDF5 files needs h5py: pip install h5py (or install ltdask[hdf5])"
         ) from None
+    register_filters()
     return h5py
+
+
+@functools.cache
+def register_filters() -> bool:
+    """Import ``hdf5plugin`` if it is installed (once per process: tasks call this too):
+    importing it registers its filters with HDF5. Whether it was found."""
+    try:
+        import hdf5plugin  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def check_filters(dset, path: str, key: str) -> None:
+    """A `DataSetError` naming the file, the dataset and the filter if a compression filter
+    of `dset` is not available in this process (reading would fail in every task)."""
+    h5py = import_h5py()
+    plist = dset.id.get_create_plist()
+    for i in range(plist.get_nfilters()):
+        code, _, _, name = plist.get_filter(i)
+        if h5py.h5z.filter_avail(code):
+            continue
+        stored = bytes(name).split(b"\0")[0].decode("ascii", "replace").split(";")[0].strip()
+        label = stored or PLUGIN_FILTERS.get(code, "unknown")
+        raise DataSetError(
+            f"{path!r}: dataset {key!r} is compressed with the HDF5 filter {label!r} (id "
+            f"{code}), which is not available here; pip install ltdask[hdf5] (hdf5plugin) "
+            "to read it"
+        )
 
 
 def is_hdf5(path: str) -> bool:
@@ -97,11 +147,8 @@ def candidate_datasets(f, min_dims: int = 3) -> list[tuple[str, tuple[int, ...],
     return sorted(found)
 
 
-def describe_candidates(found) -> str:
-    if not found:
-        return "the file holds no dataset with at least 3 dims"
-    listed = ", ".join(f"{name!r} {shape} {dtype}" for name, shape, dtype in found)
-    return f"datasets with at least 3 dims: {listed}"
+def _candidates_text(found) -> str:
+    return describe_candidates(found, "dataset", "file")
 
 
 def find_dataset(f, key: str | None, path: str, sig_dims: int):
@@ -112,9 +159,7 @@ def find_dataset(f, key: str | None, path: str, sig_dims: int):
         if len(found) == 1:
             return f[found[0][0]]
         what = "several datasets could be the scan" if found else "no key given"
-        raise DataSetError(
-            f"{path!r}: {what}; pass key=... naming one ({describe_candidates(found)})"
-        )
+        raise DataSetError(f"{path!r}: {what}; pass key=... naming one ({_candidates_text(found)})")
     try:
         obj = f.get(key)
     except (KeyError, ValueError, OSError, TypeError):
@@ -122,12 +167,12 @@ def find_dataset(f, key: str | None, path: str, sig_dims: int):
     if obj is None or not isinstance(obj, h5py.Dataset):
         what = "is a group, not a dataset" if isinstance(obj, h5py.Group) else "does not exist"
         raise DataSetError(
-            f"{path!r}: key={key!r} {what}; {describe_candidates(candidate_datasets(f))}"
+            f"{path!r}: key={key!r} {what}; {_candidates_text(candidate_datasets(f))}"
         )
     if obj.ndim <= sig_dims:
         raise DataSetError(
             f"{path!r}: dataset {key!r} has shape {obj.shape}, which has no nav dims with "
-            f"sig_dims={sig_dims}; {describe_candidates(candidate_datasets(f))}"
+            f"sig_dims={sig_dims}; {_candidates_text(candidate_datasets(f))}"
         )
     return obj
 
@@ -141,127 +186,6 @@ def dimension_labels(dset) -> tuple[str, ...] | None:
     if all(labels) and len(set(labels)) == len(labels):
         return labels
     return None
-
-
-def chunk_runs(dset, path: str, sig_dims: int) -> list[File] | None:
-    """Runs of whole frames stored back to back in an unfiltered chunked dataset, as `File`
-    entries in stream order; None if the layout does not allow straight reads."""
-    shape = dset.shape
-    chunks = dset.chunks
-    nav, sig = shape[:-sig_dims], shape[-sig_dims:]
-    if tuple(chunks[-sig_dims:]) != tuple(sig):
-        return None
-    chunk_nav = chunks[:-sig_dims]
-    expected = math.prod(-(-n // c) for n, c in zip(nav, chunk_nav, strict=True))
-    if dset.id.get_num_chunks() != expected:
-        return None  # unallocated chunks read as the fill value
-    frame_bytes = math.prod(sig) * dset.dtype.itemsize
-    size = os.path.getsize(path)
-    inner = chunk_nav[-1]
-    lead_shape = chunk_nav[:-1]
-    runs: list[tuple[int, int, int]] = []  # (first frame, frames, byte offset)
-    info = []
-    dset.id.chunk_iter(info.append)
-    if len(info) != expected:
-        return None
-    for chunk in info:
-        origin = chunk.chunk_offset[: len(nav)]
-        if chunk.byte_offset is None or chunk.byte_offset + chunk.size > size:
-            raise DataSetError(
-                f"{path!r}: a chunk of {dset.name!r} lies beyond the end of the file "
-                f"({size} bytes); the file is truncated"
-            )
-        count = min(inner, nav[-1] - origin[-1])
-        for lead in np.ndindex(*lead_shape):
-            position = tuple(o + i for o, i in zip(origin[:-1], lead, strict=True))
-            if any(p >= n for p, n in zip(position, nav[:-1], strict=True)):
-                continue
-            first = int(np.ravel_multi_index((*position, origin[-1]), nav))
-            in_chunk = int(np.ravel_multi_index((*lead, 0), chunk_nav)) if lead_shape else 0
-            runs.append((first, count, chunk.byte_offset + in_chunk * frame_bytes))
-            if len(runs) > 4 * MAX_RUNS:
-                return None
-    runs.sort()
-    merged: list[list[int]] = []
-    for first, count, offset in runs:
-        if merged:
-            last = merged[-1]
-            if last[0] + last[1] == first and last[2] + last[1] * frame_bytes == offset:
-                last[1] += count
-                continue
-        merged.append([first, count, offset])
-    if len(merged) > MAX_RUNS:
-        return None
-    return [File(path, first, count, offset) for first, count, offset in merged]
-
-
-class SharedFileSet(FileSet):
-    """A `FileSet` whose entries may be runs of frames in the same file: one memory map per
-    distinct path, and read ranges that name it once."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        first_of: dict[str, int] = {}
-        self.canonical = np.array(
-            [first_of.setdefault(f.path, i) for i, f in enumerate(self.files)], dtype=np.int64
-        )
-
-    def read_ranges(self, frames, depth, slices):
-        tiles, ranges = super().read_ranges(frames, depth, slices)
-        if ranges.size:
-            ranges[..., 0] = self.canonical[ranges[..., 0]]
-        return tiles, ranges
-
-    def open(self) -> MappedFiles:
-        return SharedMappedFiles(self)
-
-    def bytes_needed(self) -> np.ndarray:
-        """Per entry, the bytes its file needs for the frames of every entry in it."""
-        needed = super().bytes_needed()
-        per_file = np.zeros(len(self.files), dtype=np.int64)
-        np.maximum.at(per_file, self.canonical, needed)
-        return per_file[self.canonical]
-
-    def __dask_tokenize__(self):
-        return (
-            "ltdask.SharedFileSet",
-            self.signatures(),
-            self.table.tobytes(),
-            self.sig_shape,
-            self.native_dtype.str,
-        )
-
-
-class SharedMappedFiles(MappedFiles):
-    """One memory map per distinct file of a `SharedFileSet`."""
-
-    def __getitem__(self, idx: int) -> np.ndarray:
-        return super().__getitem__(int(self._fileset.canonical[int(idx)]))
-
-
-class HDF5MappedDataSet(FileDataSet):
-    """An HDF5 dataset whose bytes are read straight from the file (see :func:`open_hdf5`):
-    contiguous storage, or unfiltered chunks of whole frames."""
-
-    def __init__(self, path, key, files, shape, dtype, sig_dims, layout, chunks, **kwargs):
-        self.path = path
-        self.key = key
-        self.layout = layout
-        self.chunks = chunks
-        sig = shape[-sig_dims:]
-        nav_shape = kwargs.pop("nav_shape", None) or shape[:-sig_dims]
-        cls = SharedFileSet if len(files) > 1 else FileSet
-        fileset = cls(files, sig, dtype)
-        super().__init__(fileset, Decoder(dtype), nav_shape, **kwargs)
-
-    def attrs(self) -> dict:
-        return {**super().attrs(), "key": self.key, "layout": self.layout}
-
-    def _token_fields(self) -> tuple:
-        return (super()._token_fields(), self.key)
-
-    def __repr__(self) -> str:
-        return super().__repr__()[:-1] + f", {self.key!r} {self.layout}>"
 
 
 class HDF5DataSet(ChunkedArrayDataSet):
@@ -319,7 +243,7 @@ class HDF5DataSet(ChunkedArrayDataSet):
         except OSError as e:
             raise DataSetError(f"cannot read {self.path!r}: {e.strerror or e}") from None
         if not same_version(self.signature, now):
-            raise changed_error(self.path, tuple(self.signature), now, st.st_mode)
+            raise changed_error(self.path, self.signature, now, st.st_mode)
 
     def _check_opened(self, f) -> None:
         """`check_unchanged` for the file h5py opened (it may have been replaced between
@@ -329,7 +253,7 @@ class HDF5DataSet(ChunkedArrayDataSet):
         except (OSError, ValueError, TypeError, AttributeError):
             return  # a file driver without a file descriptor: the check before opening holds
         if not same_version(self.signature, now):
-            raise changed_error(self.path, tuple(self.signature), now)
+            raise changed_error(self.path, self.signature, now)
 
     @contextlib.contextmanager
     def open_reader(self):
@@ -435,13 +359,13 @@ def open_hdf5(
     except OSError as e:
         raise DataSetError(f"cannot open {path!r} as HDF5 (truncated or damaged?): {e}") from None
     with f:
-        if not isinstance(sig_dims, (int, np.integer)) or sig_dims < 1:
-            raise DataSetError(f"{path!r}: sig_dims={sig_dims!r} must be a positive integer")
-        dset = find_dataset(f, key, path, int(sig_dims))
+        sig_dims = check_sig_dims(sig_dims, repr(path))
+        dset = find_dataset(f, key, path, sig_dims)
         key = dset.name
         shape = tuple(int(s) for s in dset.shape)
-        sig_dims = check_sig_dims(sig_dims, shape, f"{path!r}: dataset {key!r}")
+        sig_dims = check_sig_dims(sig_dims, f"{path!r}: dataset {key!r}", shape)
         dtype = check_dtype(dset.dtype, f"{path!r}: dataset {key!r}")
+        check_filters(dset, path, key)
         if nav_shape is not None:
             nav_shape = check_shape(nav_shape, "nav_shape", path)
         if dims is None and nav_shape is None:
@@ -476,3 +400,15 @@ def open_hdf5(
     return HDF5DataSet(
         path, key, shape, dtype, sig_dims, chunks, kind, **common, signature=signature
     )
+
+
+FORMAT = Format(
+    name="hdf5",
+    opener=open_hdf5,
+    description=".h5/.hdf5/.hdf/.nxs/.emd/.cxi (key= names the dataset)",
+    suffixes=HDF5_SUFFIXES,
+    magic=(HDF5_MAGIC,),
+    sniff=is_hdf5,
+    keywords=("key", "sig_dims", "sync_offset", "dims", "nav_shape", "mmap"),
+    aliases=("h5",),
+)

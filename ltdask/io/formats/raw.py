@@ -7,32 +7,18 @@ from collections.abc import Sequence
 
 from ltdask._types import PathLike
 from ltdask.exceptions import DataSetError
-from ltdask.io.dataset import check_dtype, check_shape
+from ltdask.io.checks import (
+    check_bytes,
+    check_dtype,
+    check_file,
+    check_shape,
+    signature_of,
+    stat_regular_file,
+)
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
-from ltdask.io.fileset import File, FileSet, signature_of, stat_regular_file
-
-
-def check_file(path: PathLike) -> str:
-    """`path` as a string, or a `DataSetError` if it is not a readable regular file (checked
-    without opening it: a FIFO would block, a device never end)."""
-    path = os.fspath(path)
-    stat_regular_file(path)
-    if not os.access(path, os.R_OK):
-        raise DataSetError(f"{path!r} is not readable")
-    return path
-
-
-def check_bytes(value, what: str, where: str) -> int:
-    try:
-        n = int(value)
-        if n != value:
-            raise ValueError
-    except (TypeError, ValueError):
-        raise DataSetError(f"{where}: {what}={value!r} is not an integer") from None
-    if n < 0:
-        raise DataSetError(f"{where}: {what}={n} is negative")
-    return n
+from ltdask.io.fileset import File, FileSet
+from ltdask.io.registry import Format
 
 
 def files_with_frames(
@@ -170,3 +156,22 @@ def open_raw(
         sync_offset,
         dims,
     )
+
+
+FORMAT = Format(
+    name="raw",
+    opener=open_raw,
+    description=".raw/.bin/.dat, with nav_shape=, sig_shape= and dtype=",
+    suffixes=(".raw", ".bin", ".dat"),
+    keywords=(
+        "nav_shape",
+        "sig_shape",
+        "dtype",
+        "file_header_bytes",
+        "frame_header_bytes",
+        "frame_footer_bytes",
+        "sync_offset",
+        "dims",
+    ),
+    required=("nav_shape", "sig_shape", "dtype"),
+)

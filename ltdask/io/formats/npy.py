@@ -8,11 +8,13 @@ import numpy as np
 
 from ltdask._types import PathLike
 from ltdask.exceptions import DataSetError
-from ltdask.io._raw import check_file
-from ltdask.io.dataset import check_dtype
+from ltdask.io.checks import Signature, check_dtype, check_file, check_sig_dims, signature_of
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
-from ltdask.io.fileset import File, FileSet, Signature, signature_of
+from ltdask.io.fileset import File, FileSet
+from ltdask.io.registry import Format
+
+NPY_MAGIC = b"\x93NUMPY"
 
 
 def read_npy_header(path: str) -> tuple[tuple[int, ...], np.dtype, int, Signature]:
@@ -47,11 +49,7 @@ class NpyDataSet(FileDataSet):
         self.path = path
         shape, dtype, offset, signature = read_npy_header(path)
         dtype = check_dtype(dtype, path)
-        if not isinstance(sig_dims, (int, np.integer)) or not 0 < sig_dims < len(shape):
-            raise DataSetError(
-                f"{path!r}: sig_dims={sig_dims!r} does not fit the array shape {shape}; "
-                f"expected 1 to {len(shape) - 1}"
-            )
+        sig_dims = check_sig_dims(sig_dims, repr(path), shape)
         nav, sig = shape[:-sig_dims], shape[-sig_dims:]
         frames = int(np.prod(nav))
         needed = offset + frames * dtype.itemsize * int(np.prod(sig))
@@ -78,3 +76,14 @@ def open_npy(path: PathLike, sig_dims: int = 2, sync_offset: int = 0, dims=None)
     ((2, 3), (4, 5))
     """
     return NpyDataSet(path, sig_dims=sig_dims, sync_offset=sync_offset, dims=dims)
+
+
+FORMAT = Format(
+    name="npy",
+    opener=open_npy,
+    description=".npy",
+    suffixes=(".npy",),
+    magic=(NPY_MAGIC,),
+    keywords=("sig_dims", "sync_offset", "dims"),
+    engine_suffixes=(".npy",),
+)

@@ -10,17 +10,36 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import sys
 from collections.abc import Sequence
 
-import numpy as np
-
 from ltdask.exceptions import DataSetError
+from ltdask.io.checks import (
+    changed_error,
+    check_dtype,
+    check_sig_dims,
+    describe_candidates,
+    same_version,
+    signature_of,
+    stat_regular_file,
+)
 from ltdask.io.chunked import ChunkedArrayDataSet
-from ltdask.io.dataset import check_dtype
-from ltdask.io.fileset import changed_error, same_version, signature_of, stat_regular_file
+from ltdask.io.registry import Format
 
 #: names of the metadata documents that mark a Zarr node
 ZARR_METADATA = ("zarr.json", ".zarray", ".zgroup", ".zattrs")
+
+
+def claims_target(target) -> bool:
+    """Whether `target` is Zarr before a file is examined: a ``zarr.Array``, a URL (only
+    Zarr is read from URLs) or the name of a metadata document."""
+    zarr = sys.modules.get("zarr")  # a zarr.Array means zarr is imported
+    if zarr is not None and isinstance(target, zarr.Array):
+        return True
+    if not isinstance(target, (str, os.PathLike)):
+        return False
+    path = os.fspath(target)
+    return isinstance(path, str) and ("://" in path or os.path.basename(path) in ZARR_METADATA)
 
 
 def is_zarr(path: str) -> bool:
@@ -62,10 +81,7 @@ def _candidates(group, min_dims: int = 3) -> list[tuple[str, tuple[int, ...], st
 
 
 def _describe(found) -> str:
-    if not found:
-        return "the store holds no array with at least 3 dims"
-    listed = ", ".join(f"{name!r} {shape} {dtype}" for name, shape, dtype in found)
-    return f"arrays with at least 3 dims: {listed}"
+    return describe_candidates(found, "array", "store")
 
 
 def _open_node(store, path: str | None, where: str):
@@ -174,7 +190,7 @@ class ZarrDataSet(ChunkedArrayDataSet):
                 "was it deleted or rewritten since it was opened? Open it again"
             ) from None
         if not same_version(old, now):
-            raise changed_error(doc, tuple(old), now, st.st_mode)
+            raise changed_error(doc, old, now, st.st_mode)
 
     def open_array(self):
         if self._array is not None:
@@ -279,10 +295,7 @@ def open_zarr(
     """
     import zarr
 
-    if not isinstance(sig_dims, (int, np.integer)) or sig_dims < 1:
-        raise DataSetError(
-            f"open_zarr({store!s}): sig_dims={sig_dims!r} must be a positive integer"
-        )
+    check_sig_dims(sig_dims, f"open_zarr({store!s})")
     if isinstance(store, zarr.Array):
         array = store
         where = repr(f"{array.store}/{array.path}".rstrip("/"))
@@ -314,3 +327,16 @@ def open_zarr(
     # a store object (not a path or URL): the opened array travels with the tasks
     task_store = store if isinstance(store, str) else None
     return ZarrDataSet(node, task_store, path or "", where, sig_dims, nav_shape, sync_offset, dims)
+
+
+FORMAT = Format(
+    name="zarr",
+    opener=open_zarr,
+    description=".zarr directories, zarr.json/.zarray (path= or key= names the array)",
+    suffixes=(".zarr",),
+    sniff=is_zarr,
+    directory=True,
+    claims=claims_target,
+    keywords=("path", "sig_dims", "dims", "sync_offset", "nav_shape"),
+    keyword_aliases=(("key", "path"),),
+)

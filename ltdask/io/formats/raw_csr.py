@@ -25,156 +25,28 @@ dense (the default, and what UDFs get) or as ``scipy.sparse.csr_matrix`` of shap
 from __future__ import annotations
 
 import math
-import os
-import tomllib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from ltdask._types import PathLike
 from ltdask.common import Slice
 from ltdask.exceptions import DataSetError
-from ltdask.io._raw import check_file
-from ltdask.io.dataset import DataSet, check_dtype, check_shape
-from ltdask.io.fileset import Signature, map_file, signature_of, stat_regular_file
+from ltdask.io.checks import Signature, check_file, check_shape, signature_of, stat_regular_file
+from ltdask.io.dataset import DataSet
+from ltdask.io.formats.raw_csr_descriptor import is_raw_csr, read_descriptor
+from ltdask.io.formats.raw_csr_kernels import (
+    csr_densify,
+    csr_densify_reference,
+    csr_gather,
+    numba_cannot,
+)
+from ltdask.io.maps import map_file
+from ltdask.io.registry import Format
 from ltdask.io.tiling import TilingScheme
 
-CSR_KEYS = (
-    "indptr_file",
-    "indptr_dtype",
-    "indices_file",
-    "indices_dtype",
-    "data_file",
-    "data_dtype",
-)
 BACKEND_NUMPY = "numpy"
 BACKEND_SCIPY_CSR = "scipy.sparse.csr_matrix"
-
-
-# -- kernels -------------------------------------------------------------------------------
-@numba.njit(nogil=True, cache=True)
-def csr_densify(starts, stops, indices, values, out):
-    """``out[i, indices[k]] += values[k]`` for ``k`` in ``starts[i]:stops[i]``; `out` is
-    ``(rows, frame pixels)`` and zeroed by the caller. Returns how many indices fell
-    outside the frame (they are skipped)."""
-    n_sig = out.shape[1]
-    bad = 0
-    for i in range(starts.shape[0]):
-        row = out[i]
-        for k in range(starts[i], stops[i]):
-            j = indices[k]
-            if j < 0 or j >= n_sig:
-                bad += 1
-            else:
-                row[j] += values[k]
-    return bad
-
-
-def _numba_cannot(*dtypes) -> bool:
-    """Whether numba cannot compute with one of `dtypes` (bool additions, float16)."""
-    return any(np.dtype(d).kind == "b" or np.dtype(d) == np.float16 for d in dtypes)
-
-
-def csr_densify_reference(starts, stops, indices, values, out) -> int:
-    """Pure-numpy :func:`csr_densify` (also used for dtypes numba cannot add: bool,
-    float16)."""
-    n_sig = out.shape[1]
-    bad = 0
-    for i in range(starts.shape[0]):
-        cols = np.asarray(indices[starts[i] : stops[i]]).astype(np.int64)
-        vals = np.asarray(values[starts[i] : stops[i]])
-        ok = (cols >= 0) & (cols < n_sig)
-        bad += int(np.count_nonzero(~ok))
-        np.add.at(out[i], cols[ok], vals[ok].astype(out.dtype))
-    return bad
-
-
-@numba.njit(nogil=True, cache=True)
-def csr_gather(starts, stops, indices, values, indices_out, values_out, indptr_out):
-    """Copy rows ``starts[i]:stops[i]`` into one compact CSR triple (``*_out``)."""
-    pos = 0
-    indptr_out[0] = 0
-    for i in range(starts.shape[0]):
-        for k in range(starts[i], stops[i]):
-            indices_out[pos] = indices[k]
-            values_out[pos] = values[k]
-            pos += 1
-        indptr_out[i + 1] = pos
-
-
-# -- the descriptor -----------------------------------------------------------------------
-@dataclass(frozen=True)
-class CSRFiles:
-    """The three files of a CSR scan and their dtypes (as stored)."""
-
-    indptr: str
-    indptr_dtype: np.dtype
-    indices: str
-    indices_dtype: np.dtype
-    data: str
-    data_dtype: np.dtype
-
-
-def load_toml(path: str) -> dict:
-    try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
-    except tomllib.TOMLDecodeError as e:
-        raise DataSetError(f"{path!r} is not valid TOML: {e}") from None
-    except UnicodeDecodeError:
-        raise DataSetError(f"{path!r} is not a TOML text file") from None
-
-
-def read_descriptor(path: str) -> tuple[dict, CSRFiles]:
-    """``(params, files)`` of a raw_csr TOML descriptor; clear errors for what is missing."""
-    conf = load_toml(path)
-    params = conf.get("params")
-    if not isinstance(params, dict):
-        raise DataSetError(f"{path!r} has no [params] table; expected a raw_csr descriptor")
-    filetype = params.get("filetype")
-    if not isinstance(filetype, str) or filetype.lower() != "raw_csr":
-        raise DataSetError(f"{path!r}: [params] filetype = {filetype!r}; expected 'raw_csr'")
-    section = conf.get(filetype, conf.get("raw_csr"))
-    if not isinstance(section, dict):
-        raise DataSetError(
-            f"{path!r} has no [raw_csr] table; it needs the keys {', '.join(CSR_KEYS)}"
-        )
-    missing = [k for k in CSR_KEYS if k not in section]
-    if missing:
-        raise DataSetError(
-            f"{path!r}: [raw_csr] lacks {', '.join(missing)}; it needs {', '.join(CSR_KEYS)}"
-        )
-    base = os.path.dirname(os.path.abspath(path))
-    dtypes = {}
-    for part in ("indptr", "indices", "data"):
-        value = section[f"{part}_dtype"]
-        try:
-            dt = np.dtype(value)
-        except (TypeError, ValueError):
-            raise DataSetError(f"{path!r}: {part}_dtype = {value!r} is not a numpy dtype") from None
-        if part != "data" and dt.kind not in "iu":
-            raise DataSetError(
-                f"{path!r}: {part}_dtype = {value!r} ({dt}); expected an integer dtype"
-            )
-        dtypes[part] = dt
-    dtypes["data"] = check_dtype(dtypes["data"], path)
-    names = {}
-    for part in ("indptr", "indices", "data"):
-        name = section[f"{part}_file"]
-        if not isinstance(name, str) or not name:
-            raise DataSetError(f"{path!r}: {part}_file = {name!r} is not a file name")
-        names[part] = os.path.join(base, name)
-    files = CSRFiles(
-        names["indptr"],
-        dtypes["indptr"],
-        names["indices"],
-        dtypes["indices"],
-        names["data"],
-        dtypes["data"],
-    )
-    return params, files
 
 
 def _count(path: str, size: int, dtype: np.dtype, what: str) -> int:
@@ -318,7 +190,7 @@ class RawCSRDataSet(DataSet):
 
     def _densify(self, rows, out2d: np.ndarray) -> None:
         starts, stops, indices, values = rows
-        if _numba_cannot(out2d.dtype, values.dtype):
+        if numba_cannot(out2d.dtype, values.dtype):
             bad = csr_densify_reference(starts, stops, indices, values, out2d)
         else:
             bad = csr_densify(starts, stops, indices, values, out2d)
@@ -340,7 +212,7 @@ class RawCSRDataSet(DataSet):
         idx_out = np.empty(total, dtype=index_dtype)
         val_out = np.empty(total, dtype=dtype)
         indptr_out = np.empty(n + 1, dtype=index_dtype)
-        if _numba_cannot(values.dtype, dtype):
+        if numba_cannot(values.dtype, dtype):
             # numba does not cast to and from bool or handle float16; this path is rare
             indptr_out[0] = 0
             np.cumsum(counts, out=indptr_out[1:])
@@ -448,7 +320,7 @@ def open_raw_csr(
     Parameters
     ----------
     path
-        The TOML descriptor (see :mod:`ltdask.io._raw_csr` for its keys).
+        The TOML descriptor (see :mod:`ltdask.io.formats.raw_csr` for its keys).
     nav_shape, sig_shape
         Override the shapes of the descriptor (``sig_shape`` must keep the frame size).
     sync_offset
@@ -492,3 +364,14 @@ def open_raw_csr(
     True
     """
     return RawCSRDataSet(path, nav_shape, sig_shape, sync_offset, dims)
+
+
+FORMAT = Format(
+    name="raw_csr",
+    opener=open_raw_csr,
+    description=".toml descriptor with filetype = 'raw_csr'",
+    suffixes=(".toml",),
+    sniff=is_raw_csr,
+    keywords=("nav_shape", "sig_shape", "sync_offset", "dims"),
+    engine_suffixes=(".toml",),
+)
