@@ -11,7 +11,8 @@ import numpy as np
 
 from ltdask.common import Slice
 from ltdask.exceptions import DataSetError
-from ltdask.io.dataset import DataSet, check_shape, flat_of
+from ltdask.io.checks import check_shape, check_sig_dims
+from ltdask.io.dataset import DataSet, flat_of
 from ltdask.io.tiling import TilingScheme
 
 
@@ -61,12 +62,7 @@ class ArrayDataSet(DataSet):
             array, dims, coords = unwrap_dataarray(array, dims)
         if not hasattr(array, "shape") or not hasattr(array, "dtype"):
             array = np.asarray(array)
-        ndim = len(array.shape)
-        if not isinstance(sig_dims, (int, np.integer)) or not 0 < sig_dims < ndim:
-            raise DataSetError(
-                f"from_array: sig_dims={sig_dims!r} does not fit an array of shape "
-                f"{tuple(array.shape)}; expected 1 to {ndim - 1}"
-            )
+        sig_dims = check_sig_dims(sig_dims, "from_array", array.shape)
         own_nav, own_sig = tuple(array.shape[:-sig_dims]), tuple(array.shape[-sig_dims:])
         # the frames as a stream, as a file holds them: nav_shape, sig_shape and sync_offset
         # lay them out differently (as LiberTEM's memory datasets do)

@@ -222,7 +222,7 @@ def test_dataarray_bad_dims():
     xa = data_array("numpy")
     with pytest.raises(ltdask.DataSetError, match=r"dims=\('a', 'b'\) must be 4 names, one per"):
         ltdask.from_array(xa, dims=("a", "b"))
-    with pytest.raises(ltdask.DataSetError, match=r"sig_dims=4 does not fit an array of shape"):
+    with pytest.raises(ltdask.DataSetError, match=r"sig_dims=4 does not fit the array shape"):
         ltdask.from_array(xa, sig_dims=4)
 
 
