@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import badinput
 import pytest
 
 from ltdask.io import registry
+
+
+@pytest.fixture(scope="module", autouse=True)
+def bad_input_table(request):
+    """At the end of a module of bad-input cases (``test_errors.py``), print each case and
+    what it raised."""
+    yield from badinput.report(request)
 
 
 @pytest.fixture

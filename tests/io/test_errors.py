@@ -1,29 +1,47 @@
-"""Bad input: clear errors that name the file and the offending value, raised at open time."""
+"""Bad input to what every format shares: clear errors that name the file and the
+offending value, raised at open time. ``ltdask.open`` with what it cannot read, FIFOs and
+devices refused before a byte is read (every opener), files replaced by a FIFO after
+opening, dtypes the read path cannot handle; and ``from_array``, which reads no file.
+
+The cases of one format are in ``tests/formats/test_<format>_errors.py``.
+"""
 
 from __future__ import annotations
 
-import re
+import os
+from pathlib import Path
 
+import dask.array as da
 import numpy as np
 import pytest
+from badinput import (
+    NAV,
+    NOT_REGULAR,
+    RAW_KW,
+    SIG,
+    expect,
+    named,
+    scan_data,
+    special,
+    write_hdf5,
+    write_raw,
+    write_zarr,
+)
 
 import ltdask
-from ltdask import DataSetError
+from ltdask import (
+    DataSetError,
+    from_array,
+    open_hdf5,
+    open_mib,
+    open_npy,
+    open_raw,
+    open_raw_csr,
+    open_zarr,
+)
+from ltdask.io.open import open_dataset
 
-SIG = (5, 7)
-
-
-def named(path) -> str:
-    """A regex for `path` as messages show it, with or without quotes."""
-    return "'?" + re.escape(str(path)) + "'?"
-
-
-@pytest.fixture
-def raw_path(tmp_path):
-    """Four uint16 frames of 5 x 7 pixels (280 bytes)."""
-    path = tmp_path / "scan.raw"
-    np.arange(4 * 5 * 7, dtype="<u2").tofile(path)
-    return str(path)
+open_any = ltdask.open
 
 
 def test_data_set_error_is_value_error():
@@ -31,139 +49,175 @@ def test_data_set_error_is_value_error():
     assert issubclass(DataSetError, ltdask.LtdaskError)
 
 
-RAW_ERRORS = [
-    pytest.param(
-        {"sig_shape": (50, 50)},
-        r"is too small: 280 bytes.*one frame \(5000 bytes\)",
-        id="file-smaller-than-one-frame",
-    ),
-    pytest.param(
-        {"file_header_bytes": 300},
-        r"is too small: 280 bytes.*header \(300 bytes\)",
-        id="header-larger-than-file",
-    ),
-    pytest.param(
-        {"sig_shape": (5, 6)},
-        r"280 bytes is not the header \(0 bytes\) plus a whole number of frames of 60 bytes "
-        r"\(40 bytes left over\)",
-        id="sig-shape-mismatch",
-    ),
-    pytest.param(
-        {"dtype": "uint32", "sig_shape": (3, 7)},
-        r"280 bytes is not the header .* frames of 84 bytes \(28 bytes left over\)",
-        id="dtype-mismatch",
-    ),
-    pytest.param(
-        {"frame_header_bytes": 3},
-        r"280 bytes is not the header .* frames of 73 bytes",
-        id="frame-header-mismatch",
-    ),
-    pytest.param(
-        {"nav_shape": (-4,)}, r"nav_shape=\(-4,\) has zero or negative dims", id="nav-neg"
-    ),
-    pytest.param({"nav_shape": (2, 0)}, r"nav_shape=\(2, 0\) has zero or negative", id="nav-zero"),
-    pytest.param({"sig_shape": (0, 7)}, r"sig_shape=\(0, 7\) has zero or negative", id="sig-zero"),
-    pytest.param({"sig_shape": (5, -7)}, r"sig_shape=\(5, -7\) has zero or negative", id="sig-neg"),
-    pytest.param({"nav_shape": ()}, r"nav_shape=\(\) needs at least one dim", id="nav-empty"),
-    pytest.param(
-        {"nav_shape": (2.5,)}, r"nav_shape=\(2.5,\) is not a sequence of integers", id="nav-float"
-    ),
-    pytest.param(
-        {"sig_shape": "abc"}, r"sig_shape='abc' is not a sequence of integers", id="sig-str"
-    ),
-    pytest.param({"dtype": "foo"}, r"dtype='foo' is not a numpy dtype", id="dtype-unknown"),
-    pytest.param(
-        {"dtype": [("a", "u1"), ("b", "u1")]},
-        r"dtype=.* is not supported: not a bool, integer, float or complex dtype; expected one of "
-        r"bool, int8, .*, complex128",
-        id="dtype-structured",
-    ),
-    pytest.param({"dtype": object}, r"dtype=.*object.* is not supported", id="dtype-object"),
-    pytest.param({"dtype": "U1"}, r"dtype='U1' \(<U1\) is not supported", id="dtype-str"),
-    pytest.param({"dtype": "(2,)u1"}, r"dtype='\(2,\)u1'.* is not supported", id="dtype-subarray"),
-    pytest.param(
-        {"sync_offset": 4},
-        r"sync_offset=4 is beyond the data; expected a value in \(-4, 4\), the files hold 4",
-        id="sync-offset-past-end",
-    ),
-    pytest.param(
-        {"sync_offset": -4},
-        r"sync_offset=-4 is beyond the data; expected a value in \(-4, 4\)",
-        id="sync-offset-before-start",
-    ),
-    pytest.param({"sync_offset": 1.5}, r"sync_offset=1.5 is not an integer", id="sync-float"),
-    pytest.param({"sync_offset": "x"}, r"sync_offset='x' is not an integer", id="sync-str"),
-    pytest.param({"file_header_bytes": -1}, r"file_header_bytes=-1 is negative", id="header-neg"),
-    pytest.param({"frame_header_bytes": -2}, r"frame_header_bytes=-2 is negative", id="fh-neg"),
-    pytest.param({"frame_footer_bytes": -3}, r"frame_footer_bytes=-3 is negative", id="ff-neg"),
-    pytest.param(
-        {"file_header_bytes": 1.5}, r"file_header_bytes=1.5 is not an integer", id="header-float"
-    ),
-    pytest.param(
-        {"dims": ("a", "b")}, r"dims=\('a', 'b'\) must be 3 distinct names", id="dims-too-few"
-    ),
-    pytest.param(
-        {"dims": ("a", "a", "b")}, r"dims=\('a', 'a', 'b'\) must be 3 distinct", id="dims-repeated"
-    ),
+# -- ltdask.open ---------------------------------------------------------------------------------
+def _open_target(folder: Path, kind: str) -> Path:
+    if kind == "missing":
+        return folder / "missing.raw"
+    if kind == "dir":
+        return folder
+    if kind == "unknown":
+        path = folder / "scan.xyz"
+        path.write_bytes(b"\x01\x02\x03" * 100)
+        return path
+    if kind in ("raw", "raw-format"):
+        return write_raw(folder)
+    if kind == "npy-garbage":
+        path = folder / "scan.npy"
+        path.write_bytes(b"garbage" * 50)
+        return path
+    if kind == "h5-garbage":
+        path = folder / "scan.h5"
+        path.write_bytes(b"garbage" * 50)
+        return path
+    if kind == "toml-garbage":
+        path = folder / "scan.toml"
+        path.write_text("[nothing]\n")
+        return path
+    if kind == "mib-garbage":
+        path = folder / "scan.mib"
+        path.write_bytes(b"garbage" * 50)
+        return path
+    raise ValueError(kind)
+
+
+OPEN_CASES = [
+    pytest.param("missing", {}, FileNotFoundError, r"does not exist", id="missing-file"),
+    pytest.param("dir", {}, DataSetError, r"directory but not a zarr store", id="directory"),
+    pytest.param("unknown", {}, DataSetError, r"cannot tell the format", id="unknown-format"),
+    pytest.param("raw", {}, DataSetError, r"nav_shape=, sig_shape=, dtype=", id="raw-no-shape"),
+    pytest.param("raw-format", {"format": "tiff"}, DataSetError, r"format='tiff'",
+                 id="unknown-format-name"),
+    pytest.param("raw", dict(nav_shape=NAV, sig_shape=SIG, dtype="u2", key="x"), TypeError,
+                 r"'key'", id="unknown-keyword"),
+    pytest.param("npy-garbage", {}, DataSetError, r"not a valid \.npy", id="npy-garbage"),
+    pytest.param("h5-garbage", {}, DataSetError, r"not an HDF5 file", id="h5-garbage"),
+    pytest.param("toml-garbage", {}, DataSetError, r"no \[params\]", id="toml-garbage"),
+    pytest.param("mib-garbage", {}, DataSetError, r"not a Merlin", id="mib-garbage"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("opener", [open_any, open_dataset], ids=["ltdask.open", "open_dataset"])
+@pytest.mark.parametrize(("kind", "kwargs", "expected", "match"), OPEN_CASES)
+def test_open(request, tmp_path, opener, kind, kwargs, expected, match):
+    path = _open_target(tmp_path, kind)
+    names = None if expected is TypeError else path
+    expect(request, expected, match, opener, path, names=names, **kwargs)
+
+
+# -- FIFOs and devices: refused before a byte is read ---------------------------------------------
+SPECIAL_OPENERS = [
+    pytest.param(open_raw, ".raw", RAW_KW, id="open_raw"),
+    pytest.param(open_npy, ".npy", {}, id="open_npy"),
+    pytest.param(open_hdf5, ".h5", {}, id="open_hdf5"),
+    pytest.param(open_raw_csr, ".toml", {}, id="open_raw_csr"),
+    pytest.param(open_mib, ".mib", {}, id="open_mib"),
+    pytest.param(open_mib, ".hdr", {}, id="open_mib-hdr"),
+    pytest.param(open_zarr, ".zarr", {}, id="open_zarr"),
+    pytest.param(open_any, ".npy", {}, id="ltdask.open-npy"),
+    pytest.param(open_any, ".bin", {}, id="ltdask.open-sniffed"),
+    pytest.param(open_any, ".bin", RAW_KW, id="ltdask.open-raw"),
+    pytest.param(open_any, ".bin", {"format": "npy"}, id="ltdask.open-format"),
 ]
 
 
-@pytest.mark.parametrize("kwargs, message", RAW_ERRORS)
-def test_open_raw_errors(raw_path, kwargs, message):
-    args = {"nav_shape": (4,), "sig_shape": SIG, "dtype": "uint16", **kwargs}
-    with pytest.raises(DataSetError, match=named(raw_path)) as info:
-        ltdask.open_raw(raw_path, **args)
-    assert re.search(message, str(info.value)), str(info.value)
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize("kind", ["fifo", "zero", "null", "link-zero"])
+@pytest.mark.parametrize(("opener", "suffix", "kwargs"), SPECIAL_OPENERS)
+def test_fifo_and_device_refused(request, tmp_path, opener, suffix, kwargs, kind):
+    path = special(tmp_path, kind, suffix)
+    expect(request, DataSetError, NOT_REGULAR, opener, path, names=path, **kwargs)
 
 
-def test_one_frame_file_sync_offset(tmp_path):
-    path = tmp_path / "one.raw"
-    np.zeros(SIG, dtype="<u2").tofile(path)
-    for offset in (1, -1):
-        with pytest.raises(DataSetError, match=rf"sync_offset={offset} is beyond the data"):
-            ltdask.open_raw(path, (1,), SIG, "uint16", sync_offset=offset)
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize("fmt", ["raw", "npy", "hdf5-mapped", "hdf5-gzip", "zarr"])
+def test_file_replaced_by_fifo_after_open(request, tmp_path, fmt):
+    """Tasks do not block on a FIFO put where the scan was: it is a changed file."""
+    data = scan_data()
+    if fmt == "raw":
+        path = write_raw(tmp_path)
+        ds = open_raw(path, **RAW_KW)
+    elif fmt == "npy":
+        path = tmp_path / "scan.npy"
+        np.save(path, data)
+        ds = open_npy(path)
+    elif fmt.startswith("hdf5"):
+        create = {"chunks": (2, 3, 4, 8), "compression": "gzip"} if fmt == "hdf5-gzip" else {}
+        path = write_hdf5(tmp_path, data={"data": data, **create})
+        ds = open_hdf5(path, "data")
+    else:
+        store = write_zarr(tmp_path, data, chunks=(2, 3, 4, 8))
+        ds = open_zarr(store)
+        path = store / "zarr.json"
+    path.unlink()
+    os.mkfifo(path)
+    run = ds.to_dask().compute
+    changed = r"changed since it was opened \(it was replaced by a FIFO \(named pipe\)\)"
+    expect(request, DataSetError, changed, run, names=path)
 
 
-def test_second_file_bad(tmp_path, raw_path):
-    other = tmp_path / "other.raw"
-    other.write_bytes(b"\0" * 71)
-    with pytest.raises(DataSetError, match=named(other) + r".*71 bytes.*\(1 bytes left"):
-        ltdask.open_raw([raw_path, other], (5,), SIG, "uint16")
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize("suffix", [".toml", ".npy", ".mib", ".h5"])
+def test_xarray_engine_guess_on_fifo(request, tmp_path, suffix):
+    """xarray asks every engine whether it can open a path: ltdask's guess must not read a
+    FIFO, and opening it with the engine is refused."""
+    import xarray as xr
+
+    from ltdask.io.xarray_backend import LtdaskBackendEntrypoint
+
+    path = special(tmp_path, "fifo", suffix)
+    entry = LtdaskBackendEntrypoint()
+    assert entry.guess_can_open(path) == (suffix in (".npy", ".mib"))
+    run = xr.open_dataset
+    expect(request, DataSetError, NOT_REGULAR, run, path, engine="ltdask", names=path)
 
 
-def test_empty_file(tmp_path):
-    path = tmp_path / "empty.raw"
-    path.write_bytes(b"")
-    with pytest.raises(DataSetError, match=named(path) + r".* is too small: 0 bytes"):
-        ltdask.open_raw(path, (4,), SIG, "uint16")
+# -- dtypes numba cannot compute with: refused at open or when the run is built ----------------
+#: what every refusal lists (float16 is supported: decoded through numpy, run as float32)
+SUPPORTED = r"expected one of bool, .*uint64, float16, float32, float64, complex64, complex128"
+UNSUPPORTED_DTYPES = [
+    pytest.param(
+        np.longdouble, r"\(float128\) is not supported: extended precision", id="float128"
+    ),
+    pytest.param(np.clongdouble, r"\(complex256\) is not supported: extended", id="complex256"),
+    pytest.param(object, r"\(object\) is not supported: not a bool, integer", id="object"),
+]
 
 
-def test_no_files():
-    with pytest.raises(DataSetError, match="open_raw: no files given"):
-        ltdask.open_raw([], (4,), SIG, "uint16")
+# h5py stores no object arrays: nothing to open
+DTYPE_WHERE = [
+    pytest.param(where, *case.values, id=f"{where}-{case.id}")
+    for where in ("open_raw", "open_npy", "open_hdf5", "from_array", "to_dask")
+    for case in UNSUPPORTED_DTYPES
+    if not (where == "open_hdf5" and case.id == "object")
+]
 
 
-def test_missing_file(tmp_path):
-    path = tmp_path / "nope.raw"
-    with pytest.raises(FileNotFoundError, match=named(path) + " does not exist"):
-        ltdask.open_raw(path, (4,), SIG, "uint16")
+@pytest.mark.parametrize(("where", "dtype", "match"), DTYPE_WHERE)
+def test_unsupported_dtype(request, tmp_path, where, dtype, match):
+    data = np.ones((*NAV, *SIG), dtype=dtype)
+    names = None
+    if where == "open_raw":
+        run, args, names = open_raw, (write_raw(tmp_path),), "scan.raw"
+        kwargs = dict(nav_shape=NAV, sig_shape=SIG, dtype=dtype)
+    elif where == "open_npy":
+        path = tmp_path / "scan.npy"
+        np.save(path, data, allow_pickle=True)
+        run, args, kwargs, names = open_npy, (path,), {}, path
+    elif where == "open_hdf5":
+        path = write_hdf5(tmp_path, data=data)
+        run, args, kwargs, names = open_hdf5, (path, "data"), {}, path
+    elif where == "from_array":
+        run, args, kwargs = from_array, (data,), {}
+    else:
+        run, args, kwargs = from_array(scan_data()).to_dask, (), dict(dtype=dtype)
+    expect(request, DataSetError, match + ".*" + SUPPORTED, run, *args, names=names, **kwargs)
 
 
-def test_missing_second_file(tmp_path, raw_path):
-    path = tmp_path / "nope.raw"
-    with pytest.raises(FileNotFoundError, match=named(path)):
-        ltdask.open_raw([raw_path, path], (4,), SIG, "uint16")
-
-
-def test_directory(tmp_path):
-    with pytest.raises(DataSetError, match=named(tmp_path) + ".* is a directory"):
-        ltdask.open_raw(tmp_path, (4,), SIG, "uint16")
-
-
+# -- reading as another dtype ----------------------------------------------------------------
 def test_complex_read_as_real(tmp_path):
     path = tmp_path / "complex.raw"
     np.zeros((4, *SIG), dtype="<c8").tofile(path)
-    ds = ltdask.open_raw(path, (4,), SIG, "complex64")
+    ds = open_raw(path, (4,), SIG, "complex64")
     message = named(path) + r": cannot read complex data \(complex64\) as float32"
     with pytest.raises(DataSetError, match=message):
         ds.to_dask(dtype="float32")
@@ -173,102 +227,39 @@ def test_complex_read_as_real(tmp_path):
         ds.to_dask(dtype="int16")
 
 
-def test_to_dask_bad_dtype(raw_path):
-    ds = ltdask.open_raw(raw_path, (4,), SIG, "uint16")
+def test_to_dask_bad_dtype(tmp_path):
+    raw_path = write_raw(tmp_path)
+    ds = open_raw(raw_path, **RAW_KW)
     with pytest.raises(DataSetError, match=named(raw_path) + ".*dtype='foo' is not a numpy"):
         ds.to_dask(dtype="foo")
     with pytest.raises(DataSetError, match="is not supported"):
         ds.to_dask(dtype="U3")
 
 
-# --- .npy ----------------------------------------------------------------------------------------
+# -- from_array ---------------------------------------------------------------------------------
+ARRAY_CASES = [
+    pytest.param(np.zeros(8), {}, r"sig_dims=2 does not fit the array shape \(8,\)", id="1d"),
+    pytest.param(np.zeros(()), {}, r"sig_dims=2 does not fit", id="0d"),
+    pytest.param(np.zeros((2, 3, 4)), {"sig_dims": 3}, r"sig_dims=3", id="sig-dims-all"),
+    pytest.param(np.zeros((2, 3, 4)), {"sig_dims": 0}, r"sig_dims=0 does not fit", id="sig-dims-0"),
+    pytest.param(np.zeros((2, 3, 4)), {"sig_dims": -1}, r"sig_dims=-1", id="sig-dims-negative"),
+    pytest.param(np.zeros((2, 3, 4)), {"sig_dims": "2"}, r"sig_dims='2'", id="sig-dims-str"),
+    pytest.param(np.zeros((0, 3, 4, 4)), {}, r"nav_shape=\(0, 3\) has zero", id="zero-nav"),
+    pytest.param(np.zeros((2, 3, 4, 0)), {}, r"sig_shape=\(4, 0\) has zero", id="zero-sig"),
+    pytest.param(np.array([None] * 8).reshape(2, 2, 2), {}, r"object", id="object-dtype"),
+    pytest.param(np.zeros((2, 2, 2), "U3"), {}, r"<U3", id="str-dtype"),
+    pytest.param(np.zeros((2, 2, 2), "u2,f4"), {}, r"not supported", id="structured-dtype"),
+    pytest.param(da.zeros((2**40, 2**40, 64, 64), chunks=(2**39, 2**39, 64, 64)), {},
+                 r"absurdly large", id="dask-2**80-frames"),
+    pytest.param(np.zeros((2, 3, 4, 4)), {"dims": ("a", "a", "b", "c")}, r"distinct",
+                 id="dims-repeated"),
+    pytest.param(None, {}, r"sig_dims=2 does not fit", id="none"),
+]  # fmt: skip
 
 
-@pytest.fixture
-def npy_path(tmp_path):
-    path = tmp_path / "scan.npy"
-    np.save(path, np.arange(3 * 4 * 5, dtype="<f4").reshape(3, 4, 5))
-    return str(path)
-
-
-def test_npy_truncated(tmp_path, npy_path):
-    data = open(npy_path, "rb").read()
-    path = tmp_path / "truncated.npy"
-    path.write_bytes(data[:-10])
-    message = (
-        named(path) + r" is truncated: its header says \(3, 4, 5\) float32 "
-        r"\(\d+ bytes with the header\), the file has \d+"
-    )
-    with pytest.raises(DataSetError, match=message):
-        ltdask.open_npy(path)
-
-
-def test_npy_truncated_header(tmp_path, npy_path):
-    data = open(npy_path, "rb").read()
-    path = tmp_path / "truncated.npy"
-    path.write_bytes(data[:30])
-    with pytest.raises(DataSetError, match=named(path) + " is not a valid .npy file"):
-        ltdask.open_npy(path)
-
-
-def test_npy_not_npy(raw_path):
-    with pytest.raises(DataSetError, match=named(raw_path) + " is not a valid .npy file"):
-        ltdask.open_npy(raw_path)
-
-
-def test_npy_fortran(tmp_path):
-    path = tmp_path / "fortran.npy"
-    np.save(path, np.asfortranarray(np.zeros((3, 4, 5))))
-    with pytest.raises(DataSetError, match=named(path) + ".* Fortran-ordered"):
-        ltdask.open_npy(path)
-
-
-def test_npy_object(tmp_path):
-    path = tmp_path / "object.npy"
-    np.save(path, np.array([[1, "a"], [2, "b"]], dtype=object), allow_pickle=True)
-    with pytest.raises(DataSetError, match=named(path) + ".* is not supported"):
-        ltdask.open_npy(path, sig_dims=1)
-
-
-@pytest.mark.parametrize("sig_dims", [0, 3, -1, 1.5])
-def test_npy_sig_dims(npy_path, sig_dims):
-    message = re.escape(f"{npy_path!r}: sig_dims={sig_dims!r} does not fit the array shape")
-    with pytest.raises(DataSetError, match=message):
-        ltdask.open_npy(npy_path, sig_dims=sig_dims)
-
-
-def test_npy_missing(tmp_path):
-    with pytest.raises(FileNotFoundError, match="nope.npy"):
-        ltdask.open_npy(tmp_path / "nope.npy")
-
-
-def test_npy_directory(tmp_path):
-    with pytest.raises(DataSetError, match="is a directory"):
-        ltdask.open_npy(tmp_path)
-
-
-def test_npy_sync_offset(npy_path):
-    with pytest.raises(DataSetError, match=named(npy_path) + ": sync_offset=3 is beyond"):
-        ltdask.open_npy(npy_path, sig_dims=2, sync_offset=3)
-
-
-# --- from_array ----------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "array, sig_dims, message",
-    [
-        pytest.param(np.zeros((3, 4)), 2, r"sig_dims=2 does not fit .* \(3, 4\)", id="no-nav"),
-        pytest.param(np.zeros((3, 4)), 0, r"sig_dims=0 does not fit", id="no-sig"),
-        pytest.param(np.zeros(3), 1, r"sig_dims=1 does not fit", id="1d"),
-        pytest.param(np.zeros((0, 4)), 1, r"nav_shape=\(0,\) has zero", id="empty-nav"),
-        pytest.param(np.zeros((3, 4), dtype=object), 1, "is not supported", id="object"),
-        pytest.param(np.zeros((3, 4), dtype="U2"), 1, "is not supported", id="str"),
-    ],
-)
-def test_from_array_errors(array, sig_dims, message):
-    with pytest.raises(DataSetError, match=message):
-        ltdask.from_array(array, sig_dims=sig_dims)
+@pytest.mark.parametrize(("array", "kwargs", "match"), ARRAY_CASES)
+def test_from_array(request, array, kwargs, match):
+    expect(request, DataSetError, match, from_array, array, **kwargs)
 
 
 def test_from_array_complex_as_real():
