@@ -192,12 +192,13 @@ def _record(entry: EntryPoint) -> Format:
     record = _load(entry, "record")
     if not isinstance(record, Format):
         raise FormatPluginError(
-            f"{_origin(entry)} names {type(record).__name__} {record!r}, not an ltdask.io.Format"
+            f"the format {entry.name!r} from {_origin(entry)} is not an ltdask.io.Format: "
+            f"the entry point names {type(record).__name__} {record!r}"
         )
     if record.name != entry.name:
         raise FormatPluginError(
-            f"{_origin(entry)} names the format {record.name!r}; the entry point must have "
-            "the format's name"
+            f"the format {entry.name!r} from {_origin(entry)} is named {record.name!r} in its "
+            "record; the entry point must have the format's name"
         )
     return record
 
@@ -220,7 +221,8 @@ def _registry() -> _Registry:
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         if entry.name in BUILTIN:
             broken[f"{entry.name} ({entry.value})"] = (
-                f"{_origin(entry)} is ignored: {entry.name!r} is a built-in format"
+                f"the format {entry.name!r} from {_origin(entry)} is ignored: a built-in "
+                "format has that name"
             )
         elif entry.name in plugins and plugins[entry.name].value != entry.value:
             broken[entry.name] = (
