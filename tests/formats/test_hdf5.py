@@ -60,6 +60,41 @@ def test_layout_picks_read_path(tmp_path, create, mmap, cls, layout):
     np.testing.assert_allclose(res["intensity"].values, DATA.sum(axis=(2, 3)))
 
 
+# -- compression filters of hdf5plugin (pip install ltdask[hdf5]) -----------------------------
+def _plugin_filters():
+    """Name -> ``create_dataset`` keywords of filters detectors write, built lazily: the
+    hdf5plugin package is an optional extra (ltdask[hdf5], in the test extra)."""
+    hdf5plugin = pytest.importorskip("hdf5plugin")
+    return {
+        "bitshuffle-lz4": hdf5plugin.Bitshuffle(cname="lz4"),
+        "lz4": hdf5plugin.LZ4(),
+        "blosc-zstd": hdf5plugin.Blosc(cname="zstd", shuffle=hdf5plugin.Blosc.BITSHUFFLE),
+        "zstd": hdf5plugin.Zstd(),
+    }
+
+
+@pytest.mark.parametrize("name", ["bitshuffle-lz4", "lz4", "blosc-zstd", "zstd"])
+def test_compressed_by_hdf5plugin(tmp_path, name):
+    compression = _plugin_filters()[name]
+    path = write(
+        tmp_path / "scan.h5", {"entry/data": (DATA, {"chunks": (2, 4, 9, 11), **compression})}
+    )
+    ds = ltdask.open(path, key="entry/data")
+    assert isinstance(ds, HDF5DataSet)
+    np.testing.assert_array_equal(ds.to_dask().compute(scheduler="sync"), DATA)
+    res = ltdask.udf.SumSigUDF().compute(ds)
+    np.testing.assert_allclose(res["intensity"].values, DATA.sum(axis=(2, 3)))
+
+
+def test_compressed_by_hdf5plugin_in_worker_processes(tmp_path, process_pool):
+    """Spawned workers register hdf5plugin's filters themselves before they read."""
+    compression = _plugin_filters()["bitshuffle-lz4"]
+    path = write(tmp_path / "scan.h5", {"data": (DATA, {"chunks": (2, 4, 9, 11), **compression})})
+    ds = open_hdf5(path, "data")
+    with dask.config.set({"scheduler": "processes", "pool": process_pool}):
+        np.testing.assert_array_equal(ds.to_dask().compute(), DATA)
+
+
 def test_chunk_runs_are_merged(tmp_path):
     """Chunks of whole rows written in order are one run of frames in the file."""
     path = write(tmp_path / "scan.h5", {"data": (DATA, {"chunks": (1, 8, 9, 11)})})
