@@ -2,14 +2,15 @@
 
 A buffer has a ``kind``: ``"nav"`` (one value, or an ``extra_shape`` array, per scan
 position), ``"sig"`` (per detector pixel) or ``"single"`` (one array for the whole run).
-In a partition task nav buffers are ROI-compressed and partition sized; results are
-assembled from them in the graph (:mod:`ltdask.udf.graph`).
+In a partition task nav buffers are ROI-compressed and partition sized (see
+:mod:`ltdask.udf.roi`); they are merged in the graph (:mod:`ltdask.udf.merge`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -77,6 +78,34 @@ class BufferSpec:
         )
 
 
+def declared_buffers(udf: Any) -> dict[str, BufferSpec]:
+    """`udf`'s ``get_result_buffers()``, checked: a dict of `BufferSpec` by valid name."""
+    buffers = udf.get_result_buffers()
+    if not isinstance(buffers, dict):
+        raise UDFError(
+            f"{type(udf).__name__}.get_result_buffers must return a dict of buffers, "
+            f"got {type(buffers).__name__}"
+        )
+    for name, spec in buffers.items():
+        if not (isinstance(name, str) and name.isidentifier()) or name.endswith("_valid"):
+            raise UDFError(
+                f"{type(udf).__name__}.get_result_buffers: {name!r} is not a valid buffer name; "
+                "use a Python identifier (letters, digits and underscores, not starting with a "
+                "digit) that does not end in '_valid' (the valid masks are NAME_valid)"
+            )
+        if not isinstance(spec, BufferSpec):
+            raise UDFError(
+                f"{type(udf).__name__}.get_result_buffers: {name!r} is not declared with "
+                f"self.buffer(...) (got {type(spec).__name__})"
+            )
+    return buffers
+
+
+def stored_buffers(specs: dict[str, BufferSpec]) -> dict[str, BufferSpec]:
+    """The buffers that partition tasks fill and merges combine: all but ``result_only``."""
+    return {k: s for k, s in specs.items() if s.use != "result_only"}
+
+
 def fill_value(dtype: np.dtype):
     """What nav results hold outside the ROI (and where frames are missing)."""
     dtype = np.dtype(dtype)
@@ -122,6 +151,14 @@ class Namespace:
         object.__setattr__(self, "_in_place", assign_in_place)
         #: result buffers: ``ns["name"]`` works, with LiberTEM's `UseDiscouragedWarning`
         object.__setattr__(self, "_buffers", buffers)
+
+    @classmethod
+    def over(cls, arrays: dict, assign_in_place: bool = False, buffers: bool = False):
+        """A namespace that shows `arrays` itself, not a copy: the caller swaps the views
+        in it (the runner does, per tile) without going through attribute assignment."""
+        ns = cls(None, assign_in_place, buffers)
+        object.__setattr__(ns, "_arrays", arrays)
+        return ns
 
     def __getattr__(self, name):
         # through __dict__: while unpickling, _arrays is not set yet and pickle asks for

@@ -29,6 +29,14 @@ class UDFMeta:
         The negotiated scheme and the index of the current signal slice in it.
     device_class, array_backend, threads_per_worker
         ``"cpu"``, ``"numpy"`` and 1: each task runs on one thread of the dask scheduler.
+    corrections : ltdask.CorrectionSet or None
+        The detector corrections of the run.
+    run_id : str or None
+        ltdask extension: an id of the run, fresh for each run, while its partitions are
+        processed (None elsewhere): a key for per-process caches of what a UDF derives from
+        its parameters (so nothing leaks into a later run).
+
+    Made by the engine (:func:`ltdask.udf.bind.make_meta`), one per UDF instance.
     """
 
     def __init__(
@@ -41,6 +49,8 @@ class UDFMeta:
         tiling_scheme=None,
         positions: np.ndarray | None = None,
         slice_origin: int = 0,
+        corrections=None,
+        run_id: str | None = None,
     ):
         self.dataset_shape = dataset_shape
         self.dataset_dtype = np.dtype(dataset_dtype)
@@ -48,20 +58,21 @@ class UDFMeta:
         self.roi = roi
         self.partition_shape = partition_shape
         self.tiling_scheme = tiling_scheme
-        self.tiling_scheme_idx = None
-        self.sig_slice = None
-        self._slice = None
-        self._origin = None
+        self.tiling_scheme_idx: int | None = None
+        self.sig_slice: Slice | None = None
+        self._slice: Slice | None = None
+        self._origin: int | None = None
         self._count = 0
         self.device_class = "cpu"
         self.array_backend = "numpy"
         self.threads_per_worker = 1
-        self.corrections = None
+        self.corrections = corrections
+        self.run_id = run_id
         # flat nav positions (true coordinates) of the partition's selected frames
         self._positions = positions
         self._slice_origin = slice_origin
-        self._valid_nav_mask = None
-        self._valid_nav_mask_full = None
+        self._valid_nav_mask: np.ndarray | None = None
+        self._valid_nav_mask_full: np.ndarray | None = None
 
     @property
     def coordinates(self) -> np.ndarray:
@@ -99,9 +110,8 @@ class UDFMeta:
         """
         return self._valid_nav_mask_full if full_nav else self._valid_nav_mask
 
-    def _set_valid_nav_mask(self, full: np.ndarray | None, roi_flat: np.ndarray | None):
+    def set_valid_nav_mask(self, full: np.ndarray | None, compressed: np.ndarray | None):
+        """Set what `get_valid_nav_mask` returns (the engine does, before ``merge`` and
+        ``get_results``): the flat mask over all positions and over the ROI's."""
         self._valid_nav_mask_full = full
-        if full is None:
-            self._valid_nav_mask = None
-        else:
-            self._valid_nav_mask = full if roi_flat is None else full[roi_flat]
+        self._valid_nav_mask = compressed

@@ -1,33 +1,77 @@
-"""The partition task: stream a partition's tiles through every UDF of a run."""
+"""The partition task: stream a partition's tiles through every UDF of a run.
+
+`PartitionJob` is what every partition task of a run shares (one node of the graph,
+:mod:`ltdask.udf.graph`); `partition_task` runs one partition and returns each UDF's
+partial buffers in a `PartitionCell`.
+"""
 
 from __future__ import annotations
 
-import contextvars
+from dataclasses import dataclass
 
 import numpy as np
+from dask.sizeof import sizeof
 
 from ltdask.common import Shape, Slice
 from ltdask.exceptions import UDFError
 from ltdask.io.dataset import DataSet, flat_of
+from ltdask.io.fileset import keeping_maps
 from ltdask.io.partition import Partition
 from ltdask.io.tiling import TilingScheme
-from ltdask.udf.base import UDF, AuxData, UDFMethod
-from ltdask.udf.buffers import BufferSpec, Namespace
-from ltdask.udf.meta import UDFMeta
+from ltdask.udf.bind import PartitionPlace, RunContext, bind
+from ltdask.udf.buffers import BufferSpec, Namespace, declared_buffers, stored_buffers
+from ltdask.udf.interface import AuxData, UDFBase, UDFMethod
 from ltdask.udf.shared import SharedStats
 
-#: the run whose partition this thread is processing (a fresh id per `Run`): per-process
-#: caches of a run's derived data (mask stacks) are keyed by it, so nothing a UDF's
-#: parameters computed leaks into a later run
-RUN_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("ltdask_run", default=None)
+
+@dataclass(slots=True)
+class PartitionJob:
+    """What every partition task of a run shares: one node of the graph, so that the
+    dataset, the UDFs and the ROI travel once per worker, not once per task."""
+
+    dataset: DataSet
+    partitions: list
+    udfs: list
+    scheme: TilingScheme
+    context: RunContext
+    #: whether the tasks keep their memory maps (see `ltdask.udf.graph.read_before`)
+    keep_maps: bool
+    #: detector corrections for the dataset's signal shape, or None
+    corrections: object = None
 
 
-def selected_positions(partition: Partition, roi_flat: np.ndarray | None) -> np.ndarray:
-    """Flat nav positions of the partition inside the ROI."""
-    positions = np.arange(partition.start, partition.stop, dtype=np.int64)
-    if roi_flat is None:
-        return positions
-    return positions[roi_flat[partition.start : partition.stop]]
+def partition_task(job: PartitionJob, index: int, block=None) -> PartitionCell:
+    """The task of partition `index`: every UDF's partial buffers (see `run_partition`);
+    errors other than the UDFs' own get a note naming the UDFs and the partition."""
+    p = job.partitions[index]
+    try:
+        with keeping_maps(job.keep_maps):
+            partials = run_partition(
+                job.dataset, p, job.udfs, job.scheme, job.context, block, job.corrections
+            )
+    except UDFError:
+        raise
+    except Exception as e:
+        names = ", ".join(type(u).__name__ for u in job.udfs)
+        e.add_note(
+            f"ltdask: while running {names} on partition {index} (frames {p.start}:{p.stop})"
+        )
+        raise
+    out = np.empty(1, dtype=object).view(PartitionCell)
+    out[0] = partials
+    return out
+
+
+class PartitionCell(np.ndarray):
+    """A partition task's result: a 1-element object array (a block of the run's cells)
+    holding every UDF's partial buffers. ``dask.sizeof`` counts those buffers (a plain
+    object array counts 8 bytes), so distributed's memory accounting sees them."""
+
+
+@sizeof.register(PartitionCell)
+def _sizeof_cell(cell) -> int:
+    # cell[0]: one dict of partial buffers per UDF
+    return 64 + sum(sizeof(a) for partials in cell[0] for a in partials.values())
 
 
 def read_only(arr: np.ndarray) -> np.ndarray:
@@ -39,7 +83,7 @@ def read_only(arr: np.ndarray) -> np.ndarray:
     return arr
 
 
-def _written_tile(udf: UDF, method: str, err: ValueError) -> Exception:
+def _written_tile(udf: UDFBase, method: str, err: ValueError) -> Exception:
     if "read-only" not in str(err):
         return err
     return UDFError(
@@ -49,61 +93,34 @@ def _written_tile(udf: UDF, method: str, err: ValueError) -> Exception:
     )
 
 
-def declared_buffers(udf: UDF) -> dict[str, BufferSpec]:
-    buffers = udf.get_result_buffers()
-    if not isinstance(buffers, dict):
-        raise UDFError(
-            f"{type(udf).__name__}.get_result_buffers must return a dict of buffers, "
-            f"got {type(buffers).__name__}"
-        )
-    for name, spec in buffers.items():
-        if not (isinstance(name, str) and name.isidentifier()) or name.endswith("_valid"):
-            raise UDFError(
-                f"{type(udf).__name__}.get_result_buffers: {name!r} is not a valid buffer name; "
-                "use a Python identifier (letters, digits and underscores, not starting with a "
-                "digit) that does not end in '_valid' (the valid masks are NAME_valid)"
-            )
-        if not isinstance(spec, BufferSpec):
-            raise UDFError(
-                f"{type(udf).__name__}.get_result_buffers: {name!r} is not declared with "
-                f"self.buffer(...) (got {type(spec).__name__})"
-            )
-    return buffers
-
-
 class _Bound:
-    """One UDF instance at work on one partition."""
+    """One UDF instance at work on one partition (`udf`, bound to it), its buffers for the
+    partition's `selected` positions and the views of them it sees."""
 
-    def __init__(self, template: UDF, meta: UDFMeta, n_sel: int, sig_shape, sig_dims):
-        udf = template.copy()
-        udf.meta = meta
+    def __init__(self, udf: UDFBase, selected: np.ndarray, sig_shape):
+        n_sel = selected.size
         self.udf = udf
         self.method = udf.get_method()
-        self.specs = {k: s for k, s in declared_buffers(udf).items() if s.use != "result_only"}
+        declared = declared_buffers(udf)
+        self.specs = stored_buffers(declared)
         self.arrays = {k: s.allocate(n_sel, sig_shape, k) for k, s in self.specs.items()}
-        self.aux = {
-            k: v.flat(meta.dataset_shape)
-            for k, v in template._kwargs.items()
-            if isinstance(v, AuxData)
-        }
-        self.aux_specs = {k: v.spec for k, v in template._kwargs.items() if isinstance(v, AuxData)}
-        self._sig_cache: dict = {}
-        self._nav_names = [k for k, sp in self.specs.items() if sp.kind == "nav"]
-        self._other_names = [k for k, sp in self.specs.items() if sp.kind != "nav"]
-        self._results = Namespace({}, assign_in_place=True, buffers=True)
-        # result_only buffers are there while processing, as None (LiberTEM: placeholders)
-        self._results._arrays.update(
-            (k, None) for k, s in declared_buffers(udf).items() if s.use == "result_only"
-        )
-        self._params = Namespace(dict(template._kwargs))
-        self.flat = self.method is UDFMethod.TILE and hasattr(udf, "process_flat_tile")
-        #: whether the run's shared tile statistics feed it (set once the run's UDFs are known)
-        self.shared = False
-
-    def select_aux(self, selected: np.ndarray):
+        aux = {k: v for k, v in udf._kwargs.items() if isinstance(v, AuxData)}
+        self.aux_specs = {k: v.spec for k, v in aux.items()}
+        self.aux = {k: v.flat(udf.meta.dataset_shape) for k, v in aux.items()}
         for k, spec in self.aux_specs.items():
             if spec.kind == "nav":
                 self.aux[k] = self.aux[k][selected]
+        self._sig_cache: dict = {}
+        self._nav_names = [k for k, sp in self.specs.items() if sp.kind == "nav"]
+        self._other_names = [k for k, sp in self.specs.items() if sp.kind != "nav"]
+        # result_only buffers are there while processing, as None (LiberTEM: placeholders)
+        self._result_views: dict = {k: None for k, s in declared.items() if s.use == "result_only"}
+        self._results = Namespace.over(self._result_views, assign_in_place=True, buffers=True)
+        self._param_views = dict(udf._kwargs)
+        self._params = Namespace.over(self._param_views)
+        self.flat = self.method is UDFMethod.TILE and hasattr(udf, "process_flat_tile")
+        #: whether the run's shared tile statistics feed it (set once the run's UDFs are known)
+        self.shared = False
 
     def set_views(
         self, nav: slice | None, sig_index: tuple | None, scheme_idx=None, frame: bool = False
@@ -127,14 +144,14 @@ class _Bound:
             )
             if sig_index is not None:
                 self._sig_cache[scheme_idx] = sig_views
-        results = self._results._arrays
+        results = self._result_views
         for k in self._nav_names:
             results[k] = _view(self.specs[k], self.arrays[k], nav, None, frame)
         for k in self._other_names:
             results[k] = sig_views[k]
         self.udf.results = self._results
         if self.aux:
-            params = self._params._arrays
+            params = self._param_views
             for k, a in self.aux.items():
                 spec = self.aux_specs[k]
                 params[k] = (
@@ -158,27 +175,21 @@ def _view(spec: BufferSpec, arr: np.ndarray, nav, sig_index, frame: bool):
 def run_partition(
     dataset: DataSet,
     partition: Partition,
-    udfs: list[UDF],
+    udfs: list[UDFBase],
     scheme: TilingScheme,
-    read_dtype,
-    roi_flat: np.ndarray | None,
+    context: RunContext,
     block=None,
     corrections=None,
 ) -> list[dict[str, np.ndarray]]:
     """Process one partition with every UDF of a run; returns each UDF's partial buffers
     (nav buffers ROI-compressed and partition sized)."""
-    read_dtype = np.dtype(read_dtype)
-    sig_shape = tuple(dataset.sig_shape)
+    read_dtype = context.input_dtype
+    sig_shape = context.sig_shape
     sig_dims = len(sig_shape)
-    selected = selected_positions(partition, roi_flat)
+    selected = context.roi.positions(partition.start, partition.stop)
     n_sel = selected.size
-    origin = (
-        partition.start if roi_flat is None else int(np.count_nonzero(roi_flat[: partition.start]))
-    )
-    pstart, pstop = dataset.present_range
-    k0, k1 = np.searchsorted(selected, [pstart, pstop])
-    present = selected[k0:k1]
-    roi_nd = None if roi_flat is None else roi_flat.reshape(dataset.nav_shape)
+    origin = context.roi.count_before(partition.start)
+    place = PartitionPlace(selected, origin, scheme)
     full_sig = Slice.full(Shape(sig_shape, sig_dims=sig_dims))
 
     if n_sel == 0:
@@ -186,28 +197,17 @@ def run_partition(
         # task for it); empty nav buffers keep the result's chunks
         out = []
         for template in udfs:
-            udf = template.copy()
-            udf.meta = UDFMeta(dataset.shape, dataset.dtype, read_dtype, roi=roi_nd)
-            specs = declared_buffers(udf).items()
-            out.append({k: s.allocate(0, sig_shape, k) for k, s in specs if s.use != "result_only"})
+            specs = stored_buffers(declared_buffers(bind(template, context, place)))
+            out.append({k: s.allocate(0, sig_shape, k) for k, s in specs.items()})
         return out
 
+    pstart, pstop = dataset.present_range
+    k0, k1 = np.searchsorted(selected, [pstart, pstop])
+    present = selected[k0:k1]
     bound = []
     for template in udfs:
-        meta = UDFMeta(
-            dataset.shape,
-            dataset.dtype,
-            read_dtype,
-            roi=roi_nd,
-            partition_shape=Shape((n_sel, *sig_shape), sig_dims=sig_dims),
-            tiling_scheme=scheme,
-            positions=selected,
-            slice_origin=origin,
-        )
-        meta.corrections = None if corrections is None else corrections.source
-        b = _Bound(template, meta, n_sel, sig_shape, sig_dims)
-        b.select_aux(selected)
-        meta.set_slice(origin, n_sel, full_sig, None)
+        b = _Bound(bind(template, context, place), selected, sig_shape)
+        b.udf.meta.set_slice(origin, n_sel, full_sig, None)
         b.set_views(None, None)
         b.udf.task_data = Namespace(b.udf.get_task_data() or {})
         if hasattr(b.udf, "preprocess"):

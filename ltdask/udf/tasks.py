@@ -1,4 +1,4 @@
-"""Dask graph layers written out task by task.
+"""Dask graph layers written out task by task: the engine's adapter to dask's task spec.
 
 ``map_blocks`` and ``dask.delayed`` walk every argument looking for dask collections (a
 list of partitions is thousands of calls) and ``map_blocks`` builds a blockwise layer that
@@ -16,7 +16,15 @@ import numpy as np
 from dask.highlevelgraph import HighLevelGraph
 from dask.task_spec import DataNode, Task, TaskRef
 
-__all__ = ["DataNode", "Task", "TaskRef", "block_key", "task_array", "task_delayed"]
+__all__ = [
+    "DataNode",
+    "Task",
+    "TaskRef",
+    "block_key",
+    "pick_array",
+    "task_array",
+    "task_delayed",
+]
 
 
 def block_key(name: str, index: int, ndim: int) -> tuple:
@@ -43,3 +51,16 @@ def task_delayed(key: str, func, *args, deps=()):
 
     graph = HighLevelGraph.from_collections(key, {key: Task(key, func, *args)}, list(deps))
     return Delayed(key, graph)
+
+
+def pick_array(source, name: str, shape: tuple[int, ...], dtype):
+    """Item `name` of the dict that the Delayed `source` computes, as a dask array of one
+    chunk of `shape` and `dtype`."""
+    out = f"ltdask-pick-{name}-{source.key}"
+    key = (out,) + (0,) * len(shape)
+    task = Task(key, _pick, TaskRef(source.key), name)
+    return task_array(out, {key: task}, tuple((e,) for e in shape), dtype, [source])
+
+
+def _pick(mapping, name):
+    return mapping[name]

@@ -119,12 +119,11 @@ class _ContainerCache:
         self._entries: collections.OrderedDict = collections.OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, factories, args) -> MaskContainer:
-        from ltdask.udf.runner import RUN_ID
-
-        run = RUN_ID.get()
+    def get(self, run: str | None, factories, args) -> MaskContainer:
+        """The container for `factories` and `args` in the run of id `run` (see
+        `UDFMeta.run_id`; None outside a run's partition tasks: a new one)."""
         sig_shape, dtype, use_sparse, count = args
-        if run is None:  # outside a run's partition task
+        if run is None:
             return MaskContainer(factories, sig_shape, dtype, use_sparse, count)
         # keyed by identity within one run; the entry holds the factories, so the id is
         # not reused while it is cached
@@ -272,7 +271,7 @@ class ApplyMasksUDF(FlatTileUDF):
     def _container(self) -> MaskContainer:
         p = self.params
         args = (tuple(self.meta.dataset_shape.sig), p.mask_dtype, p.use_sparse, p.mask_count)
-        return _CONTAINERS.get(p.mask_factories, args)
+        return _CONTAINERS.get(self.meta.run_id, p.mask_factories, args)
 
     def get_result_buffers(self):
         if self.params.mask_count is not None and self.params.mask_dtype is not None:

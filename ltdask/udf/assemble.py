@@ -1,0 +1,109 @@
+"""The results of a run as `xarray.Dataset`s: one per UDF, a variable per result with its
+``NAME_valid`` coordinate, dims named after the dataset's, attrs naming the run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ltdask._progress import compute as run_compute
+from ltdask._version import __version__
+from ltdask.udf.buffers import BufferSpec
+from ltdask.udf.graph import PartitionGraph
+from ltdask.udf.merge import merged
+from ltdask.udf.results import result_arrays
+
+
+def to_datasets(graph: PartitionGraph) -> list:
+    """The lazy `xarray.Dataset` of each UDF of the run of `graph`."""
+    import xarray as xr
+
+    plan = graph.plan
+    dataset = plan.dataset
+    out = []
+    for u, udf in enumerate(plan.mains):
+        data_vars = {}
+        coords = {}
+        for name, (value, valid) in result_arrays(graph, u, merged(graph, u)).items():
+            dims = _dims(dataset, name, plan.specs[u][name], value.ndim)
+            data_vars[name] = xr.Variable(dims, value)
+            if isinstance(valid, np.ndarray):
+                # chunked like the data, so that writing to Zarr streams it as well
+                valid = _lazy_mask(valid, value.chunks, f"ltdask-valid-{name}-{u}-{graph.token}")
+            coords[f"{name}_valid"] = xr.Variable(dims, valid)
+        attrs = {
+            "udf": type(udf).__name__,
+            "udf_module": type(udf).__module__,
+            "ltdask_version": __version__,
+            "dataset": str(dataset.path),
+            "input_dtype": str(plan.read_dtype),
+            "roi": plan.roi.describe(),
+        }
+        # the dataset's own coordinates (from a DataArray) along the results' nav/sig dims
+        used = {d for var in data_vars.values() for d in var.dims}
+        for name, coord in getattr(dataset, "coords", {}).items():
+            if set(coord.dims) <= used and name not in data_vars:
+                coords.setdefault(name, coord)
+        out.append(xr.Dataset(data_vars, coords=coords, attrs=attrs))
+    return out
+
+
+def compute_datasets(
+    datasets: list, progress: bool = False, graph: PartitionGraph | None = None
+) -> list:
+    """Compute lazy Datasets together, sharing their tasks; the partition tasks of `graph`
+    run even where no result depends on them (UDFs without results).
+
+    (``dask.compute(*datasets)`` would do the same, but with dask 2026.8 / xarray 2026.9 it
+    fails when one variable is computed from another.)
+    """
+    import dask
+
+    slots, arrays = [], []
+    for i, d in enumerate(datasets):
+        for name, var in d.variables.items():
+            if dask.is_dask_collection(var.data):
+                slots.append((i, name))
+                arrays.append(var.data)
+    # results that use the partition tasks use every one with ROI frames; where none does
+    # (UDFs without results), run them anyway
+    extra = []
+    if graph is not None and not any(
+        graph.cells.name in getattr(a.__dask_graph__(), "layers", ()) for a in arrays
+    ):
+        extra = [graph.done()]
+    values = run_compute(*arrays, *extra, progress=progress)
+    out = [d.copy(deep=False) for d in datasets]
+    for (i, name), value in zip(slots, values[: len(slots)], strict=True):
+        out[i].variables[name].data = value
+    return out
+
+
+def _dims(dataset, name: str, spec: BufferSpec, ndim: int) -> tuple[str, ...]:
+    nav_dims = dataset.dims[: len(dataset.nav_shape)]
+    sig_dims = dataset.dims[len(dataset.nav_shape) :]
+    if spec.kind == "nav":
+        lead = nav_dims
+    elif spec.kind == "sig":
+        lead = sig_dims
+    else:
+        lead = ()
+    return tuple(lead) + tuple(f"{name}_{i}" for i in range(ndim - len(lead)))
+
+
+def _lazy_mask(valid: np.ndarray, chunks, name: str):
+    """`valid` as a dask array of `chunks`, without materialising its broadcast dims.
+
+    ``da.from_array`` copies a numpy array into its chunks when the graph is built: for a
+    nav mask broadcast over a result's extra dims (``np.broadcast_to``, no memory) that is
+    one bool per result element, held as long as the lazy result lives (1 GiB for a 4 GiB
+    float32 result). Only the un-broadcast part is copied here; the chunks broadcast it.
+    """
+    import dask.array as da
+
+    broadcast = tuple(n > 1 and s == 0 for n, s in zip(valid.shape, valid.strides, strict=True))
+    if not any(broadcast):
+        return da.from_array(valid, chunks=chunks, name=name)
+    base = np.ascontiguousarray(valid[tuple(slice(0, 1) if b else slice(None) for b in broadcast)])
+    base_chunks = tuple((1,) if b else c for b, c in zip(broadcast, chunks, strict=True))
+    return da.broadcast_to(da.from_array(base, chunks=base_chunks, name=name), valid.shape, chunks)

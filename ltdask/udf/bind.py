@@ -1,0 +1,121 @@
+"""Binding UDF instances to a run: the one place an instance gets its ``self.meta`` and
+the parameters it sees outside the partition tasks.
+
+The engine never works on the instances a user passes (the *templates*): wherever a UDF
+runs (on the main node, in a partition task, in a merge task) it is a fresh copy
+(`UDFBase.copy`) bound to the run's `RunContext` by `bind`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ltdask.common import Shape
+from ltdask.io.tiling import TilingScheme
+from ltdask.udf.buffers import Namespace
+from ltdask.udf.interface import AuxData, UDFBase
+from ltdask.udf.meta import UDFMeta
+from ltdask.udf.roi import Selection
+
+
+@dataclass(frozen=True, eq=False)
+class RunContext:
+    """What every UDF instance of a run knows about it; small, and pickled into tasks."""
+
+    dataset_shape: Shape
+    #: ``tuple(dataset_shape.sig)``
+    sig_shape: tuple[int, ...]
+    dataset_dtype: np.dtype
+    #: the dtype of the tiles the UDFs see
+    input_dtype: np.dtype
+    roi: Selection
+    #: the number of positions the ROI selects
+    n_sel: int
+    #: the run's `CorrectionSet` (None without)
+    corrections: object = None
+    #: a fresh id per run (see `UDFMeta.run_id`)
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+
+@dataclass(frozen=True, eq=False)
+class PartitionPlace:
+    """Where in the run a partition task is: its selected flat `positions`, the
+    ROI-compressed index of the first (`origin`), and the tiling `scheme`."""
+
+    positions: np.ndarray
+    origin: int
+    scheme: TilingScheme
+
+
+def make_meta(
+    context: RunContext, place: PartitionPlace | None = None, valid_nav: np.ndarray | None = None
+) -> UDFMeta:
+    """``self.meta`` for a UDF of the run of `context`: the one place a `UDFMeta` is made.
+
+    In the partition task at `place`, or for the whole dataset (`place` None: main node
+    and merges), where `valid_nav` (flat, all positions) says which positions hold valid
+    results so far.
+    """
+    sig = context.sig_shape
+    meta_args = dict(
+        dataset_shape=context.dataset_shape,
+        dataset_dtype=context.dataset_dtype,
+        input_dtype=context.input_dtype,
+        roi=context.roi.nd,
+        corrections=context.corrections,
+    )
+    if place is None:
+        meta = UDFMeta(**meta_args, partition_shape=Shape((context.n_sel, *sig), sig_dims=len(sig)))
+        if valid_nav is not None:
+            meta.set_valid_nav_mask(valid_nav, context.roi.compress(valid_nav))
+        return meta
+    return UDFMeta(
+        **meta_args,
+        partition_shape=Shape((place.positions.size, *sig), sig_dims=len(sig)),
+        tiling_scheme=place.scheme,
+        positions=place.positions,
+        slice_origin=place.origin,
+        run_id=context.run_id,
+    )
+
+
+def bind(
+    template: UDFBase,
+    context: RunContext,
+    place: PartitionPlace | None = None,
+    valid_nav: np.ndarray | None = None,
+) -> UDFBase:
+    """A fresh instance of `template`, bound to the run of `context` (see `make_meta`).
+
+    Its ``self.params`` are the parameters as given (aux data as arrays, see
+    `AuxData.raw_data`); `dataset_params` gives them as merges see them.
+    """
+    udf = template.copy()
+    udf.meta = make_meta(context, place, valid_nav)
+    return udf
+
+
+def show_valid_nav(udf: UDFBase, context: RunContext, valid_nav: np.ndarray) -> None:
+    """Set what ``udf.meta.get_valid_nav_mask()`` says: `valid_nav` (flat, all positions)."""
+    udf.meta.set_valid_nav_mask(valid_nav, context.roi.compress(valid_nav))
+
+
+def dataset_params(
+    template: UDFBase, context: RunContext, nav_range: tuple[int, int] | None = None
+) -> Namespace:
+    """``self.params`` for the whole dataset (``merge_all``, ``preprocess`` on the main
+    node): nav aux data at the ROI's positions, cut to `nav_range` of those (in ``merge``:
+    the partition merged)."""
+    params = dict(template._kwargs)
+    for k, v in params.items():
+        if isinstance(v, AuxData):
+            flat = v.flat(context.dataset_shape)
+            if v.spec.kind == "nav":
+                flat = context.roi.compress(flat)
+                if nav_range is not None:
+                    flat = flat[nav_range[0] : nav_range[1]]
+            params[k] = flat
+    return Namespace(params)

@@ -1,0 +1,241 @@
+"""Merging the partial buffers of a run's partitions, per UDF, in one of three ways:
+
+* nav-only UDFs without their own ``merge``: each partition's nav buffers become one chunk
+  of the result (no merge step at all);
+* UDFs with ``merge_all``: one call with the partial buffers of the partitions that have
+  ROI frames, on dask arrays on the main node, or, for UDFs that say it works on numpy
+  (``MERGE_ALL_ON_NUMPY``) and whose partials are small, on numpy in one task;
+* UDFs with only ``merge``: LiberTEM's sequence of ``merge`` calls into the dataset-sized
+  buffers, one partition after the other (a chain of tasks).
+
+`merged` picks the way; the result is each stored buffer over the whole run as a dask
+array (nav ones flat and un-compressed), which :mod:`ltdask.udf.results` hands to
+``get_results``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+
+import numpy as np
+
+from ltdask.exceptions import UDFError
+from ltdask.udf.bind import RunContext, bind, dataset_params, show_valid_nav
+from ltdask.udf.buffers import Namespace, declared_buffers
+from ltdask.udf.graph import PartitionGraph
+from ltdask.udf.interface import UDFBase, overrides
+from ltdask.udf.tasks import TaskRef, pick_array, task_delayed
+
+#: partitions merged per task of a `merge` chain
+MERGE_GROUP = 8
+#: merge_all runs in one task when all partial results together are at most this large
+MERGE_IN_ONE_TASK_BYTES = 256 * 2**20
+
+
+def merged(graph: PartitionGraph, u: int) -> dict:
+    """Each stored buffer of UDF `u` merged over all partitions: nav ones flat and
+    un-compressed, the others in their own shape (dask arrays)."""
+    plan = graph.plan
+    udf = plan.mains[u]
+    stored = plan.stored(u)
+    if overrides(udf, "merge_all"):
+        partial_bytes = sum(
+            math.prod(s.shape(0, plan.sig_shape)) * s.dtype.itemsize for s in stored.values()
+        ) * len(plan.partitions)
+        if (
+            getattr(udf, "MERGE_ALL_ON_NUMPY", False)
+            and all(s.kind != "nav" for s in stored.values())
+            and partial_bytes <= MERGE_IN_ONE_TASK_BYTES
+        ):
+            return _merge_all_in_task(graph, u, stored)
+        return _merge_all(graph, u, stored)
+    if overrides(udf, "merge"):
+        return _merge_fold(graph, u, stored)
+    return {name: graph.nav_full(u, name) for name in stored}
+
+
+def initial_state(template: UDFBase, context: RunContext, stored) -> dict[str, np.ndarray]:
+    """The dataset-sized buffers a merge starts from: zeros, then ``preprocess`` with
+    whole-dataset views (as on LiberTEM's main node); numpy."""
+    n_sel = context.n_sel
+    udf = bind(template, context, valid_nav=context.roi.scatter(np.zeros(n_sel, dtype=bool)))
+    arrays = {k: s.allocate(n_sel, context.sig_shape, k) for k, s in stored.items()}
+    # the result_only buffers are there as None (as in the partition tasks)
+    views = dict(arrays)
+    views.update((k, None) for k, s in declared_buffers(udf).items() if s.use == "result_only")
+    udf.results = Namespace.over(views, assign_in_place=True, buffers=True)
+    udf.params = dataset_params(template, context)
+    udf.task_data = Namespace({})
+    if hasattr(udf, "preprocess"):
+        udf.preprocess()
+    return arrays
+
+
+def checked_merge_all(udf: UDFBase, ordered: OrderedDict, stored: dict) -> dict:
+    """``udf.merge_all(ordered)`` (no call without partitions to merge), checked: a dict of
+    declared, stored buffers."""
+    merged = udf.merge_all(ordered) if ordered else {}  # type: ignore[attr-defined]
+    cls = type(udf).__name__
+    if not isinstance(merged, dict):
+        raise UDFError(f"{cls}.merge_all must return a dict")
+    unknown = set(merged) - set(stored)
+    if unknown:
+        raise UDFError(f"{cls}.merge_all returned undeclared buffers {sorted(unknown)}")
+    return merged
+
+
+def _bind_merge_all(udf: UDFBase, context: RunContext, valid_flat: np.ndarray) -> None:
+    """What `udf` sees in ``merge_all``: aux data for the dataset (ROI applied), and the
+    run's valid nav mask."""
+    show_valid_nav(udf, context, valid_flat)
+    udf.params = dataset_params(udf, context)
+
+
+def _merge_all(graph: PartitionGraph, u: int, stored) -> dict:
+    """``merge_all`` on the main node, on dask arrays of the partial buffers."""
+    import dask.array as da
+
+    plan = graph.plan
+    udf = plan.mains[u]
+    partials = {name: graph.partials(u, name) for name in stored}
+    todo = graph.to_merge()  # as LiberTEM: partitions without ROI frames are left out
+    ordered = OrderedDict(
+        (key, Namespace({name: partials[name][i] for name in stored}, buffers=True))
+        for i, key in zip(todo, graph.merge_keys(todo), strict=True)
+    )
+    _bind_merge_all(udf, plan.context, graph.valid_flat)
+    merged = checked_merge_all(udf, ordered, stored)
+    initial = None
+    out = {}
+    for name, spec in stored.items():
+        if name in merged:
+            value = merged[name]
+        else:
+            if initial is None:
+                initial = initial_state(plan.udfs[u], plan.context, stored)
+            value = initial[name]
+        value = da.asarray(value)
+        if spec.kind == "nav":
+            value = graph.expand(value.reshape((-1, *spec.extra_shape)), spec.dtype)
+        out[name] = value.astype(spec.dtype, copy=False)
+    return out
+
+
+def _merge_all_in_task(graph: PartitionGraph, u: int, stored) -> dict:
+    """``merge_all`` in one task on the partial results as numpy arrays: for UDFs that
+    say it works on numpy (``MERGE_ALL_ON_NUMPY``) and whose partials are small; a
+    graph of two layers instead of dozens."""
+    plan = graph.plan
+    todo = graph.to_merge()
+    initial = initial_state(plan.udfs[u], plan.context, stored)
+    merge = _MergeAll(
+        plan.udfs[u],
+        u,
+        graph.merge_keys(todo),
+        plan.context,
+        graph.valid_flat,
+        stored,
+        initial,
+    )
+    merged = task_delayed(
+        f"ltdask-merge-all-{u}-{graph.token}",
+        merge,
+        *(graph.cell(i) for i in todo),
+        deps=[graph.cells],
+    )
+    return {
+        name: pick_array(merged, name, spec.shape(plan.n_sel, plan.sig_shape), spec.dtype)
+        for name, spec in stored.items()
+    }
+
+
+class _MergeAll:
+    """``merge_all`` of one UDF on the partition tasks' numpy results, in one task."""
+
+    def __init__(self, template, u, keys, context: RunContext, valid_flat, stored, initial):
+        self.template = template
+        self.u = u
+        self.keys = keys
+        self.context = context
+        self.valid_flat = valid_flat
+        self.stored = stored
+        self.initial = initial
+
+    def __call__(self, *cells):
+        context, stored, u = self.context, self.stored, self.u
+        udf = bind(self.template, context)
+        _bind_merge_all(udf, context, self.valid_flat)
+        ordered = OrderedDict(
+            (key, Namespace({name: cell[0][u][name] for name in stored}, buffers=True))
+            for key, cell in zip(self.keys, cells, strict=True)
+        )
+        merged = checked_merge_all(udf, ordered, stored)
+        return {
+            name: np.asarray(merged.get(name, self.initial[name]))
+            .astype(spec.dtype, copy=False)
+            .reshape(spec.shape(context.n_sel, context.sig_shape))
+            for name, spec in stored.items()
+        }
+
+
+def _merge_fold(graph: PartitionGraph, u: int, stored) -> dict:
+    """``merge(dest, src)`` as LiberTEM calls it: into the dataset-sized buffers, after
+    ``preprocess`` on them, one partition after the other (partitions without ROI
+    frames are left out); `dest`'s nav buffers are the partition's part of them. A chain
+    of tasks of `MERGE_GROUP` partitions each, updating the buffers in place."""
+    plan = graph.plan
+    template, context = plan.udfs[u], plan.context
+    state = task_delayed(
+        f"ltdask-merge-init-{u}-{graph.token}", initial_state, template, context, stored
+    )
+    starts = np.concatenate([[0], np.cumsum(plan.counts)]).astype(int)
+    todo = graph.to_merge()
+    for k in range(0, len(todo), MERGE_GROUP):
+        group = todo[k : k + MERGE_GROUP]
+        bounds = [(int(starts[i]), int(starts[i + 1])) for i in group]
+        state = task_delayed(
+            f"ltdask-merge-{u}-{k}-{graph.token}",
+            _merge_group,
+            TaskRef(state.key),
+            template,
+            u,
+            context,
+            stored,
+            bounds,
+            *(graph.cell(i) for i in group),
+            deps=[state, graph.cells],
+        )
+    out = {}
+    for name, spec in stored.items():
+        arr = pick_array(state, name, spec.shape(plan.n_sel, plan.sig_shape), spec.dtype)
+        out[name] = graph.expand(arr, spec.dtype) if spec.kind == "nav" else arr
+    return out
+
+
+def _merge_group(state, template, u, context: RunContext, stored, bounds, *cells):
+    """Merge the partitions of `cells` (ROI-compressed positions `bounds`) into `state`, in
+    place: the chain holds the only reference to it."""
+    for (start, stop), cell in zip(bounds, cells, strict=True):
+        merged_before = np.zeros(context.n_sel, dtype=bool)
+        merged_before[:start] = True
+        udf = bind(template, context, valid_nav=context.roi.scatter(merged_before))
+        udf.params = dataset_params(template, context, (start, stop))
+        views = {
+            name: state[name][start:stop] if spec.kind == "nav" else state[name]
+            for name, spec in stored.items()
+        }
+        udf.merge(
+            Namespace(views, assign_in_place=True, buffers=True),
+            Namespace(cell[0][u], buffers=True),
+        )
+    return state
+
+
+__all__ = [
+    "MERGE_GROUP",
+    "MERGE_IN_ONE_TASK_BYTES",
+    "checked_merge_all",
+    "initial_state",
+    "merged",
+]

@@ -1,0 +1,210 @@
+"""Planning a run: check the UDFs and what they declare, settle the dtype the tiles have and
+negotiate the tiling scheme with the dataset, before any graph is built.
+
+Every error a UDF's declarations can cause is raised here, when the graph is built, with
+a message naming the UDF and the fix. The result, a `RunPlan`, is what the rest of the
+engine works from: the partition graph (:mod:`ltdask.udf.graph`), the merges
+(:mod:`ltdask.udf.merge`) and the results (:mod:`ltdask.udf.results`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ltdask import _config
+from ltdask.exceptions import MergeNotImplementedError, UDFError
+from ltdask.io.dataset import DataSet
+from ltdask.io.partition import Partition
+from ltdask.io.tiling import TilingPreferences, TilingScheme
+from ltdask.udf.bind import RunContext, bind
+from ltdask.udf.buffers import BufferSpec, declared_buffers, stored_buffers
+from ltdask.udf.interface import UDFBase, UDFMethod, overrides
+from ltdask.udf.roi import Selection
+
+
+@dataclass(frozen=True, eq=False)
+class RunPlan:
+    """A run of `udfs` on `dataset`, checked and negotiated; nothing is read yet."""
+
+    dataset: DataSet
+    #: the UDF instances as given (the templates every task copies)
+    udfs: list[UDFBase]
+    #: what the UDF instances of the run know about it
+    context: RunContext
+    #: the `CorrectionSet` of the run, and its form for the dataset's signal shape
+    corrections: object
+    prepared: object
+    partitions: list[Partition]
+    #: per partition: its number of frames, and of frames in the ROI
+    sizes: tuple[int, ...]
+    counts: tuple[int, ...]
+    #: flat, all positions: those in the ROI that hold data read from the files
+    valid_flat: np.ndarray
+    #: per UDF: an instance bound to the whole run (merges, ``get_results``), and its
+    #: declared buffers
+    mains: list[UDFBase]
+    specs: list[dict[str, BufferSpec]]
+    scheme: TilingScheme
+    #: the dataset's token (it stats the files: once per run) and the run's
+    dataset_token: str
+    token: str
+
+    @property
+    def roi(self) -> Selection:
+        return self.context.roi
+
+    @property
+    def read_dtype(self) -> np.dtype:
+        return self.context.input_dtype
+
+    @property
+    def n_sel(self) -> int:
+        return self.context.n_sel
+
+    @property
+    def sig_shape(self) -> tuple[int, ...]:
+        return self.context.sig_shape
+
+    def stored(self, u: int) -> dict[str, BufferSpec]:
+        """The buffers of UDF `u` that partition tasks fill (not ``result_only``)."""
+        return stored_buffers(self.specs[u])
+
+
+def plan_run(dataset: DataSet, udfs: list[UDFBase], roi=None, corrections=None) -> RunPlan:
+    """Check `udfs` for a run on `dataset` (with `roi` and `corrections`) and plan it.
+
+    Raises
+    ------
+    UDFError
+        For anything a UDF declares or returns that the run cannot use.
+    MergeNotImplementedError
+        For a UDF with buffers that are not nav buffers but no ``merge`` or ``merge_all``.
+    MemoryError
+        For a result buffer larger than this machine's memory.
+    """
+    from dask.base import tokenize
+
+    if isinstance(udfs, UDFBase):
+        udfs = [udfs]
+    udfs = list(udfs)
+    if not udfs:
+        raise UDFError("empty list of UDFs - nothing to do!")
+    for u in udfs:
+        if not isinstance(u, UDFBase):
+            raise UDFError(f"{u!r} is not an ltdask.UDF instance")
+    selection = Selection.of(roi, dataset)
+    read_dtype = input_dtype(dataset, udfs)
+    prepared = None
+    if corrections is not None:
+        if not hasattr(corrections, "for_shape"):
+            raise UDFError(
+                f"corrections={corrections!r}: expected an ltdask.CorrectionSet (dark, gain, "
+                "excluded_pixels)"
+            )
+        if corrections.have_corrections():
+            # corrected frames are floats (as LiberTEM's); tiles are read in the data's
+            # own dtype (views of the files where possible) and the correction kernel
+            # converts them: one pass, not a decode and then a correction
+            read_dtype = np.dtype(np.result_type(read_dtype, np.float32))
+            prepared = corrections.for_shape(
+                dataset.sig_shape,
+                dataset.path,
+                tile_dtype=dataset.run_dtype(dataset.dtype),
+                out_dtype=read_dtype,
+            )
+    partitions = dataset.get_partitions()
+    counts = tuple(selection.count(p.start, p.stop) for p in partitions)
+    context = RunContext(
+        dataset.shape,
+        tuple(dataset.sig_shape),
+        np.dtype(dataset.dtype),
+        np.dtype(read_dtype),
+        selection,
+        sum(counts),
+        corrections,
+    )
+    mains = [bind(u, context) for u in udfs]
+    for template, main in zip(udfs, mains, strict=True):
+        template.meta = main.meta  # as LiberTEM: the instance given knows the run
+    specs = [declared_buffers(m) for m in mains]
+    memory = _config.total_memory()
+    for declared in specs:
+        for name, spec in declared.items():
+            # results come back to this process, nav ones at the full nav size
+            spec.check_fits(dataset.num_frames, context.sig_shape, name, memory)
+    methods = [_check_method(m) for m in mains]
+    for m, declared in zip(mains, specs, strict=True):
+        _check_mergeable(m, declared)
+    consumers = [_preferences(m) for m in mains]
+    excluded = None if prepared is None else prepared.excluded_coordinates
+    scheme = dataset.negotiate(consumers, context.input_dtype, selection.flat, excluded=excluded)
+    if any(meth is not UDFMethod.TILE for meth in methods) and len(scheme) != 1:
+        raise UDFError(
+            f"{dataset.path}: frame and partition UDFs need whole frames, but the "
+            f"negotiated tiles cut the frame into {len(scheme)} slices"
+        )
+    dataset_token = tokenize(dataset)
+    token = tokenize(dataset_token, udfs, selection.flat, context.input_dtype.str, scheme, prepared)
+    return RunPlan(
+        dataset=dataset,
+        udfs=udfs,
+        context=context,
+        corrections=corrections,
+        prepared=prepared,
+        partitions=partitions,
+        sizes=tuple(p.num_frames for p in partitions),
+        counts=counts,
+        valid_flat=selection.restrict(dataset.valid_nav_mask().reshape(-1)),
+        mains=mains,
+        specs=specs,
+        scheme=scheme,
+        dataset_token=dataset_token,
+        token=token,
+    )
+
+
+def input_dtype(dataset: DataSet, udfs: list[UDFBase]) -> np.dtype:
+    """``numpy.result_type`` of the data's dtype and every UDF's preferred dtype."""
+    dtype = dataset.dtype
+    for udf in udfs:
+        dtype = np.result_type(udf.get_preferred_input_dtype(), dtype)
+    return dataset.run_dtype(dtype)
+
+
+def _preferences(udf: UDFBase) -> TilingPreferences:
+    method = udf.get_method()
+    prefs = udf.get_tiling_preferences() or {}
+    depth = prefs.get("depth", UDFBase.TILE_DEPTH_DEFAULT)
+    size = prefs.get("total_size", UDFBase.TILE_SIZE_MAX)
+    return TilingPreferences(method.value, depth=depth, total_size=size)
+
+
+def _check_method(udf: UDFBase) -> UDFMethod:
+    method = udf.get_method()
+    if not isinstance(method, UDFMethod):
+        try:
+            method = UDFMethod(method)
+        except ValueError:
+            raise UDFError(
+                f"{type(udf).__name__}.get_method() returned {method!r}; expected a member "
+                "of UDF.UDF_METHOD"
+            ) from None
+    if not hasattr(udf, f"process_{method.value}"):
+        raise UDFError(
+            f"{type(udf).__name__}.get_method() chose {method.value!r} but the class has no "
+            f"process_{method.value}"
+        )
+    return method
+
+
+def _check_mergeable(udf: UDFBase, specs: dict[str, BufferSpec]) -> None:
+    if overrides(udf, "merge_all") or overrides(udf, "merge"):
+        return
+    others = [k for k, s in specs.items() if s.kind != "nav" and s.use != "result_only"]
+    if others:
+        raise MergeNotImplementedError(
+            f"{type(udf).__name__} has non-nav buffers {others}; it must implement "
+            "merge(dest, src) or merge_all(ordered_results)"
+        )

@@ -1,0 +1,122 @@
+"""Runs in steps: partition group by partition group, with the results of what is done so
+far after each step (``ltdask.iter``, LiberTEM's ``run_udf_iter``), and the results of a
+run before any partition is processed (a "dry run").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ltdask import _config
+from ltdask.exceptions import UDFError
+from ltdask.io.dataset import DataSet
+from ltdask.udf.assemble import to_datasets
+from ltdask.udf.buffers import filled
+from ltdask.udf.graph import PartitionGraph, Run
+from ltdask.udf.interface import UDFBase
+from ltdask.udf.merge import initial_state
+from ltdask.udf.plan import RunPlan, plan_run
+
+
+class RunControl:
+    """Changes to a run that `iter_steps` makes between two steps."""
+
+    def __init__(self):
+        self.parameters: list[dict] | None = None
+
+    def update_parameters(self, parameters: list[dict]) -> None:
+        """New parameters (one dict per UDF, the keywords to change) for the partitions
+        that are not processed yet (LiberTEM's ``update_parameters_experimental``)."""
+        self.parameters = [dict(p) for p in parameters]
+
+
+def iter_steps(
+    dataset: DataSet,
+    udfs: list[UDFBase] | UDFBase,
+    roi=None,
+    unprocessed: str = "fill",
+    control: RunControl | None = None,
+    corrections=None,
+):
+    """Run `udfs` partition group by partition group, yielding ``(make, damage)``:
+    ``make()`` builds the lazy Datasets of what is done (``get_results`` runs then, on
+    numpy partials in memory), ``damage`` is the flat boolean nav mask of the positions
+    whose partitions are done. Nav positions not done yet hold fill values
+    (``unprocessed="fill"``) or the buffers' values after ``preprocess`` on the whole
+    dataset (``"initial"``, as LiberTEM shows them); their valid masks are False.
+    Parameters given to `control` between steps apply to the partitions after them."""
+    import dask
+
+    if isinstance(udfs, UDFBase):
+        udfs = [udfs]
+    run = Run(dataset, list(udfs), roi, corrections)
+    initial = _initial_states(run.plan, unprocessed)
+    n = len(run.partitions)
+    step = max(1, _config.min_partitions())
+    done = np.zeros(n, dtype=bool)
+    cells = np.empty(n, dtype=object)
+    for first in range(0, n, step):
+        if control is not None and control.parameters is not None:
+            if len(control.parameters) != len(run.plan.udfs):
+                raise UDFError(
+                    f"update_parameters: {len(control.parameters)} dicts of parameters for "
+                    f"{len(run.plan.udfs)} UDFs; give one dict per UDF"
+                )
+            changed = [u.copy(**p) for u, p in zip(run.plan.udfs, control.parameters, strict=True)]
+            control.parameters = None
+            run = Run(dataset, changed, run.plan.roi.flat, corrections)
+            initial = _initial_states(run.plan, unprocessed)
+        idx = list(range(first, min(n, first + step)))
+        computed = dask.compute(*[run.cells.blocks[i] for i in idx])
+        for i, c in zip(idx, computed, strict=True):
+            cells[i] = c[0]
+            done[i] = True
+        damage = np.zeros(dataset.num_frames, dtype=bool)
+        for i, p in enumerate(run.partitions):
+            damage[p.start : p.stop] = done[i]
+        snapshot = (cells.copy(), done.copy())
+        yield (lambda s=snapshot, r=run.plan, i=initial: _partial_datasets(r, *s, i)), damage
+
+
+def initial_datasets(dataset: DataSet, udfs: list[UDFBase], roi=None, corrections=None) -> list:
+    """Lazy Datasets of `udfs` as before any partition is processed: nav values as after
+    ``preprocess`` on the whole dataset, all invalid (a "dry run": shapes and dtypes)."""
+    plan = plan_run(dataset, list(udfs), roi, corrections)
+    n = len(plan.partitions)
+    cells, done = np.empty(n, dtype=object), np.zeros(n, bool)
+    return _partial_datasets(plan, cells, done, _initial_states(plan, "initial"))
+
+
+def _initial_states(plan: RunPlan, unprocessed: str) -> list | None:
+    """Each UDF's buffers after ``preprocess`` on the whole dataset, made once per run, for
+    ``unprocessed="initial"``; None for fill values."""
+    if unprocessed != "initial":
+        return None
+    return [initial_state(u, plan.context, plan.stored(i)) for i, u in enumerate(plan.udfs)]
+
+
+def _partial_datasets(plan: RunPlan, cells: np.ndarray, done: np.ndarray, initial=None):
+    """Datasets for the partitions done so far (others invalid and not merged); nav
+    positions not done hold `initial`'s values (see `_initial_states`) or fill values."""
+    starts = np.concatenate([[0], np.cumsum(plan.counts)]).astype(int)
+    partials = []
+    for i in range(len(cells)):
+        if done[i]:
+            partials.append(cells[i])
+            continue
+        # not processed yet: fill values (or the initial values) at nav positions, with
+        # False valid masks; other buffers are not merged
+        n = plan.counts[i]
+        parts = []
+        for u in range(len(plan.udfs)):
+            part = {}
+            for k, s in plan.stored(u).items():
+                if s.kind != "nav":
+                    part[k] = s.allocate(n, plan.sig_shape, k)
+                elif initial is not None:  # shared by every step: copied
+                    part[k] = initial[u][k][starts[i] : starts[i + 1]].copy()
+                else:
+                    part[k] = filled(s.shape(n, plan.sig_shape), s.dtype)
+            parts.append(part)
+        partials.append(parts)
+    return to_datasets(PartitionGraph.in_memory(plan, partials, done))
