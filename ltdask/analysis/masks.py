@@ -9,7 +9,7 @@ from ltdask import masks
 from ltdask.analysis._viz import scaled_image
 from ltdask.analysis.base import Analysis, complex_results
 from ltdask.analysis.results import AnalysisResult, MasksResultSet, SingleMaskResultSet
-from ltdask.udf.builtin.masks import ApplyMasksUDF
+from ltdask.udf.builtin.apply_masks import ApplyMasksUDF
 
 __all__ = [
     "BaseMasksAnalysis",
