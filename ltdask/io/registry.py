@@ -256,7 +256,13 @@ def refresh() -> None:
 # -- lookups ------------------------------------------------------------------------------------
 def formats() -> tuple[Format, ...]:
     """Every format that could be loaded: the built-in ones in `BUILTIN` order, then the
-    plug-ins by name."""
+    plug-ins by name.
+
+    Examples
+    --------
+    >>> [f.name for f in formats()][:6]
+    ['raw', 'npy', 'hdf5', 'zarr', 'raw_csr', 'mib']
+    """
     return tuple(_registry().formats.values())
 
 
@@ -284,6 +290,12 @@ def get_format(name: str, where: str | None = None) -> Format:
         No format has that name.
     FormatPluginError
         The format exists but cannot be loaded.
+
+    Examples
+    --------
+    >>> fmt = get_format("h5")
+    >>> fmt.name, fmt.suffixes[:2], fmt.keyword_names()[:2]
+    ('hdf5', ('.h5', '.hdf5'), ('key', 'sig_dims'))
     """
     record = find_format(name) if isinstance(name, str) else None
     if record is None:

@@ -20,6 +20,8 @@ A TOML descriptor names three raw files that hold one CSR matrix of shape
 File names are relative to the descriptor's directory. Tiles are whole frames, delivered
 dense (the default, and what UDFs get) or as ``scipy.sparse.csr_matrix`` of shape
 ``(frames, frame pixels)`` with ``iter_tiles(..., array_backend="scipy.sparse.csr_matrix")``.
+:mod:`~ltdask.io.formats.raw_csr_descriptor` reads the descriptor, and the numba kernels that
+densify or gather rows are in :mod:`~ltdask.io.formats.raw_csr_kernels`.
 """
 
 from __future__ import annotations
