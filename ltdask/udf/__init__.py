@@ -1,5 +1,7 @@
-"""User-defined functions: the `UDF` base class and the shipped analyses."""
+"""User-defined functions: the `UDF` base class, the shipped analyses, and
+`apply_whole` for a UDF's post-processing on whole result arrays."""
 
+from ltdask.udf.apply import apply_whole
 from ltdask.udf.base import UDF, AuxData, UDFMethod
 from ltdask.udf.builtin import (
     ApplyMasksUDF,
@@ -34,6 +36,7 @@ __all__ = [
     "SumUDF",
     "UDFMeta",
     "UDFMethod",
+    "apply_whole",
     "run_analysis_crystall",
     "run_fem",
     "run_logsum",

@@ -262,7 +262,12 @@ class UDFBase:
             dest_arr[...] = src_arr
 
     def get_results(self) -> dict:
-        """Results computed from the merged buffers; names not returned pass through."""
+        """Results computed from the merged buffers; names not returned pass through.
+
+        ``self.results`` holds the merged buffers as dask arrays (``get_buffer(name)`` as
+        LiberTEM's buffers show them); what needs whole arrays at once in numpy goes
+        through :func:`ltdask.udf.apply_whole`.
+        """
         return {}
 
     def cleanup(self):

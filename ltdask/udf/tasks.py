@@ -44,12 +44,14 @@ def task_array(name: str, tasks: dict, chunks: Sequence[Sequence[int]], dtype, d
     return da.Array(graph, name, chunks, meta=meta)
 
 
-def task_delayed(key: str, func, *args, deps=()):
-    """``dask.delayed`` of one call ``func(*args)``, where `args` may hold `TaskRef`s to
-    the keys of `deps` (dask collections) and are otherwise passed as they are."""
+def task_delayed(key: str, func, *args, deps=(), kwargs: dict | None = None):
+    """``dask.delayed`` of one call ``func(*args, **kwargs)``, where `args` and `kwargs` may
+    hold `TaskRef`s to the keys of `deps` (dask collections) and are otherwise passed as
+    they are."""
     from dask.delayed import Delayed
 
-    graph = HighLevelGraph.from_collections(key, {key: Task(key, func, *args)}, list(deps))
+    task = Task(key, func, *args, **(kwargs or {}))
+    graph = HighLevelGraph.from_collections(key, {key: task}, list(deps))
     return Delayed(key, graph)
 
 

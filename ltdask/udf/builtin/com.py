@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ltdask.udf.apply import apply_whole
 from ltdask.udf.base import UDF
 from ltdask.udf.builtin._kernels import flat_tile, interval_moments
 
@@ -183,37 +184,26 @@ class CoMUDF(UDF):
         )
 
     def get_results(self):
-        import dask.array as da
-        from dask.base import tokenize
-
-        from ltdask.udf.tasks import TaskRef, block_key, task_delayed
-
-        p = self.params.com_params
+        # nav-sized and small next to the scan: numpy, in one task, instead of a graph of
+        # hundreds (the regression, the gradients)
         nav_shape = tuple(self.meta.dataset_shape.nav)
         raw = self.results.get_buffer("raw_mask_result").data
-        # nav-sized and small next to the scan: one numpy task instead of a graph of
-        # hundreds (the regression, the gradients). Written out task by task: with
-        # ``dask.delayed`` the partition tasks would be renamed, and run twice in a run
-        # with other UDFs
-        raw = da.asarray(raw).rechunk(-1)
         valid = self.meta.get_valid_nav_mask(full_nav=True).reshape(nav_shape)
-        center = self._center()
-        fields = task_delayed(
-            f"ltdask-com-fields-{tokenize(raw.name, center, valid, p, self._dtype().str)}",
+        dtype = self._dtype()
+        outputs = {
+            name: (extra, np.float64) if name == "regression" else (nav_shape + extra, dtype)
+            for name, extra in _FIELDS.items()
+        }
+        return apply_whole(
             com_fields,
-            TaskRef(block_key(raw.name, 0, raw.ndim)),
-            center,
+            raw,
+            self._center(),
             valid,
-            p,
-            self._dtype(),
-            deps=[raw],
+            self.params.com_params,
+            dtype,
+            outputs=outputs,
+            name="ltdask-com-fields",
         )
-        out = {}
-        for name, extra in _FIELDS.items():
-            dtype = np.float64 if name == "regression" else self._dtype()
-            shape = extra if name == "regression" else nav_shape + extra
-            out[name] = da.from_delayed(fields[name], shape=shape, dtype=dtype)
-        return out
 
 
 #: CoMUDF's results and their shapes after the nav dims (``regression``: its whole shape)
