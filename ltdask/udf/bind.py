@@ -59,27 +59,27 @@ def make_meta(
     and merges), where `valid_nav` (flat, all positions) says which positions hold valid
     results so far.
     """
-    sig = context.sig_shape
-    meta_args = dict(
-        dataset_shape=context.dataset_shape,
-        dataset_dtype=context.dataset_dtype,
-        input_dtype=context.input_dtype,
-        roi=context.roi.nd,
-        corrections=context.corrections,
-    )
     if place is None:
-        meta = UDFMeta(**meta_args, partition_shape=Shape((context.n_sel, *sig), sig_dims=len(sig)))
-        if valid_nav is not None:
-            meta.set_valid_nav_mask(valid_nav, context.roi.compress(valid_nav))
-        return meta
-    return UDFMeta(
-        **meta_args,
-        partition_shape=Shape((place.positions.size, *sig), sig_dims=len(sig)),
-        tiling_scheme=place.scheme,
-        positions=place.positions,
-        slice_origin=place.origin,
-        run_id=context.run_id,
+        n, scheme, positions, origin, run_id = context.n_sel, None, None, 0, None
+    else:
+        n, scheme, positions = place.positions.size, place.scheme, place.positions
+        origin, run_id = place.origin, context.run_id
+    sig = context.sig_shape
+    meta = UDFMeta(
+        context.dataset_shape,
+        context.dataset_dtype,
+        context.input_dtype,
+        roi=context.roi.nd,
+        partition_shape=Shape((n, *sig), sig_dims=len(sig)),
+        tiling_scheme=scheme,
+        positions=positions,
+        slice_origin=origin,
+        corrections=context.corrections,
+        run_id=run_id,
     )
+    if valid_nav is not None:
+        meta.set_valid_nav_mask(valid_nav, context.roi.compress(valid_nav))
+    return meta
 
 
 def bind(

@@ -86,8 +86,8 @@ class UDFMeta:
     @property
     def slice(self) -> Slice | None:
         """The current frame/tile/partition in flat, ROI-compressed nav coordinates."""
-        if self._slice is None and self._origin is not None:
-            sig = self.sig_slice
+        sig = self.sig_slice
+        if self._slice is None and self._origin is not None and sig is not None:
             self._slice = Slice(
                 (self._origin, *sig.origin),
                 Shape((self._count, *sig.shape), sig_dims=sig.shape.sig_dims),

@@ -8,6 +8,7 @@ partial buffers in a `PartitionCell`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from dask.sizeof import sizeof
@@ -93,6 +94,13 @@ def _written_tile(udf: UDFBase, method: str, err: ValueError) -> Exception:
     )
 
 
+def _flat_copy(data: np.ndarray) -> tuple[np.ndarray, int, int]:
+    """A flat tile (see `UDF.process_flat_tile`) copied from `data`, read-only."""
+    flat = flat_of(data, copy=True)
+    assert flat is not None  # (copy=True: always one)
+    return read_only(flat[0]), flat[1], flat[2]
+
+
 class _Bound:
     """One UDF instance at work on one partition (`udf`, bound to it), its buffers for the
     partition's `selected` positions and the views of them it sees."""
@@ -118,9 +126,16 @@ class _Bound:
         self._results = Namespace.over(self._result_views, assign_in_place=True, buffers=True)
         self._param_views = dict(udf._kwargs)
         self._params = Namespace.over(self._param_views)
-        self.flat = self.method is UDFMethod.TILE and hasattr(udf, "process_flat_tile")
-        #: whether the run's shared tile statistics feed it (set once the run's UDFs are known)
-        self.shared = False
+        #: the method that processes tiles, frames or the partition; for tile UDFs with
+        #: flat tiles, the one that processes those
+        self.process = getattr(udf, f"process_{self.method.value}")
+        self.process_flat = getattr(udf, "process_flat_tile", None)
+        if self.method is not UDFMethod.TILE:
+            self.process_flat = None
+        #: the run's shared tile statistics where they feed it (set once the run's UDFs are
+        #: known), and the method that takes them
+        self.shared: SharedStats | None = None
+        self.process_shared: Any = getattr(udf, "process_shared_stats", None)
 
     def set_views(
         self, nav: slice | None, sig_index: tuple | None, scheme_idx=None, frame: bool = False
@@ -214,9 +229,11 @@ def run_partition(
             b.udf.preprocess()
         bound.append(b)
 
-    shared = SharedStats.make([b.udf for b in bound if b.flat], read_dtype)
-    for b in bound:
-        b.shared = shared is not None and b.flat and shared.wants(b.udf)
+    shared = SharedStats.make([b.udf for b in bound if b.process_flat is not None], read_dtype)
+    if shared is not None:
+        for b in bound:
+            if b.process_flat is not None and shared.wants(b.udf):
+                b.shared = shared
     if present.size:
         sig_indices = scheme.sig_indices
         tile_dtype = read_dtype if corrections is None else corrections.tile_dtype
@@ -243,34 +260,33 @@ def run_partition(
                 if b.method is UDFMethod.TILE:
                     meta.set_slice(origin + at, n, sig_slice, s)
                     b.set_views(slice(at, at + n), sig_index, s)
-                    if not b.flat:
+                    if b.process_flat is None:
                         try:
-                            udf.process_tile(data)
+                            b.process(data)
                         except ValueError as e:
                             raise _written_tile(udf, "process_tile", e) from e
                         continue
                     if flat is None:
-                        flat = flat_of(data, copy=True)
-                        flat = (read_only(flat[0]), *flat[1:])
-                    if b.shared:
+                        flat = _flat_copy(data)
+                    if b.shared is not None:
                         if stats is None:
-                            stats = shared.compute(*flat, s)
-                        udf.process_shared_stats(stats)
+                            stats = b.shared.compute(flat[0], flat[1], flat[2], s)
+                        b.process_shared(stats)
                     else:
-                        udf.process_flat_tile(*flat)
+                        b.process_flat(*flat)
                 elif b.method is UDFMethod.FRAME:
                     for i in range(n):
                         meta.set_slice(origin + at + i, 1, sig_slice, s)
                         b.set_views(slice(at + i, at + i + 1), sig_index, s, frame=True)
                         try:
-                            udf.process_frame(data[i])
+                            b.process(data[i])
                         except ValueError as e:
                             raise _written_tile(udf, "process_frame", e) from e
                 else:
                     meta.set_slice(origin + at, n, sig_slice, s)
                     b.set_views(slice(at, at + n), sig_index, s)
                     try:
-                        udf.process_partition(data)
+                        b.process(data)
                     except ValueError as e:
                         raise _written_tile(udf, "process_partition", e) from e
 

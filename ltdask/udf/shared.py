@@ -65,5 +65,8 @@ class SharedStats:
             state = self.states[scheme_idx] = [0, np.zeros(px), np.zeros(px), np.zeros(px)]
         n = frames.shape[0]
         sums = np.zeros(n if self.with_frame_sums else 0)
-        state[0] = moments_frame_sums(frames, p0, p1, *state, sums, self.with_frame_sums)
+        count, mean, m2, shift = state
+        state[0] = moments_frame_sums(
+            frames, p0, p1, count, mean, m2, shift, sums, self.with_frame_sums
+        )
         return TileStats(state, sums)

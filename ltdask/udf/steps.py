@@ -21,7 +21,7 @@ from ltdask.udf.plan import RunPlan, plan_run
 class RunControl:
     """Changes to a run that `iter_steps` makes between two steps."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.parameters: list[dict] | None = None
 
     def update_parameters(self, parameters: list[dict]) -> None:
@@ -74,8 +74,12 @@ def iter_steps(
         damage = np.zeros(dataset.num_frames, dtype=bool)
         for i, p in enumerate(run.partitions):
             damage[p.start : p.stop] = done[i]
-        snapshot = (cells.copy(), done.copy())
-        yield (lambda s=snapshot, r=run.plan, i=initial: _partial_datasets(r, *s, i)), damage
+        yield _maker(run.plan, cells.copy(), done.copy(), initial), damage
+
+
+def _maker(plan: RunPlan, cells: np.ndarray, done: np.ndarray, initial):
+    """``make()`` of one step of `iter_steps` (what is done at that step)."""
+    return lambda: _partial_datasets(plan, cells, done, initial)
 
 
 def initial_datasets(dataset: DataSet, udfs: list[UDFBase], roi=None, corrections=None) -> list:

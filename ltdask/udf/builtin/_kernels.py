@@ -261,7 +261,9 @@ def dot_runs(frames, p0, p1, run_start, run_len, run_weight, run_mask, weights, 
 
 def flat_tile(tile: np.ndarray) -> np.ndarray:
     """`tile` as a C-contiguous ``(frames, pixels)`` array (a view where it is one)."""
-    return flat_of(tile, copy=True)[0]
+    flat = flat_of(tile, copy=True)
+    assert flat is not None  # (copy=True: always one)
+    return flat[0]
 
 
 __all__ = [

@@ -30,7 +30,7 @@ class MaskContainer:
     """A mask stack, computed once per task, cut per signal slice into the layout the
     product wants: ``(pixels, masks)`` dense (C order) or scipy CSC, cached per slice."""
 
-    def __init__(self, factories, sig_shape, dtype=None, use_sparse=None, count=None):
+    def __init__(self, factories, sig_shape, dtype=None, use_sparse=None, count=None) -> None:
         self.sig_shape = tuple(sig_shape)
         masks, sparse_in = self._evaluate(factories)
         if count is not None and masks.shape[0] != count:
@@ -100,7 +100,8 @@ class MaskContainer:
             else:
                 dot_masks(frames, p0, p1, masks, out)
         elif kind == "runs" and real and out.flags.c_contiguous:
-            dot_runs(frames, p0, p1, *masks[:5], out)
+            run_start, run_len, run_weight, run_mask, weights = masks[:5]
+            dot_runs(frames, p0, p1, run_start, run_len, run_weight, run_mask, weights, out)
         elif kind == "dense":
             out += frames[:, p0:p1] @ masks.T
         else:
@@ -148,7 +149,10 @@ def _runs(csr: scipy.sparse.csr_matrix):
     """Runs of consecutive non-zero pixels per mask, for `dot_runs`."""
     csr = csr.copy()
     csr.sort_indices()
-    starts, lens, woffs, masks = [], [], [], []
+    starts: list[np.ndarray] = []
+    lens: list[np.ndarray] = []
+    woffs: list[np.ndarray] = []
+    masks: list[np.ndarray] = []
     for m in range(csr.shape[0]):
         a, b = csr.indptr[m], csr.indptr[m + 1]
         idx = csr.indices[a:b]
@@ -166,15 +170,15 @@ def _runs(csr: scipy.sparse.csr_matrix):
         if starts
         else (lambda xs: np.zeros(0, np.int64))
     )
-    starts, lens, woffs, masks = cat(starts), cat(lens), cat(woffs), cat(masks)
+    run_start, run_len, run_weight, run_mask = cat(starts), cat(lens), cat(woffs), cat(masks)
     # in pixel order, not mask by mask: one sweep over each frame, every cache line read
     # once (2-3x faster for rings), and consecutive runs add to different sums
-    order = np.argsort(starts, kind="stable")
+    order = np.argsort(run_start, kind="stable")
     return (
-        starts[order],
-        lens[order],
-        woffs[order],
-        masks[order],
+        run_start[order],
+        run_len[order],
+        run_weight[order],
+        run_mask[order],
         np.ascontiguousarray(csr.data),
         csr.shape,
     )
