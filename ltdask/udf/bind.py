@@ -1,5 +1,5 @@
 """Binding UDF instances to a run: the one place an instance gets its ``self.meta`` and
-the parameters it sees outside the partition tasks.
+the parameters (``self.params``) it sees where it runs.
 
 The engine never works on the instances a user passes (the *templates*): wherever a UDF
 runs (on the main node, in a partition task, in a merge task) it is a fresh copy
@@ -15,8 +15,8 @@ import numpy as np
 
 from ltdask.common import Shape
 from ltdask.io.tiling import TilingScheme
-from ltdask.udf.buffers import Namespace
-from ltdask.udf.interface import AuxData, UDFBase
+from ltdask.udf.buffers import BufferSpec, Namespace
+from ltdask.udf.interface import AuxData, UDFBase, raw_params
 from ltdask.udf.meta import UDFMeta
 from ltdask.udf.roi import Selection
 
@@ -90,8 +90,8 @@ def bind(
 ) -> UDFBase:
     """A fresh instance of `template`, bound to the run of `context` (see `make_meta`).
 
-    Its ``self.params`` are the parameters as given (aux data as arrays, see
-    `AuxData.raw_data`); `dataset_params` gives them as merges see them.
+    Its ``self.params`` are the parameters as given (`given_params`); `dataset_params`
+    and `partition_params` give them as merges and partition tasks see them.
     """
     udf = template.copy()
     udf.meta = make_meta(context, place, valid_nav)
@@ -101,6 +101,28 @@ def bind(
 def show_valid_nav(udf: UDFBase, context: RunContext, valid_nav: np.ndarray) -> None:
     """Set what ``udf.meta.get_valid_nav_mask()`` says: `valid_nav` (flat, all positions)."""
     udf.meta.set_valid_nav_mask(valid_nav, context.roi.compress(valid_nav))
+
+
+def given_params(udf: UDFBase) -> Namespace:
+    """``self.params`` as given (``get_results``): aux data as arrays, see
+    `AuxData.raw_data`."""
+    return raw_params(udf._kwargs)
+
+
+def partition_params(
+    udf: UDFBase, selected: np.ndarray
+) -> tuple[dict, dict[str, tuple[BufferSpec, np.ndarray]]]:
+    """The parameters of `udf` in the partition task of the `selected` flat positions: all
+    of them as given (a dict the runner points ``self.params`` at), and the aux data among
+    them as ``{name: (spec, data)}``, nav ones at the selected positions; the runner
+    replaces them in the dict by views of the current tile or frame."""
+    params = dict(udf._kwargs)
+    aux = {}
+    for k, v in params.items():
+        if isinstance(v, AuxData):
+            data = v.flat(udf.meta.dataset_shape)
+            aux[k] = (v.spec, data[selected] if v.spec.kind == "nav" else data)
+    return params, aux
 
 
 def dataset_params(

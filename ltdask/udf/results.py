@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from ltdask.exceptions import UDFError, UndeclaredResultError
-from ltdask.udf.bind import show_valid_nav
+from ltdask.udf.bind import given_params, show_valid_nav
 from ltdask.udf.buffers import BufferSpec, BufferView, ResultsNamespace
 from ltdask.udf.graph import PartitionGraph
-from ltdask.udf.interface import MaskedResult, UDFBase, raw_params
+from ltdask.udf.interface import MaskedResult, UDFBase
 
 
 def result_arrays(graph: PartitionGraph, u: int, merged: dict) -> dict[str, tuple]:
@@ -77,7 +77,7 @@ def _show_merged(graph: PartitionGraph, udf: UDFBase, u: int, merged: dict) -> d
     the raw arrays it shows (nav ones ROI-compressed)."""
     plan = graph.plan
     show_valid_nav(udf, plan.context, graph.valid_flat)
-    udf.params = raw_params(udf._kwargs)
+    udf.params = given_params(udf)
     raw = {}
     views = {}
     nav_shape = tuple(plan.dataset.nav_shape)

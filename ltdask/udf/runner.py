@@ -19,9 +19,9 @@ from ltdask.io.dataset import DataSet, flat_of
 from ltdask.io.fileset import keeping_maps
 from ltdask.io.partition import Partition
 from ltdask.io.tiling import TilingScheme
-from ltdask.udf.bind import PartitionPlace, RunContext, bind
+from ltdask.udf.bind import PartitionPlace, RunContext, bind, partition_params
 from ltdask.udf.buffers import BufferSpec, Namespace, declared_buffers, stored_buffers
-from ltdask.udf.interface import AuxData, UDFBase, UDFMethod
+from ltdask.udf.interface import UDFBase, UDFMethod
 from ltdask.udf.shared import SharedStats
 
 
@@ -112,19 +112,16 @@ class _Bound:
         declared = declared_buffers(udf)
         self.specs = stored_buffers(declared)
         self.arrays = {k: s.allocate(n_sel, sig_shape, k) for k, s in self.specs.items()}
-        aux = {k: v for k, v in udf._kwargs.items() if isinstance(v, AuxData)}
-        self.aux_specs = {k: v.spec for k, v in aux.items()}
-        self.aux = {k: v.flat(udf.meta.dataset_shape) for k, v in aux.items()}
-        for k, spec in self.aux_specs.items():
-            if spec.kind == "nav":
-                self.aux[k] = self.aux[k][selected]
+        params, aux = partition_params(udf, selected)
+        self.aux_specs = {k: spec for k, (spec, _) in aux.items()}
+        self.aux = {k: data for k, (_, data) in aux.items()}
         self._sig_cache: dict = {}
         self._nav_names = [k for k, sp in self.specs.items() if sp.kind == "nav"]
         self._other_names = [k for k, sp in self.specs.items() if sp.kind != "nav"]
         # result_only buffers are there while processing, as None (LiberTEM: placeholders)
         self._result_views: dict = {k: None for k, s in declared.items() if s.use == "result_only"}
         self._results = Namespace.over(self._result_views, assign_in_place=True, buffers=True)
-        self._param_views = dict(udf._kwargs)
+        self._param_views = params
         self._params = Namespace.over(self._param_views)
         #: the method that processes tiles, frames or the partition; for tile UDFs with
         #: flat tiles, the one that processes those
