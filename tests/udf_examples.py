@@ -807,3 +807,56 @@ class InitUDF(UDF):
     def process_frame(self, frame):
         assert isinstance(self.params.scale, float)
         self.results.scaled[:] = frame.sum() * self.params.scale + self.params.offset
+
+
+def centred(sums, valid, offset):
+    """``sums`` minus their mean over the `valid` positions, plus `offset`; and that mean."""
+    mean = sums[valid].mean() if valid.any() else 0.0
+    return {"centred": (sums - mean + offset).astype(np.float32), "mean": np.array([mean])}
+
+
+class CentredSumUDF(UDF):
+    """Post-processing on whole arrays with `ltdask.udf.apply_whole`: each frame's sum
+    minus the mean over the scan (one numpy task on the nav-shaped sums)."""
+
+    def __init__(self, offset=0.0):
+        super().__init__(offset=offset)
+
+    def get_result_buffers(self):
+        return {
+            "sums": self.buffer(kind="nav", dtype=np.float64),
+            "centred": self.buffer(kind="nav", dtype=np.float32, use="result_only"),
+            "mean": self.buffer(kind="single", dtype=np.float64, use="result_only"),
+        }
+
+    def process_frame(self, frame):
+        self.results.sums[:] = frame.sum()
+
+    def get_results(self):
+        from ltdask.udf import apply_whole
+
+        nav = tuple(self.meta.dataset_shape.nav)
+        valid = self.meta.get_valid_nav_mask(full_nav=True).reshape(nav)
+        return apply_whole(
+            centred,
+            self.results.get_buffer("sums").data,
+            valid,
+            offset=self.params.offset,
+            outputs={"centred": (nav, np.float32), "mean": ((1,), np.float64)},
+        )
+
+
+class RunIdUDF(UDF):
+    """Each frame's ``meta.run_id``, and the one on the main node (in ``get_results``)."""
+
+    def get_result_buffers(self):
+        return {
+            "run_id": self.buffer(kind="nav", dtype="U32"),
+            "main_run_id": self.buffer(kind="single", dtype="U32", use="result_only"),
+        }
+
+    def process_frame(self, frame):
+        self.results.run_id[:] = self.meta.run_id
+
+    def get_results(self):
+        return {"main_run_id": np.array([self.meta.run_id or "none"])}

@@ -20,16 +20,17 @@ from udf_helpers import (
     make_roi,
     open_dataset,
     partitions,
-    random_data,
     roi_mask,
     selected,
 )
 
 import ltdask
 
-TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+#: where udf_examples and udf_helpers are, for worker processes to import them
+TESTS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-NAV, SIG = (5, 7), (3, 4)
+# the scan of the `data` fixture (conftest.py); `datasets` has 9 partitions
+NAV, SIG, SEED, FRAMES_PER_PARTITION = (5, 7), (3, 4), 41, 4
 
 
 def _with_tests_on_path():
@@ -84,13 +85,8 @@ def distributed_client():
 
 
 @pytest.fixture(scope="module")
-def data():
-    return random_data((*NAV, *SIG), "float32", seed=41)
-
-
-@pytest.fixture(scope="module")
 def datasets(data, tmp_path_factory):
-    with partitions(4 * 12 * 4):  # 4 frames per partition: 9 partitions
+    with partitions(4 * 12 * FRAMES_PER_PARTITION):
         tmp = tmp_path_factory.mktemp("schedulers")
         return {kind: open_dataset(kind, data, tmp) for kind in ("memory", "raw")}
 

@@ -22,18 +22,8 @@ import ltdask
 from ltdask import UDF, UDFError
 from ltdask.exceptions import MergeNotImplementedError
 
-NAV, SIG = (4, 5), (3, 4)
-
-
-@pytest.fixture(scope="module")
-def data():
-    return random_data((*NAV, *SIG), "float32", seed=21)
-
-
-@pytest.fixture(scope="module", params=["memory", "raw"])
-def ds(request, data, tmp_path_factory):
-    with partitions(4 * 12 * 3):  # 3 frames per partition: 7 partitions
-        return open_dataset(request.param, data, tmp_path_factory.mktemp("decl"))
+# the scan of the `data` and `ds` fixtures (conftest.py): 7 partitions
+NAV, SIG, SEED, FRAMES_PER_PARTITION = (4, 5), (3, 4), 21, 3
 
 
 ROIS = ["none", "random", "all-false"]

@@ -22,18 +22,9 @@ from udf_helpers import (
 import ltdask
 from ltdask.udf.buffers import Namespace
 
-SHAPE = (4, 6, 5, 3)
-
-
-@pytest.fixture(scope="module")
-def data():
-    return random_data(SHAPE, "float32", seed=3)
-
-
-@pytest.fixture(scope="module", params=["memory", "raw"])
-def ds(request, data, tmp_path_factory):
-    with partitions(4 * 15 * 5):  # 5 frames per partition: 5 partitions
-        return open_dataset(request.param, data, tmp_path_factory.mktemp("buffers"))
+# the scan of the `data` and `ds` fixtures (conftest.py): 5 partitions
+NAV, SIG, SEED, FRAMES_PER_PARTITION = (4, 6), (5, 3), 3, 5
+SHAPE = (*NAV, *SIG)
 
 
 @pytest.mark.parametrize("nav_shape", [(4, 6), (24,), (2, 3, 4)], ids=["2d", "1d", "3d"])

@@ -22,18 +22,8 @@ from udf_helpers import (
 
 import ltdask
 
-NAV, SIG = (5, 6), (3, 4)
-
-
-@pytest.fixture(scope="module")
-def data():
-    return random_data((*NAV, *SIG), "float32", seed=31)
-
-
-@pytest.fixture(scope="module", params=["memory", "raw"])
-def ds(request, data, tmp_path_factory):
-    with partitions(4 * 12 * 4):  # 4 frames per partition: 8 partitions
-        return open_dataset(request.param, data, tmp_path_factory.mktemp("graph"))
+# the scan of the `data` and `ds` fixtures (conftest.py): 8 partitions
+NAV, SIG, SEED, FRAMES_PER_PARTITION = (5, 6), (3, 4), 31, 4
 
 
 def _udfs(ds_shape=None):
@@ -167,6 +157,17 @@ def test_aux_data_in_graph_names(ds):
 
     assert keys(aux) == keys(aux.copy())
     assert set(keys(aux).values()).isdisjoint(keys(aux + 1).values())
+
+
+def test_a_fresh_run_id_per_run(ds):
+    """``meta.run_id`` (the key of per-process caches of a run's derived data): one id in
+    all partition tasks of a run, another in the next run; None on the main node."""
+    first = ex.RunIdUDF().compute(ds)
+    second = ex.RunIdUDF().compute(ds)
+    ids = set(first["run_id"].values.ravel())
+    assert len(ids) == 1 and len(ids.pop()) == 32
+    assert set(second["run_id"].values.ravel()).isdisjoint(first["run_id"].values.ravel())
+    assert first["main_run_id"].values.tolist() == ["none"]
 
 
 # -- every tile read once ------------------------------------------------------------------------
