@@ -152,7 +152,13 @@ class Format:
         """The opener, imported if the record names it by its import path."""
         if callable(self.opener):
             return self.opener
-        return _load(EntryPoint(self.name, self.opener, ENTRY_POINT_GROUP), "opener")
+        try:
+            return EntryPoint(self.name, self.opener, ENTRY_POINT_GROUP).load()
+        except Exception as e:  # whatever importing someone's module raises
+            raise FormatPluginError(
+                f"the opener {self.opener!r} of the format {self.name!r} cannot be loaded: "
+                f"{type(e).__name__}: {e}; update or uninstall the package that provides it"
+            ) from e
 
     def keyword_names(self) -> tuple[str, ...] | None:
         """The keywords the opener takes besides the path (None: any)."""
@@ -175,21 +181,17 @@ def _origin(entry: EntryPoint) -> str:
     return f"{where} (entry point {entry.name} = {entry.value!r} in {entry.group})"
 
 
-def _load(entry: EntryPoint, what: str) -> Any:
-    builtin = entry.value.startswith("ltdask.")
+def _record(entry: EntryPoint) -> Format:
     try:
-        return entry.load()
+        record = entry.load()
     except Exception as e:  # whatever importing someone's module raises
+        builtin = entry.name in BUILTIN and entry.value == BUILTIN[entry.name]
         origin = "ltdask itself" if builtin else _origin(entry)
         fix = "reinstall ltdask" if builtin else "update or uninstall that package"
         raise FormatPluginError(
-            f"the {what} of the format {entry.name!r} from {origin} cannot be loaded: "
+            f"the record of the format {entry.name!r} from {origin} cannot be loaded: "
             f"{type(e).__name__}: {e}; {fix}"
         ) from e
-
-
-def _record(entry: EntryPoint) -> Format:
-    record = _load(entry, "record")
     if not isinstance(record, Format):
         raise FormatPluginError(
             f"the format {entry.name!r} from {_origin(entry)} is not an ltdask.io.Format: "

@@ -14,7 +14,7 @@ from formatfiles import FORMATS
 import ltdask
 from ltdask import DataSetError
 from ltdask.io import registry
-from ltdask.io.registry import BUILTIN, Format, get_format
+from ltdask.io.registry import BUILTIN, Format, FormatPluginError, get_format
 
 
 def test_builtin_records_load_in_table_order():
@@ -70,6 +70,19 @@ def test_record_is_checked(kwargs, message):
     fields = dict(name="toy", opener="toy:open_toy", description="toy scans") | kwargs
     with pytest.raises(TypeError, match=message):
         Format(**fields)
+
+
+def test_opener_named_by_import_path():
+    toy = Format("toy", "ltdask.io.formats.npy:open_npy", "npy by another name")
+    assert toy.load_opener() is ltdask.open_npy
+    assert toy.keyword_names() == ("sig_dims", "sync_offset", "dims")
+    missing = Format("toy", "no_such_module_xyz:open_toy", "toy scans")
+    message = (
+        r"the opener 'no_such_module_xyz:open_toy' of the format 'toy' cannot be loaded: "
+        r"ModuleNotFoundError: .*; update or uninstall the package that provides it"
+    )
+    with pytest.raises(FormatPluginError, match=message):
+        missing.open("scan.toy")
 
 
 def test_record_fields_are_normalised():
