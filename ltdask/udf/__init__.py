@@ -1,5 +1,27 @@
 """User-defined functions: the `UDF` base class, the shipped analyses, and
-`apply_whole` for a UDF's post-processing on whole result arrays."""
+`apply_whole` for a UDF's post-processing on whole result arrays.
+
+The engine, one module per job, in the order a run goes through them:
+
+* :mod:`~ltdask.udf.api`: ``lazy``, ``compute``, ``iter_results`` (``ltdask.lazy`` ...);
+* :mod:`~ltdask.udf.plan`: check the UDFs and their declarations, settle the input dtype,
+  negotiate the tiling scheme (a `RunPlan`);
+* :mod:`~ltdask.udf.graph`: one task per partition (`PartitionGraph`, `Run`), running
+  :mod:`~ltdask.udf.runner` (tiles through every UDF; :mod:`~ltdask.udf.shared` tile
+  statistics);
+* :mod:`~ltdask.udf.merge`: the partial buffers merged (three ways);
+* :mod:`~ltdask.udf.results`: ``get_results``, its buffer rules, the valid masks;
+* :mod:`~ltdask.udf.assemble`: the `xarray.Dataset` of each UDF;
+  :mod:`~ltdask.udf.steps`: runs in steps (``ltdask.iter``).
+
+Shared by them: :mod:`~ltdask.udf.interface` (`UDFBase`, what the engine calls; `UDF` in
+:mod:`~ltdask.udf.base` adds the run methods), :mod:`~ltdask.udf.buffers`,
+:mod:`~ltdask.udf.meta`, :mod:`~ltdask.udf.roi` (the ROI, normalised once),
+:mod:`~ltdask.udf.bind` (the one place a UDF instance is bound to a run),
+:mod:`~ltdask.udf.tasks` (hand-written graph layers), :mod:`~ltdask.udf.kernels` (numba
+kernels the engine shares). The shipped UDFs (:mod:`~ltdask.udf.builtin`) use only the
+public interface.
+"""
 
 from ltdask.udf.apply import apply_whole
 from ltdask.udf.base import UDF, AuxData, UDFMethod

@@ -22,7 +22,9 @@ __all__ = [
     "initial_datasets",
     "iter_results",
     "iter_steps",
+    "iter_with_damage",
     "lazy",
+    "to_datasets",
 ]
 
 
@@ -98,5 +100,12 @@ def iter_results(dataset: DataSet, udfs: list[UDFBase] | UDFBase, roi=None, corr
     >>> bool(last["intensity_valid"].all())
     True
     """
-    for make, _ in iter_steps(dataset, udfs, roi, corrections=corrections):
-        yield compute_datasets(make())
+    for datasets, _ in iter_with_damage(dataset, udfs, roi, corrections):
+        yield datasets
+
+
+def iter_with_damage(dataset: DataSet, udfs: list[UDFBase] | UDFBase, roi=None, corrections=None):
+    """Like `iter_results`, yielding ``(datasets, damage)``: damage is the flat boolean
+    mask of the nav positions whose partitions are done."""
+    for make, damage in iter_steps(dataset, udfs, roi, corrections=corrections):
+        yield compute_datasets(make()), damage

@@ -52,6 +52,10 @@ class UDF(UDFBase):
     >>> res = MaxUDF().compute(ltdask.from_array(data))
     >>> res["maximum"].values.tolist()
     [[15.0, 31.0, 47.0], [63.0, 79.0, 95.0]]
+
+    The engine sees any instance of `UDFBase` (:mod:`ltdask.udf.interface`: the interface
+    without these run methods); post-processing that needs whole result arrays in numpy
+    goes through :func:`ltdask.udf.apply_whole` in :meth:`get_results`.
     """
 
     def lazy(self, dataset, roi=None, corrections=None):
