@@ -16,7 +16,7 @@ from dask.sizeof import sizeof
 from ltdask.common import Shape, Slice
 from ltdask.exceptions import UDFError
 from ltdask.io.dataset import DataSet, flat_of
-from ltdask.io.fileset import keeping_maps
+from ltdask.io.maps import keeping_maps
 from ltdask.io.partition import Partition
 from ltdask.io.tiling import TilingScheme
 from ltdask.udf.bind import PartitionPlace, RunContext, bind, partition_params
