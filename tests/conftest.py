@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import sys
 from concurrent.futures import ProcessPoolExecutor
 
 import dask
 import pytest
 from hypothesis import HealthCheck, settings
-
-# helper modules next to this file (``rawfiles``) import the same way in every pytest import mode
-sys.path.insert(0, os.path.dirname(__file__))
 
 settings.register_profile(
     "ltdask",

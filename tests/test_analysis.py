@@ -18,9 +18,8 @@ from ltdask.compat import Context
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REFERENCE = os.path.join(HERE, "reference")
-sys.path.insert(0, REFERENCE)
 
-from analysis_cases import CASES, make_data, make_roi, resolve_kwargs  # noqa: E402
+from reference.analysis_cases import CASES, make_data, make_roi, resolve_kwargs  # noqa: E402
 
 DATA = os.path.join(REFERENCE, "data", "analysis")
 

@@ -14,7 +14,7 @@ import re
 import dask
 import numpy as np
 import pytest
-from badinput import (
+from helpers.badinput import (
     FRAMES,
     NAV,
     NOT_REGULAR,

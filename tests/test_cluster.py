@@ -12,13 +12,13 @@ import math
 import os
 import pickle
 
-import clusterprocs
 import dask
 import numpy as np
 import pytest
 import xarray as xr
-from cluster_udfs import SlowSumSigUDF, WhereUDF
-from formatfiles import FORMAT_PARAMS
+from helpers import clusterprocs
+from helpers.cluster_udfs import SlowSumSigUDF, WhereUDF
+from helpers.formatfiles import FORMAT_PARAMS
 
 import ltdask
 from ltdask.io import open_zarr

@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 
 import dask
 import numpy as np
 import pytest
+from reference import corrections_cases as cases  # noqa: E402
 
 import ltdask
 from ltdask import UDF, CorrectionSet, DataSetError
 from ltdask.compat import Context
 from ltdask.udf import ApplyMasksUDF, CoMUDF, PickUDF, StdDevUDF, SumSigUDF, SumUDF
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "reference"))
-import corrections_cases as cases  # noqa: E402
 
 REFERENCE = os.path.join(os.path.dirname(__file__), "reference", "data", "corrections")
 
@@ -355,8 +352,7 @@ def test_avoid_excluded():
 
 @pytest.mark.parametrize("raw", [False, True], ids=["u16", "raw-r12"])
 def test_mib_with_corrections(tmp_path, raw):
-    sys.path.insert(0, os.path.dirname(__file__))
-    from mibfiles import make_counts, write_mib
+    from helpers.mibfiles import make_counts, write_mib
 
     counts = make_counts(np.random.default_rng(5), 12, (16, 128), 12)
     write_mib(tmp_path / "scan.mib", counts, depth=12, raw=raw)

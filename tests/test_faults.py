@@ -15,12 +15,12 @@ import itertools
 import os
 import time
 
-import clusterprocs
 import dask
 import numpy as np
 import pytest
 import xarray as xr
-from cluster_udfs import FailingUDF, MemoryHogUDF, SlowSumSigUDF
+from helpers import clusterprocs
+from helpers.cluster_udfs import FailingUDF, MemoryHogUDF, SlowSumSigUDF
 
 import ltdask
 from ltdask.udf import StdDevUDF, SumSigUDF, SumUDF

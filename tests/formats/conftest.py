@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import badinput
 import pytest
+from helpers import badinput
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -8,7 +8,7 @@ import re
 import dask
 import numpy as np
 import pytest
-from formatfiles import make_data
+from helpers.formatfiles import make_data
 
 import ltdask
 from ltdask import DataSetError

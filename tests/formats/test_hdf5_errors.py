@@ -8,7 +8,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from badinput import HUGE, expect, scan_data, write_hdf5
+from helpers.badinput import HUGE, expect, scan_data, write_hdf5
 
 from ltdask import DataSetError, open_hdf5
 

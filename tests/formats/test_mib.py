@@ -15,9 +15,7 @@ import struct
 import dask
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from mibfiles import (
+from helpers.mibfiles import (
     GAP,
     expected_scan,
     header_bytes,
@@ -27,6 +25,8 @@ from mibfiles import (
     write_mib,
     write_scan,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ltdask
 from ltdask import DataSetError

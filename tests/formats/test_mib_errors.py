@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 
 import pytest
-from badinput import FRAMES, HUGE, SIG, expect, fuzz, fuzz_dir, fuzz_file, write_raw
+from helpers.badinput import FRAMES, HUGE, SIG, expect, fuzz, fuzz_dir, fuzz_file, write_raw
 from hypothesis import given
 from hypothesis import strategies as st
 

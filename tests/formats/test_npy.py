@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from rawfiles import expected_scan
+from helpers.rawfiles import expected_scan
 
 import ltdask
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from badinput import FRAMES, HUGE, NAV, SIG, expect, fuzz, fuzz_file, scan_data
+from helpers.badinput import FRAMES, HUGE, NAV, SIG, expect, fuzz, fuzz_file, scan_data
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -8,9 +8,7 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from rawfiles import (
+from helpers.rawfiles import (
     DTYPES,
     converted_dtype,
     expected_scan,
@@ -19,6 +17,8 @@ from rawfiles import (
     read_stream,
     write_scan,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 import ltdask
 

@@ -6,7 +6,7 @@ import dask
 import numpy as np
 import pytest
 import scipy.sparse
-from formatfiles import make_data, write_raw_csr
+from helpers.formatfiles import make_data, write_raw_csr
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from badinput import (
+from helpers.badinput import (
     FRAMES,
     NAV,
     NOT_REGULAR,
@@ -22,7 +22,7 @@ from badinput import (
     fuzz_file,
     scan_data,
 )
-from formatfiles import write_raw_csr
+from helpers.formatfiles import write_raw_csr
 from hypothesis import given
 from hypothesis import strategies as st
 

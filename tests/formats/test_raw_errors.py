@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 import pytest
-from badinput import (
+from helpers.badinput import (
     FRAMES,
     HUGE,
     NOT_REGULAR,

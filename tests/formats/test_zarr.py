@@ -8,7 +8,7 @@ import dask
 import numpy as np
 import pytest
 import zarr
-from formatfiles import make_data
+from helpers.formatfiles import make_data
 
 import ltdask
 from ltdask import DataSetError

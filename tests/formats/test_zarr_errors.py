@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from badinput import HUGE, NOT_REGULAR, expect, scan_data, write_zarr
+from helpers.badinput import HUGE, NOT_REGULAR, expect, scan_data, write_zarr
 
 import ltdask
 from ltdask import DataSetError, open_zarr

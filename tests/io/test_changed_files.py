@@ -18,7 +18,7 @@ import h5py
 import numpy as np
 import pytest
 from dask.base import tokenize
-from formatfiles import FILE_FORMAT_PARAMS, make_data, write_hdf5, write_npy
+from helpers.formatfiles import FILE_FORMAT_PARAMS, make_data, write_hdf5, write_npy
 
 import ltdask
 from ltdask import DataSetError
@@ -204,7 +204,7 @@ def test_map_file_checks_the_signature(tmp_path):
 
 
 def test_raw_csr_value_file_replaced(tmp_path):
-    from formatfiles import write_raw_csr
+    from helpers.formatfiles import write_raw_csr
 
     data = make_data("<f4", sparse=True)
     path, _ = write_raw_csr(tmp_path, data)

@@ -12,7 +12,7 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
-from formatfiles import FORMAT_PARAMS, FORMATS, NAV
+from helpers.formatfiles import FORMAT_PARAMS, FORMATS, NAV
 
 import ltdask
 from ltdask.udf import SumSigUDF, SumUDF

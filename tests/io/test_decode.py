@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers.rawfiles import make_frames
 from hypothesis import given
 from hypothesis import strategies as st
-from rawfiles import make_frames
 
 from ltdask.io import Decoder
 

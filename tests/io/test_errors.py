@@ -14,7 +14,7 @@ from pathlib import Path
 import dask.array as da
 import numpy as np
 import pytest
-from badinput import (
+from helpers.badinput import (
     NAV,
     NOT_REGULAR,
     RAW_KW,

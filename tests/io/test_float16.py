@@ -10,7 +10,7 @@ from pathlib import Path
 import dask.array as da
 import numpy as np
 import pytest
-from formatfiles import FORMATS, SIG
+from helpers.formatfiles import FORMATS, SIG
 
 import ltdask
 from ltdask import masks

@@ -6,9 +6,16 @@ from __future__ import annotations
 import dask
 import numpy as np
 import pytest
+from helpers.rawfiles import (
+    DTYPES,
+    converted_dtype,
+    expected_scan,
+    make_frames,
+    read_stream,
+    write_scan,
+)
 from hypothesis import given
 from hypothesis import strategies as st
-from rawfiles import DTYPES, converted_dtype, expected_scan, make_frames, read_stream, write_scan
 
 import ltdask
 from ltdask import Negotiator, TilingPreferences, TilingScheme

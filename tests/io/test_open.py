@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from formatfiles import (
+from helpers.formatfiles import (
     FILE_FORMAT_PARAMS,
     HAVE_H5PY,
     make_data,

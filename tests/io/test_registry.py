@@ -9,7 +9,7 @@ import sys
 import textwrap
 
 import pytest
-from formatfiles import FORMATS
+from helpers.formatfiles import FORMATS
 
 import ltdask
 from ltdask import DataSetError

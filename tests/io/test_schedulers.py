@@ -5,7 +5,7 @@ from __future__ import annotations
 import dask
 import numpy as np
 import pytest
-from rawfiles import expected_scan, make_frames, read_stream, write_scan
+from helpers.rawfiles import expected_scan, make_frames, read_stream, write_scan
 
 import ltdask
 

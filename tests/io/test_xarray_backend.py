@@ -6,7 +6,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import xarray as xr
-from formatfiles import FILE_FORMAT_PARAMS, make_data, write_npy, write_raw_csr, write_zarr
+from helpers.formatfiles import FILE_FORMAT_PARAMS, make_data, write_npy, write_raw_csr, write_zarr
 
 from ltdask.io.xarray_backend import LtdaskBackendEntrypoint
 

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 
 import numpy as np
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-import mibfiles  # noqa: E402
-import rawfiles  # noqa: E402
+from helpers import (
+    mibfiles,  # noqa: E402
+    rawfiles,  # noqa: E402
+)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")

@@ -19,9 +19,9 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))  # tests/: reference.*, helpers.*
 
-from analysis_cases import CASES, make_data, make_roi, resolve_kwargs  # noqa: E402
+from reference.analysis_cases import CASES, make_data, make_roi, resolve_kwargs  # noqa: E402
 
 OUT = os.path.join(HERE, "data", "analysis")
 

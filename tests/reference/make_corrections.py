@@ -18,9 +18,9 @@ import sys
 import numpy as np
 import sparse
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# tests/, for reference.* and helpers.* (a script, run in LiberTEM's environment)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import corrections_cases as cases  # noqa: E402
 from libertem.api import Context  # noqa: E402
 from libertem.io.corrections import CorrectionSet  # noqa: E402
 from libertem.io.corrections.detector import correct  # noqa: E402
@@ -31,6 +31,7 @@ from libertem.udf.raw import PickUDF  # noqa: E402
 from libertem.udf.stddev import StdDevUDF  # noqa: E402
 from libertem.udf.sum import SumUDF  # noqa: E402
 from libertem.udf.sumsigudf import SumSigUDF  # noqa: E402
+from reference import corrections_cases as cases  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "corrections")
 

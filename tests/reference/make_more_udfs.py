@@ -17,13 +17,14 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# tests/, for reference.* and helpers.* (a script, run in LiberTEM's environment)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import more_udfs_cases as cases  # noqa: E402
 from libertem.api import Context  # noqa: E402
 from libertem.udf.crystallinity import CrystallinityUDF  # noqa: E402
 from libertem.udf.FEM import FEMUDF  # noqa: E402
 from libertem.udf.logsum import LogsumUDF  # noqa: E402
+from reference import more_udfs_cases as cases  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "more_udfs")
 UDFS = {"LogsumUDF": LogsumUDF, "FEMUDF": FEMUDF, "CrystallinityUDF": CrystallinityUDF}

@@ -20,9 +20,9 @@ import tempfile
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# tests/, for reference.* and helpers.* (a script, run in LiberTEM's environment)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import cases  # noqa: E402
 from libertem import masks  # noqa: E402
 from libertem.api import Context  # noqa: E402
 from libertem.udf import UDF  # noqa: E402
@@ -32,6 +32,7 @@ from libertem.udf.raw import PickUDF  # noqa: E402
 from libertem.udf.stddev import StdDevUDF  # noqa: E402
 from libertem.udf.sum import SumUDF  # noqa: E402
 from libertem.udf.sumsigudf import SumSigUDF  # noqa: E402
+from reference import cases  # noqa: E402
 
 NS = dict(
     UDF=UDF,

@@ -41,18 +41,13 @@ from __future__ import annotations
 
 import atexit
 import functools
-import os
 import shutil
-import sys
 import tempfile
 import warnings
 
 import numpy as np
 import pytest
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import cases  # noqa: E402
+from reference import cases  # noqa: E402
 
 import ltdask  # noqa: E402
 from ltdask import UDF, masks  # noqa: E402

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from udf_helpers import open_dataset, partitions, random_data
+from helpers.udf_helpers import open_dataset, partitions, random_data
 
 KINDS = ["memory", "raw"]
 

@@ -9,8 +9,8 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
-import udf_examples as ex
-from udf_helpers import check_variable, make_roi, roi_mask
+from helpers import udf_examples as ex
+from helpers.udf_helpers import check_variable, make_roi, roi_mask
 
 import ltdask
 from ltdask.udf import SumUDF, apply_whole

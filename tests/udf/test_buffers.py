@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import udf_examples as ex
-from udf_helpers import (
+from helpers import udf_examples as ex
+from helpers.udf_helpers import (
     check_variable,
     fill_nav,
     make_roi,

@@ -9,8 +9,8 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
-import udf_examples as ex
-from udf_helpers import (
+from helpers import udf_examples as ex
+from helpers.udf_helpers import (
     CountingRawDataSet,
     check_variable,
     make_roi,

@@ -10,8 +10,8 @@ import math
 import dask
 import numpy as np
 import pytest
-import udf_examples as ex
-from udf_helpers import (
+from helpers import udf_examples as ex
+from helpers.udf_helpers import (
     PartialFrameArrayDataSet,
     SlicedArrayDataSet,
     check_variable,

@@ -7,7 +7,6 @@ The LiberTEM results come from ``tests/reference/make_more_udfs.py`` (run with
 from __future__ import annotations
 
 import os
-import sys
 import warnings
 
 import dask
@@ -26,9 +25,8 @@ from ltdask.udf import (
 )
 
 REFERENCE = os.path.join(os.path.dirname(__file__), os.pardir, "reference")
-sys.path.insert(0, os.path.abspath(REFERENCE))
 
-import more_udfs_cases as cases  # noqa: E402
+from reference import more_udfs_cases as cases  # noqa: E402
 
 DATA = os.path.join(REFERENCE, "data", "more_udfs")
 UDFS = {"LogsumUDF": LogsumUDF, "FEMUDF": FEMUDF, "CrystallinityUDF": CrystallinityUDF}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from formatfiles import FORMAT_PARAMS
+from helpers.formatfiles import FORMAT_PARAMS
 
 import ltdask
 from ltdask import UDF

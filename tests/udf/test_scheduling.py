@@ -12,8 +12,8 @@ from concurrent.futures import ProcessPoolExecutor
 import dask
 import numpy as np
 import pytest
-import udf_examples as ex
-from udf_helpers import (
+from helpers import udf_examples as ex
+from helpers.udf_helpers import (
     SlicedArrayDataSet,
     check_variable,
     fill_nav,

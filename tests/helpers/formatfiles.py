@@ -179,8 +179,8 @@ FORMATS = [
 
 def write_mib(folder: Path, data, raw: bool = False, depth: int = 12):
     """Merlin ``.mib`` + ``.hdr`` through the MIB tests' own writer (``tests/mibfiles.py``)."""
-    from mibfiles import write_hdr
-    from mibfiles import write_mib as write_frames
+    from helpers.mibfiles import write_hdr
+    from helpers.mibfiles import write_mib as write_frames
 
     frames = data.reshape(-1, *data.shape[2:])
     path = folder / "scan.mib"
@@ -194,7 +194,7 @@ def _mib_formats() -> list[Format]:
     if importlib.util.find_spec("ltdask.io.formats.mib") is None:
         return []
     try:
-        import mibfiles  # noqa: F401
+        from helpers import mibfiles  # noqa: F401
     except ImportError:
         return []
     from ltdask.io import open_mib

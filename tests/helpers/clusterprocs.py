@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+TESTS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
 STARTUP_TIMEOUT = 60.0
 
