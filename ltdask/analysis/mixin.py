@@ -15,7 +15,7 @@ from ltdask.analysis.masks import (
 )
 from ltdask.analysis.radial import RadialFourierAnalysis
 from ltdask.analysis.results import AnalysisResultSet
-from ltdask.udf.graph import normalize_roi
+from ltdask.udf.roi import normalize_roi
 
 __all__ = ["AnalysisMixin"]
 

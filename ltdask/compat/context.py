@@ -17,7 +17,7 @@ from ltdask.corrections import CorrectionSet
 from ltdask.exceptions import DataSetError, LtdaskError, warn
 from ltdask.udf.api import RunControl, compute, compute_datasets, iter_steps
 from ltdask.udf.builtin.pick import AutoUDF
-from ltdask.udf.graph import normalize_roi
+from ltdask.udf.roi import normalize_roi
 from ltdask.viz import MPLLive2DPlot, plottable_channels
 
 _IGNORED_LOAD_KEYS = ("num_partitions", "io_backend", "tileshape", "enable_direct")

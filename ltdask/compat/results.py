@@ -13,7 +13,7 @@ import numpy as np
 
 from ltdask.udf.api import compute_datasets, initial_datasets
 from ltdask.udf.base import UDF
-from ltdask.udf.graph import normalize_roi
+from ltdask.udf.roi import normalize_roi
 
 
 class ResultBuffer:

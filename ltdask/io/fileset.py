@@ -10,11 +10,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ltdask.io.checks import Signature, signature_of, stat_regular_file
-from ltdask.io.maps import keeping_maps, map_file
+from ltdask.io.maps import map_file
 from ltdask.io.read_ranges import strided_read_ranges
 
-# ltdask.udf.graph takes `keeping_maps` from here (it belongs to ltdask.io.maps now)
-__all__ = ["File", "FileSet", "MappedFiles", "keeping_maps", "with_signatures"]
+__all__ = ["File", "FileSet", "MappedFiles", "with_signatures"]
 
 
 @dataclass(frozen=True)

@@ -22,14 +22,13 @@ import numpy as np
 from ltdask.common import Slice
 from ltdask.udf.buffers import expand_nav, filled
 from ltdask.udf.plan import RunPlan, plan_run
-from ltdask.udf.roi import normalize_roi
 from ltdask.udf.runner import PartitionCell, PartitionJob, partition_task
 from ltdask.udf.tasks import DataNode, Task, TaskRef, block_key, task_array
 
 if TYPE_CHECKING:
     import dask.array as da
 
-__all__ = ["PartitionCell", "PartitionGraph", "Run", "normalize_roi", "read_before"]
+__all__ = ["PartitionCell", "PartitionGraph", "Run", "read_before"]
 
 #: datasets (by token) that UDF runs of this process have read, most recent last
 _READ_BEFORE: OrderedDict[str, None] = OrderedDict()
