@@ -34,51 +34,10 @@ from ltdask.udf.api import compute, lazy
 from ltdask.udf.api import iter_results as iter
 from ltdask.udf.builtin import map
 
-
-def _dataset_to_zarr(
-    self: DataSet,
-    store,
-    chunks=None,
-    dtype=None,
-    compressors="auto",
-    mode: str = "w-",
-    progress: bool = False,
-    corrections=None,
-):
-    """Convert the scan to a Zarr (v3) array, in parallel on the active scheduler.
-
-    Shards hold one partition each (the chunks of :meth:`to_dask`), split into chunks of
-    whole frames of about 1 MiB, compressed with blosc/zstd. A path is written under a
-    temporary name and renamed when complete; an existing store is replaced only with
-    ``mode="w"``. Read it back with :func:`ltdask.open_zarr`. With `corrections` (a
-    `ltdask.CorrectionSet`), the corrected frames are written (as floats).
-
-    Examples
-    --------
-    >>> import numpy as np, ltdask, tempfile, os, zarr
-    >>> data = np.arange(3 * 4 * 5 * 6, dtype=np.uint16).reshape(3, 4, 5, 6)
-    >>> path = os.path.join(tempfile.mkdtemp(), "scan.zarr")
-    >>> _ = ltdask.from_array(data).to_zarr(path)
-    >>> bool((zarr.open_array(path)[...] == data).all())
-    True
-    """
-    return write_dataset(
-        self,
-        store,
-        chunks=chunks,
-        dtype=dtype,
-        compressors=compressors,
-        mode=mode,
-        progress=progress,
-        corrections=corrections,
-    )
-
-
 # Writing (ltdask.store) is not part of reading (ltdask.io), which does not import it: the
-# package, which imports both, gives datasets their ``to_zarr`` method.
-_dataset_to_zarr.__name__ = "to_zarr"
-_dataset_to_zarr.__qualname__ = "DataSet.to_zarr"
-DataSet.to_zarr = _dataset_to_zarr
+# package, which imports both, gives datasets their ``to_zarr`` method (``self`` is the
+# dataset that `write_dataset` takes first).
+DataSet.to_zarr = write_dataset
 
 __all__ = [
     "CorrectionSet",

@@ -123,7 +123,24 @@ def write_dataset(
     progress: bool = False,
     corrections=None,
 ):
-    """Write a dataset as one Zarr (v3) array (see :meth:`DataSet.to_zarr`)."""
+    """Convert the scan to a Zarr (v3) array, in parallel on the active scheduler
+    (``ds.to_zarr(store, ...)`` is this function as a method of every dataset).
+
+    Shards hold one partition each (the chunks of :meth:`DataSet.to_dask`), split into
+    chunks of whole frames of about 1 MiB, compressed with blosc/zstd. A path is written
+    under a temporary name and renamed when complete; an existing store is replaced only
+    with ``mode="w"``. Read it back with :func:`ltdask.open_zarr`. With `corrections` (a
+    `ltdask.CorrectionSet`), the corrected frames are written (as floats).
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask, tempfile, os, zarr
+    >>> data = np.arange(3 * 4 * 5 * 6, dtype=np.uint16).reshape(3, 4, 5, 6)
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.zarr")
+    >>> _ = ltdask.from_array(data).to_zarr(path)
+    >>> bool((zarr.open_array(path)[...] == data).all())
+    True
+    """
     import dask.array as da
     import zarr
     from zarr.codecs import BloscCodec
