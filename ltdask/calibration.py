@@ -1,0 +1,124 @@
+"""Physical calibrations of a scan's dims: `Axis` (scale, origin, units of one dim) and
+`axes`, which turns what users and file headers give into one `Axis` per dim.
+
+A calibrated dim's coordinate is ``origin + scale * index``, in `units` (a string that pint
+understands where possible: ``"nm"``, ``"mrad"``, ``"1/nm"``). Datasets carry one `Axis` per
+nav and per signal dim (:attr:`~ltdask.io.dataset.DataSet.nav_calibration`,
+:attr:`~ltdask.io.dataset.DataSet.sig_calibration`); ``to_xarray()`` turns them into
+coordinates with a ``units`` attribute.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ltdask.exceptions import DataSetError
+
+
+@dataclass(frozen=True)
+class Axis:
+    """The calibration of one dim: coordinate ``origin + scale * index`` in `units`.
+
+    Examples
+    --------
+    >>> from ltdask.calibration import Axis
+    >>> Axis(scale=0.5, origin=-1.0, units="nm").coordinate(4).tolist()
+    [-1.0, -0.5, 0.0, 0.5]
+    >>> Axis().calibrated
+    False
+    """
+
+    scale: float = 1.0
+    origin: float = 0.0
+    units: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("scale", "origin"):
+            value = getattr(self, name)
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                raise DataSetError(f"calibration {name}={value!r} is not a number") from None
+            if not math.isfinite(number):
+                raise DataSetError(f"calibration {name}={value!r} must be finite")
+            object.__setattr__(self, name, number)
+        if self.scale == 0:
+            raise DataSetError("calibration scale=0: a dim's scale must not be zero")
+        if not isinstance(self.units, str):
+            raise DataSetError(f"calibration units={self.units!r} must be a string")
+
+    @property
+    def calibrated(self) -> bool:
+        """Whether this axis says more than the index (a scale, origin or units)."""
+        return self != Axis()
+
+    def coordinate(self, size: int) -> np.ndarray:
+        """The coordinate values of a dim of `size` entries."""
+        return self.origin + self.scale * np.arange(size, dtype=np.float64)
+
+
+def _one(value, what: str) -> Axis:
+    if isinstance(value, Axis):
+        return value
+    if value is None:
+        return Axis()
+    if isinstance(value, Mapping):
+        unknown = set(value) - {"scale", "origin", "units"}
+        if unknown:
+            raise DataSetError(
+                f"{what}: unknown calibration keys {sorted(unknown)}; expected scale, origin, units"
+            )
+        return Axis(**value)
+    if isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
+        return Axis(scale=float(value))
+    if _is_units_tuple(value) and len(value) in (2, 3):
+        *numbers, units = value  # (scale, units) or (scale, origin, units)
+        return Axis(*numbers, units=units)
+    raise DataSetError(
+        f"{what}={value!r}: expected an ltdask.calibration.Axis, a dict with scale, origin "
+        "and units, a (scale, units) or (scale, origin, units) tuple, or a number (the scale)"
+    )
+
+
+def _is_units_tuple(value) -> bool:
+    return (
+        isinstance(value, Sequence)
+        and not isinstance(value, str)
+        and len(value) > 0
+        and isinstance(value[-1], str)
+    )
+
+
+def axes(value, ndim: int, what: str) -> tuple[Axis, ...]:
+    """One `Axis` per dim of `ndim` dims from `value` (`what` names it in errors).
+
+    `value` is None (uncalibrated), one calibration for every dim (an `Axis`, a dict, a
+    ``(scale, units)`` or ``(scale, origin, units)`` tuple or a number), or a list or tuple
+    of them, one per dim (a tuple that ends in a string is one calibration).
+
+    Examples
+    --------
+    >>> from ltdask.calibration import axes
+    >>> [a.units for a in axes((2.0, "nm"), 2, "nav_calibration")]
+    ['nm', 'nm']
+    >>> [a.scale for a in axes([1.5, {"scale": 2, "units": "mrad"}], 2, "sig_calibration")]
+    [1.5, 2.0]
+    """
+    if value is None:
+        return (Axis(),) * ndim
+    if isinstance(value, (list, tuple)) and not _is_units_tuple(value):
+        # one per dim
+        if len(value) != ndim:
+            raise DataSetError(
+                f"{what}: {len(value)} calibrations for {ndim} dims; give one per dim "
+                "or one for all"
+            )
+        return tuple(_one(v, f"{what}[{i}]") for i, v in enumerate(value))
+    return (_one(value, what),) * ndim
+
+
+__all__ = ["Axis", "axes"]

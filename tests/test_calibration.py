@@ -1,0 +1,85 @@
+"""Physical calibrations: `ltdask.calibration.axes`, `DataSet.calibrate`, and the
+coordinates `to_xarray` gives calibrated dims."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ltdask
+from ltdask.calibration import Axis, axes
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (None, [Axis(), Axis()]),
+        (0.5, [Axis(0.5), Axis(0.5)]),
+        ((0.5, "nm"), [Axis(0.5, 0, "nm")] * 2),
+        ((0.5, -3, "nm"), [Axis(0.5, -3, "nm")] * 2),
+        ({"scale": 2, "units": "mrad"}, [Axis(2, 0, "mrad")] * 2),
+        ([(1, "nm"), {"origin": 4}], [Axis(1, 0, "nm"), Axis(1, 4, "")]),
+        ([2, 3], [Axis(2), Axis(3)]),
+        (Axis(7, 1, "um"), [Axis(7, 1, "um")] * 2),
+    ],
+)
+def test_axes_forms(value, expected):
+    assert list(axes(value, 2, "cal")) == expected
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ([1, 2, 3], "3 calibrations for 2 dims"),
+        ({"scale": 1, "unit": "nm"}, "unknown calibration keys \\['unit'\\]"),
+        ((0, "nm"), "scale=0"),
+        ((np.nan, "nm"), "must be finite"),
+        (("a", "nm"), "is not a number"),
+        ("nm", "expected an ltdask.calibration.Axis"),
+    ],
+)
+def test_axes_errors(value, message):
+    with pytest.raises(ltdask.DataSetError, match=message):
+        axes(value, 2, "cal")
+
+
+def test_to_xarray_coordinates_in_units():
+    data = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
+    ds = ltdask.from_array(data).calibrate(
+        nav=[(2.0, 10.0, "nm"), (0.5, "nm")], sig=(0.25, -0.5, "mrad")
+    )
+    arr = ds.to_xarray()
+    np.testing.assert_allclose(arr["scan_y"].values, [10.0, 12.0])
+    np.testing.assert_allclose(arr["scan_x"].values, [0.0, 0.5, 1.0])
+    np.testing.assert_allclose(arr["det_x"].values, -0.5 + 0.25 * np.arange(5))
+    assert arr["scan_y"].attrs["units"] == "nm"
+    assert arr["det_y"].attrs["units"] == "mrad"
+    np.testing.assert_array_equal(arr.values, data)
+    # selecting by physical coordinate picks the frame at that index
+    np.testing.assert_array_equal(arr.sel(scan_y=12.0, scan_x=0.5).values, data[1, 1])
+
+
+def test_uncalibrated_dims_have_no_coordinates():
+    ds = ltdask.from_array(np.zeros((2, 3, 4, 5), np.float32)).calibrate(sig=(0.1, "mrad"))
+    arr = ds.to_xarray()
+    assert "scan_y" not in arr.coords and "det_y" in arr.coords
+    assert ds.nav_calibration == (Axis(), Axis())
+
+
+def test_dataarray_coordinates_win_over_calibration():
+    xr = pytest.importorskip("xarray")
+    data = xr.DataArray(
+        np.zeros((2, 3, 4, 5)),
+        dims=("y", "x", "ky", "kx"),
+        coords={"y": [5.0, 6.0]},
+    )
+    ds = ltdask.from_array(data).calibrate(nav=(1.0, "nm"))
+    arr = ds.to_xarray()
+    np.testing.assert_array_equal(arr["y"].values, [5.0, 6.0])
+    np.testing.assert_array_equal(arr["x"].values, [0.0, 1.0, 2.0])
+
+
+def test_calibration_checked_against_dims():
+    ds = ltdask.from_array(np.zeros((2, 3, 4, 5), np.float32))
+    with pytest.raises(ltdask.DataSetError, match="sig_calibration: 3 calibrations for 2 dims"):
+        ds.calibrate(sig=[1, 2, 3])
