@@ -76,8 +76,9 @@ def _one(value, what: str) -> Axis:
     if isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
         return Axis(scale=float(value))
     if _is_units_tuple(value) and len(value) in (2, 3):
-        *numbers, units = value  # (scale, units) or (scale, origin, units)
-        return Axis(*numbers, units=units)
+        # (scale, units) or (scale, origin, units)
+        origin = value[1] if len(value) == 3 else 0.0
+        return Axis(scale=value[0], origin=origin, units=value[-1])
     raise DataSetError(
         f"{what}={value!r}: expected an ltdask.calibration.Axis, a dict with scale, origin "
         "and units, a (scale, units) or (scale, origin, units) tuple, or a number (the scale)"
