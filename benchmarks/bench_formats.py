@@ -14,7 +14,7 @@ each format, by the format's own writer:
 * ``zarr v3``: zarr-python, the same chunks, no compressor;
 * ``mib raw 12-bit``: Merlin ``R64`` frames of counter depth 12 (pixels in 16-bit fields of
   big-endian 64-bit words, decoded by ltdask tile by tile), by the test writer
-  ``tests/mibfiles.py``, one scan row at a time, with a 384-byte header per frame;
+  ``tests/helpers/mibfiles.py``, one scan row at a time, with a 384-byte header per frame;
 * ``mib U16``: Merlin ``U16`` frames (big-endian uint16), the same way.
 
 The counts are below 4096, so the 12-bit raw file holds the same data as the others.
@@ -43,7 +43,7 @@ from ltdask.io import open_hdf5, open_zarr
 
 # the Merlin writer of the tests (numpy only)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from mibfiles import write_mib  # noqa: E402
+from helpers.mibfiles import write_mib  # noqa: E402
 
 SIG = (256, 256)
 DTYPE = np.dtype("uint16")
