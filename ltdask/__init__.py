@@ -33,6 +33,7 @@ from ltdask.udf import UDF
 from ltdask.udf.api import compute, lazy
 from ltdask.udf.api import iter_results as iter
 from ltdask.udf.builtin import map
+from ltdask.udf.explain import explain
 
 # Writing (ltdask.store) is not part of reading (ltdask.io), which does not import it: the
 # package, which imports both, gives datasets their ``to_zarr`` method (``self`` is the
@@ -58,6 +59,7 @@ __all__ = [
     "__version__",
     "compat",
     "compute",
+    "explain",
     "iter",
     "lazy",
     "map",

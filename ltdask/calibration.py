@@ -122,4 +122,78 @@ def axes(value, ndim: int, what: str) -> tuple[Axis, ...]:
     return (_one(value, what),) * ndim
 
 
-__all__ = ["Axis", "axes"]
+class Calibrated:
+    """The calibration part of `ltdask.io.dataset.DataSet` (which has the dims, shapes and
+    coordinates these methods read)."""
+
+    path: str
+    dims: tuple[str, ...]
+    coords: dict
+
+    @property
+    def nav_shape(self) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    @property
+    def sig_shape(self) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    #: physical calibration of each nav and signal dim (see :meth:`calibrate`); None: none
+    _calibration: tuple[tuple[Axis, ...], tuple[Axis, ...]] | None = None
+
+    def calibrate(self, nav=None, sig=None):
+        """Set the physical calibration of the nav and/or signal dims (in place; returns
+        the dataset). Each is what :func:`ltdask.calibration.axes` takes: one calibration
+        for all dims of the kind or one per dim; None keeps what is set.
+
+        Examples
+        --------
+        >>> import ltdask, numpy as np
+        >>> ds = ltdask.from_array(np.zeros((2, 3, 4, 4), np.float32))
+        >>> ds = ds.calibrate(nav=(0.5, "nm"), sig=[(0.1, -0.2, "mrad"), (0.1, "mrad")])
+        >>> [a.units for a in ds.nav_calibration], ds.sig_calibration[0].origin
+        (['nm', 'nm'], -0.2)
+        """
+        where = self.path
+        new_nav = self.nav_calibration
+        new_sig = self.sig_calibration
+        if nav is not None:
+            new_nav = axes(nav, len(self.nav_shape), f"{where}: nav_calibration")
+        if sig is not None:
+            new_sig = axes(sig, len(self.sig_shape), f"{where}: sig_calibration")
+        self._calibration = (new_nav, new_sig)
+        return self
+
+    @property
+    def nav_calibration(self) -> tuple[Axis, ...]:
+        """The physical calibration of each nav dim (`ltdask.calibration.Axis`)."""
+        if self._calibration is None:
+            return (Axis(),) * len(self.nav_shape)
+        return self._calibration[0]
+
+    @property
+    def sig_calibration(self) -> tuple[Axis, ...]:
+        """The physical calibration of each signal dim (`ltdask.calibration.Axis`)."""
+        if self._calibration is None:
+            return (Axis(),) * len(self.sig_shape)
+        return self._calibration[1]
+
+    def calibrated_coords(self) -> dict:
+        """Coordinates (``xarray.Variable`` with a ``units`` attribute) of the calibrated
+        dims, by dim name; the dataset's own :attr:`coords` come first."""
+        import xarray as xr
+
+        out = dict(self.coords)
+        for dim, size, axis in zip(
+            self.dims,
+            self.nav_shape + self.sig_shape,
+            self.nav_calibration + self.sig_calibration,
+            strict=True,
+        ):
+            if axis.calibrated and dim not in out:
+                attrs = {"units": axis.units} if axis.units else {}
+                out[dim] = xr.Variable((dim,), axis.coordinate(size), attrs=attrs)
+        return out
+
+
+__all__ = ["Axis", "Calibrated", "axes"]

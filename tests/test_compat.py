@@ -13,7 +13,7 @@ import pytest
 import ltdask
 from ltdask import UDF
 from ltdask.compat import Context, UnsupportedError
-from ltdask.udf import SumSigUDF, SumUDF
+from ltdask.udf import StdDevUDF, SumSigUDF, SumUDF
 
 
 @pytest.fixture
@@ -48,8 +48,15 @@ def test_load_and_run_like_libertem(tmp_path, data, ctx):
 
 REFUSED = [
     pytest.param(dict(corrections=object()), "corrections=", id="corrections"),
-    pytest.param(dict(backends=("cupy",)), r"backends=\('cupy',\)", id="backends-cupy"),
 ]
+
+
+@pytest.mark.parametrize("method", ["run_udf", "run_udf_iter"])
+def test_backends_that_no_udf_can_use_are_refused(ctx, data, method):
+    ds = ctx.load("memory", data=data)
+    with pytest.raises(ltdask.UDFError, match=r"StdDevUDF processes .*backends=\('cuda',\)"):
+        result = getattr(ctx, method)(dataset=ds, udf=StdDevUDF(), backends=("cuda",))
+        list(result)
 
 
 @pytest.mark.parametrize("method", ["run_udf", "run_udf_iter"])

@@ -52,15 +52,6 @@ def _check_run_arguments(where: str, corrections, backends) -> None:
             corrections,
             "expected an ltdask.compat.CorrectionSet (ltdask.CorrectionSet)",
         )
-    if backends is not None:
-        names = [backends] if isinstance(backends, str) else list(backends)
-        if "numpy" not in names:
-            _refuse(
-                where,
-                "backends",
-                backends,
-                "UDFs run on numpy arrays only for now; include 'numpy' or leave backends out",
-            )
 
 
 class Context(AnalysisMixin):
@@ -184,29 +175,41 @@ class Context(AnalysisMixin):
         ``plots``: True (every 2-D result of every UDF), a list per UDF of channels (buffer
         names, ``(name, function)`` pairs or functions) or a list of plot objects; they are
         updated as partitions finish (see `ltdask.viz`). ``corrections``: a `CorrectionSet`
-        applied to every frame. Backends other than numpy are refused, not ignored.
+        applied to every frame. ``backends``: the array backends the run may use (see
+        :func:`ltdask.lazy`).
         """
         _check_run_arguments("Context.run_udf", corrections, backends)
         if plots:
-            run = functools.partial(self._run_udf_plotted, dataset, udf, roi, plots, corrections)
+            run = functools.partial(
+                self._run_udf_plotted, dataset, udf, roi, plots, corrections, backends
+            )
         else:
-            run = functools.partial(self._run_udf, dataset, udf, roi, progress, corrections)
+            run = functools.partial(
+                self._run_udf, dataset, udf, roi, progress, corrections, backends
+            )
         if not sync:
             return in_thread(run)
         return run()
 
-    def _run_udf_plotted(self, dataset, udf, roi, plots, corrections):
-        steps = self._run_udf_iter(dataset, udf, roi, plots, corrections=corrections)
+    def _run_udf_plotted(self, dataset, udf, roi, plots, corrections, backends=None):
+        steps = self._run_udf_iter(
+            dataset, udf, roi, plots, corrections=corrections, backends=backends
+        )
         (last,) = collections.deque(steps, maxlen=1)
         out = last.buffers
         return out if isinstance(udf, (list, tuple)) else out[0]
 
-    def _run_udf(self, dataset, udf, roi, progress, corrections=None):
+    def _run_udf(self, dataset, udf, roi, progress, corrections=None, backends=None):
         udfs = list(udf) if isinstance(udf, (list, tuple)) else [udf]
         roi_flat = normalize_roi(roi, dataset)
         with self._scheduler():
             results = compute(
-                dataset, udfs, roi=roi_flat, progress=progress, corrections=corrections
+                dataset,
+                udfs,
+                roi=roi_flat,
+                progress=progress,
+                corrections=corrections,
+                backends=backends,
             )
         out = tuple(
             result_buffers(r, u, dataset, roi_flat) for r, u in zip(results, udfs, strict=True)
@@ -229,11 +232,13 @@ class Context(AnalysisMixin):
         _check_run_arguments("Context.run_udf_iter", corrections, backends)
         control = RunControl()
         steps = ResultGenerator(
-            self._run_udf_iter(dataset, udf, roi, plots, control, corrections), control
+            self._run_udf_iter(dataset, udf, roi, plots, control, corrections, backends), control
         )
         return steps if sync else async_steps(steps)
 
-    def _run_udf_iter(self, dataset, udf, roi, plots=None, control=None, corrections=None):
+    def _run_udf_iter(
+        self, dataset, udf, roi, plots=None, control=None, corrections=None, backends=None
+    ):
         udfs = list(udf) if isinstance(udf, (list, tuple)) else [udf]
         roi_flat = normalize_roi(roi, dataset)
         if plots:
@@ -255,6 +260,7 @@ class Context(AnalysisMixin):
                 unprocessed="initial",
                 control=control,
                 corrections=corrections,
+                backends=backends,
             )
             step = None
             for make, damage in steps:

@@ -21,6 +21,22 @@ def _is_dataarray(obj) -> bool:
     return xr is not None and isinstance(obj, xr.DataArray)
 
 
+SPARSE_COO = "sparse.COO"
+
+
+def _sparse_input(array):
+    """A ``sparse`` array (as it is) or a scipy sparse matrix of ``(frames, pixels)`` (as a
+    2-D ``sparse.COO``); None for anything else."""
+    module = type(array).__module__
+    if module.startswith("sparse"):
+        return array
+    if module.startswith("scipy.sparse"):
+        from sparseconverter import for_backend
+
+        return for_backend(array, SPARSE_COO)
+    return None
+
+
 def unwrap_dataarray(array, dims):
     """``(data, dims, coords)`` of an `xarray.DataArray`, its dims renamed to `dims` if
     given (with the coordinates along them)."""
@@ -60,6 +76,30 @@ class ArrayDataSet(DataSet):
         coords = {}
         if _is_dataarray(array):
             array, dims, coords = unwrap_dataarray(array, dims)
+        sparse_array = _sparse_input(array)
+        #: sparse data (a ``sparse`` array): tiles delivered sparse where UDFs take them
+        self.sparse = sparse_array is not None
+        if self.sparse:
+            array = sparse_array
+            if sync_offset != 0:
+                raise DataSetError(
+                    f"from_array: sync_offset={sync_offset} is not supported for sparse "
+                    "arrays; shift the frames first (or densify the array)"
+                )
+            if nav_shape is not None or sig_shape is not None:
+                nav_ = tuple(array.shape[:-sig_dims]) if nav_shape is None else nav_shape
+                sig_ = tuple(array.shape[-sig_dims:]) if sig_shape is None else sig_shape
+                nav_ = check_shape(nav_, "nav_shape", self.path)
+                sig_ = check_shape(sig_, "sig_shape", self.path)
+                if math.prod(nav_) * math.prod(sig_) != math.prod(array.shape):
+                    raise DataSetError(
+                        f"from_array: nav_shape={nav_} and sig_shape={sig_} do not fit the "
+                        f"sparse array of shape {tuple(array.shape)}"
+                    )
+                array = array.reshape((*nav_, *sig_))
+                sig_dims = len(sig_)
+                nav_shape = sig_shape = None
+            self.array_backends = (SPARSE_COO, "scipy.sparse.csr_matrix", "numpy")
         if not hasattr(array, "shape") or not hasattr(array, "dtype"):
             array = np.asarray(array)
         sig_dims = check_sig_dims(sig_dims, "from_array", array.shape)
@@ -87,7 +127,12 @@ class ArrayDataSet(DataSet):
         else:
             from dask.base import tokenize
 
-            darr = da.from_array(array, chunks=chunks, name=f"ltdask-array-{tokenize(array)}")
+            darr = da.from_array(
+                array,
+                chunks=chunks,
+                name=f"ltdask-array-{tokenize(array)}",
+                asarray=not self.sparse,
+            )
         self._array = darr
         self._array_name = darr.name
 
@@ -110,6 +155,41 @@ class ArrayDataSet(DataSet):
 
     def need_decode(self, read_dtype, roi=None) -> bool:
         return roi is not None or np.dtype(read_dtype) != self.raw_dtype
+
+    def get_min_sig_size(self) -> int:
+        # sparse frames are not cut into signal slices
+        return math.prod(self.sig_shape) if self.sparse else super().get_min_sig_size()
+
+    def adjust_tileshape(self, tileshape: tuple[int, ...], roi=None) -> tuple[int, ...]:
+        return (tileshape[0], *self.sig_shape) if self.sparse else tileshape
+
+    def iter_tiles(self, positions, scheme, dtype, block=None, array_backend=None):
+        """Tiles (see :meth:`DataSet.iter_tiles`); for sparse data also as `array_backend`
+        (one of :attr:`array_backends`: 2-D backends ``(n, pixels)``)."""
+        if array_backend in (None, "numpy"):
+            for data, first, s, _ in self.iter_flat_tiles(positions, scheme, dtype, block):
+                yield data, first, s
+            return
+        if not self.sparse or array_backend not in self.array_backends:
+            raise DataSetError(
+                f"{self.path}: array_backend={array_backend!r}; expected one of "
+                f"{self.array_backends}"
+            )
+        from sparseconverter import for_backend
+
+        local = self._local(positions)
+        frames = block.reshape((-1, *self.sig_shape))
+        for first in range(0, positions.size, scheme.depth):
+            tile = frames[local[first : first + scheme.depth]].astype(dtype)
+            if array_backend != SPARSE_COO:
+                tile = for_backend(tile.reshape((tile.shape[0], -1)), array_backend)
+            yield tile, first, 0
+
+    def _local(self, positions: np.ndarray) -> np.ndarray:
+        """`positions` relative to their partition's first frame (the block is a whole
+        partition; an ROI may skip its first frames)."""
+        starts = [p.start for p in self.get_partitions()]
+        return positions - starts[bisect.bisect_right(starts, int(positions[0])) - 1]
 
     def for_task(self) -> ArrayDataSet:
         light = object.__new__(type(self))
@@ -135,11 +215,10 @@ class ArrayDataSet(DataSet):
         dtype = np.dtype(dtype)
         if positions.size == 0:
             return
+        if self.sparse:
+            block = block.todense()  # (the dense path: UDFs that want numpy)
         flat = np.asarray(block).reshape((-1, *self.sig_shape))
-        # the block is a whole partition: index it relative to the partition's first frame,
-        # not to the first requested position (an ROI may skip the partition's first frames)
-        starts = [p.start for p in self.get_partitions()]
-        local = positions - starts[bisect.bisect_right(starts, int(positions[0])) - 1]
+        local = self._local(positions)
         contiguous = local[-1] - local[0] == local.size - 1
         convert = flat.dtype != dtype
         buf = None

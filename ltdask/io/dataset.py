@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ltdask import _config
-from ltdask.calibration import Axis, axes
+from ltdask.calibration import Calibrated
 from ltdask.common import Shape, Slice
 from ltdask.exceptions import DataSetError, MissingFramesWarning, UDFError, warn
 from ltdask.io.checks import SUPPORTED_DTYPES, check_dtype, check_shape, unsupported
@@ -59,7 +59,7 @@ class RoiBuilder:
         return roi
 
 
-class DataSet:
+class DataSet(Calibrated):
     """A scan of ``nav_shape`` positions, each holding a ``sig_shape`` frame.
 
     Subclasses say where the frames are (:meth:`read_frames`, :meth:`iter_tiles`); the base
@@ -75,8 +75,11 @@ class DataSet:
     #: coordinates of the scan's dims (name -> ``xarray.Variable``), given to
     #: :meth:`to_xarray`; e.g. those of a DataArray given to :func:`ltdask.from_array`
     coords: dict = {}
-    #: physical calibration of each nav and signal dim (see :meth:`calibrate`); None: none
-    _calibration: tuple[tuple[Axis, ...], tuple[Axis, ...]] | None = None
+    #: the array types :meth:`iter_tiles` delivers, the one the data is stored in first
+    #: (LiberTEM's ``BACKEND_*`` names); a dataset listing more than numpy takes
+    #: ``iter_tiles(..., array_backend=name)`` and gives 2-D backends' tiles as
+    #: ``(frames, pixels)``
+    array_backends: tuple[str, ...] = ("numpy",)
     # ``ds.to_zarr(store, ...)`` converts the scan to Zarr. Writing is ltdask.store's, which
     # reading does not import: the ``ltdask`` package, which imports both, attaches it.
     to_zarr: ClassVar[Callable[..., Any]]
@@ -263,16 +266,28 @@ class DataSet:
         raise NotImplementedError
 
     def iter_tiles(
-        self, positions: np.ndarray, scheme: TilingScheme, dtype, block=None
-    ) -> Iterator[tuple[np.ndarray, int, int]]:
+        self,
+        positions: np.ndarray,
+        scheme: TilingScheme,
+        dtype,
+        block=None,
+        array_backend: str | None = None,
+    ) -> Iterator[tuple[Any, int, int]]:
         """Tiles of the frames at `positions` (sorted flat nav positions whose frames exist).
 
         Yields ``(data, first, scheme_idx)``: ``data`` has shape ``(n, *slice_shape)`` and holds
         ``positions[first:first + n]`` cut to ``scheme[scheme_idx]``. ``data`` may be a
-        reused buffer or a read-only view: consumers must not keep it.
+        reused buffer or a read-only view: consumers must not keep it. `array_backend`:
+        one of :attr:`array_backends` (2-D backends give ``(n, pixels)`` tiles); numpy by
+        default, the only one this base class delivers.
 
         Subclasses implement this or :meth:`iter_flat_tiles`; each defaults to the other.
         """
+        if array_backend not in (None, "numpy"):
+            raise DataSetError(
+                f"{self.path}: array_backend={array_backend!r}; expected one of "
+                f"{self.array_backends}"
+            )
         if type(self).iter_flat_tiles is DataSet.iter_flat_tiles:
             raise NotImplementedError
         flat_tiles = self.iter_flat_tiles(positions, scheme, dtype, block)
@@ -298,61 +313,6 @@ class DataSet:
     def partition_blocks(self):
         """A dask array whose nav blocks are the partitions' data, or None (tasks read files)."""
         return None
-
-    # -- calibrations ------------------------------------------------------------------------
-    def calibrate(self, nav=None, sig=None) -> DataSet:
-        """Set the physical calibration of the nav and/or signal dims (in place; returns
-        the dataset). Each is what :func:`ltdask.calibration.axes` takes: one calibration
-        for all dims of the kind or one per dim; None keeps what is set.
-
-        Examples
-        --------
-        >>> import ltdask, numpy as np
-        >>> ds = ltdask.from_array(np.zeros((2, 3, 4, 4), np.float32))
-        >>> ds = ds.calibrate(nav=(0.5, "nm"), sig=[(0.1, -0.2, "mrad"), (0.1, "mrad")])
-        >>> [a.units for a in ds.nav_calibration], ds.sig_calibration[0].origin
-        (['nm', 'nm'], -0.2)
-        """
-        where = self.path
-        new_nav = self.nav_calibration
-        new_sig = self.sig_calibration
-        if nav is not None:
-            new_nav = axes(nav, len(self.nav_shape), f"{where}: nav_calibration")
-        if sig is not None:
-            new_sig = axes(sig, len(self.sig_shape), f"{where}: sig_calibration")
-        self._calibration = (new_nav, new_sig)
-        return self
-
-    @property
-    def nav_calibration(self) -> tuple[Axis, ...]:
-        """The physical calibration of each nav dim (`ltdask.calibration.Axis`)."""
-        if self._calibration is None:
-            return (Axis(),) * len(self.nav_shape)
-        return self._calibration[0]
-
-    @property
-    def sig_calibration(self) -> tuple[Axis, ...]:
-        """The physical calibration of each signal dim (`ltdask.calibration.Axis`)."""
-        if self._calibration is None:
-            return (Axis(),) * len(self.sig_shape)
-        return self._calibration[1]
-
-    def calibrated_coords(self) -> dict:
-        """Coordinates (``xarray.Variable`` with a ``units`` attribute) of the calibrated
-        dims, by dim name; the dataset's own :attr:`coords` come first."""
-        import xarray as xr
-
-        out = dict(self.coords)
-        for dim, size, axis in zip(
-            self.dims,
-            tuple(self.shape),
-            self.nav_calibration + self.sig_calibration,
-            strict=True,
-        ):
-            if axis.calibrated and dim not in out:
-                attrs = {"units": axis.units} if axis.units else {}
-                out[dim] = xr.Variable((dim,), axis.coordinate(size), attrs=attrs)
-        return out
 
     # -- dask and xarray ---------------------------------------------------------------------
     def to_dask(self, dtype=None, chunks=None, corrections=None):

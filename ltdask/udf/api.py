@@ -28,7 +28,9 @@ __all__ = [
 ]
 
 
-def lazy(dataset: DataSet, udfs: list[UDFBase] | UDFBase, roi=None, corrections=None) -> list:
+def lazy(
+    dataset: DataSet, udfs: list[UDFBase] | UDFBase, roi=None, corrections=None, backends=None
+) -> list:
     """Build the graph that runs `udfs` together on `dataset` (each tile read once).
 
     Parameters
@@ -42,6 +44,10 @@ def lazy(dataset: DataSet, udfs: list[UDFBase] | UDFBase, roi=None, corrections=
     corrections
         A `ltdask.CorrectionSet` (dark frame, gain map, excluded pixels) applied to every
         frame before the UDFs see it.
+    backends
+        Array backends the run may use (``UDF.BACKEND_*`` names, e.g. ``("numpy",)`` to
+        keep every UDF on dense CPU arrays); by default each UDF gets the one of its
+        ``get_backends()`` that costs the least conversion (see :func:`ltdask.explain`).
 
     Returns
     -------
@@ -59,7 +65,7 @@ def lazy(dataset: DataSet, udfs: list[UDFBase] | UDFBase, roi=None, corrections=
     """
     if isinstance(udfs, UDFBase):
         udfs = [udfs]
-    return to_datasets(Run(dataset, list(udfs), roi, corrections).graph)
+    return to_datasets(Run(dataset, list(udfs), roi, corrections, backends).graph)
 
 
 def compute(
@@ -68,8 +74,10 @@ def compute(
     roi=None,
     progress: bool = False,
     corrections=None,
+    backends=None,
 ) -> list:
-    """Run `udfs` together on `dataset` in one pass; computed `xarray.Dataset` per UDF.
+    """Run `udfs` together on `dataset` in one pass; computed `xarray.Dataset` per UDF
+    (parameters as for :func:`lazy`).
 
     Examples
     --------
@@ -82,11 +90,13 @@ def compute(
     """
     if isinstance(udfs, UDFBase):
         udfs = [udfs]
-    graph = Run(dataset, list(udfs), roi, corrections).graph
+    graph = Run(dataset, list(udfs), roi, corrections, backends).graph
     return compute_datasets(to_datasets(graph), progress=progress, graph=graph)
 
 
-def iter_results(dataset: DataSet, udfs: list[UDFBase] | UDFBase, roi=None, corrections=None):
+def iter_results(
+    dataset: DataSet, udfs: list[UDFBase] | UDFBase, roi=None, corrections=None, backends=None
+):
     """Yield partial results (one list of Datasets per step) as partitions finish.
 
     Each step's ``NAME_valid`` coordinates mark what is done; the last step is complete.
@@ -100,12 +110,14 @@ def iter_results(dataset: DataSet, udfs: list[UDFBase] | UDFBase, roi=None, corr
     >>> bool(last["intensity_valid"].all())
     True
     """
-    for datasets, _ in iter_with_damage(dataset, udfs, roi, corrections):
+    for datasets, _ in iter_with_damage(dataset, udfs, roi, corrections, backends):
         yield datasets
 
 
-def iter_with_damage(dataset: DataSet, udfs: list[UDFBase] | UDFBase, roi=None, corrections=None):
+def iter_with_damage(
+    dataset: DataSet, udfs: list[UDFBase] | UDFBase, roi=None, corrections=None, backends=None
+):
     """Like `iter_results`, yielding ``(datasets, damage)``: damage is the flat boolean
     mask of the nav positions whose partitions are done."""
-    for make, damage in iter_steps(dataset, udfs, roi, corrections=corrections):
+    for make, damage in iter_steps(dataset, udfs, roi, corrections=corrections, backends=backends):
         yield compute_datasets(make()), damage

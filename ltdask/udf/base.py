@@ -58,17 +58,23 @@ class UDF(UDFBase):
     goes through :func:`ltdask.udf.apply_whole` in :meth:`get_results`.
     """
 
-    def lazy(self, dataset, roi=None, corrections=None):
+    def lazy(self, dataset, roi=None, corrections=None, backends=None):
         """The results as a lazy `xarray.Dataset` (see :func:`ltdask.lazy`)."""
-        return lazy(dataset, [self], roi=roi, corrections=corrections)[0]
+        return lazy(dataset, [self], roi=roi, corrections=corrections, backends=backends)[0]
 
-    def compute(self, dataset, roi=None, progress: bool = False, corrections=None):
-        """Run on `dataset` and return the results as an `xarray.Dataset`."""
-        return compute(dataset, [self], roi=roi, progress=progress, corrections=corrections)[0]
+    def compute(self, dataset, roi=None, progress: bool = False, corrections=None, backends=None):
+        """Run on `dataset` and return the results as an `xarray.Dataset` (see
+        :func:`ltdask.lazy` for the parameters)."""
+        out = compute(
+            dataset, [self], roi=roi, progress=progress, corrections=corrections, backends=backends
+        )
+        return out[0]
 
-    def iter(self, dataset, roi=None, corrections=None):
+    def iter(self, dataset, roi=None, corrections=None, backends=None):
         """Partial results as partitions finish (see :func:`ltdask.iter`)."""
-        for partials in iter_results(dataset, [self], roi=roi, corrections=corrections):
+        for partials in iter_results(
+            dataset, [self], roi=roi, corrections=corrections, backends=backends
+        ):
             yield partials[0]
 
 

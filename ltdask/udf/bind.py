@@ -15,6 +15,7 @@ import numpy as np
 
 from ltdask.common import Shape
 from ltdask.io.tiling import TilingScheme
+from ltdask.udf.backends import BackendPlan
 from ltdask.udf.buffers import BufferSpec, Namespace
 from ltdask.udf.interface import AuxData, UDFBase, raw_params
 from ltdask.udf.meta import UDFMeta
@@ -36,6 +37,8 @@ class RunContext:
     n_sel: int
     #: the run's `CorrectionSet` (None without)
     corrections: object = None
+    #: the run's array types (None: numpy everywhere)
+    backends: BackendPlan | None = None
     #: a fresh id per run (see `UDFMeta.run_id`)
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
@@ -51,7 +54,10 @@ class PartitionPlace:
 
 
 def make_meta(
-    context: RunContext, place: PartitionPlace | None = None, valid_nav: np.ndarray | None = None
+    context: RunContext,
+    place: PartitionPlace | None = None,
+    valid_nav: np.ndarray | None = None,
+    backend: str | None = None,
 ) -> UDFMeta:
     """``self.meta`` for a UDF of the run of `context`: the one place a `UDFMeta` is made.
 
@@ -77,6 +83,9 @@ def make_meta(
         corrections=context.corrections,
         run_id=run_id,
     )
+    if backend is not None:
+        meta.array_backend = backend
+        meta.device_class = "cuda" if backend in UDFBase.CUDA_BACKENDS else "cpu"
     if valid_nav is not None:
         meta.set_valid_nav_mask(valid_nav, context.roi.compress(valid_nav))
     return meta
@@ -87,14 +96,16 @@ def bind(
     context: RunContext,
     place: PartitionPlace | None = None,
     valid_nav: np.ndarray | None = None,
+    backend: str | None = None,
 ) -> UDFBase:
-    """A fresh instance of `template`, bound to the run of `context` (see `make_meta`).
+    """A fresh instance of `template`, bound to the run of `context` (see `make_meta`),
+    processing arrays of `backend` (``meta.array_backend``).
 
     Its ``self.params`` are the parameters as given (`given_params`); `dataset_params`
     and `partition_params` give them as merges and partition tasks see them.
     """
     udf = template.copy()
-    udf.meta = make_meta(context, place, valid_nav)
+    udf.meta = make_meta(context, place, valid_nav, backend)
     return udf
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ltdask.common import Slice
+from ltdask.udf.backends import on_cluster
 from ltdask.udf.buffers import expand_nav, filled
 from ltdask.udf.plan import RunPlan, plan_run
 from ltdask.udf.runner import PartitionCell, PartitionJob, partition_task
@@ -90,7 +91,8 @@ class PartitionGraph:
             if deps:
                 args.append(TaskRef(block_key(flat.name, i, flat.ndim)))
             tasks[(name, i)] = Task((name, i), partition_task, *args)
-        cells = task_array(name, tasks, ((1,) * len(plan.partitions),), object, deps)
+        with gpu_annotation(plan):
+            cells = task_array(name, tasks, ((1,) * len(plan.partitions),), object, deps)
         return cls(plan, cells, plan.valid_flat, plan.token)
 
     @classmethod
@@ -224,8 +226,8 @@ class Run:
     True
     """
 
-    def __init__(self, dataset, udfs, roi=None, corrections=None):
-        self.plan = plan_run(dataset, udfs, roi, corrections)
+    def __init__(self, dataset, udfs, roi=None, corrections=None, backends=None):
+        self.plan = plan_run(dataset, udfs, roi, corrections, backends)
         self.graph = PartitionGraph.build(self.plan)
 
     @property
@@ -255,3 +257,17 @@ def _extract_nav(cell, u, key, roi_part, dtype_):
 def _extract_partial(cell, u, key, stacked):
     arr = cell[0][u][key]
     return arr[np.newaxis] if stacked else arr
+
+
+def gpu_annotation(plan: RunPlan):
+    """Where the run's UDFs run on a CUDA device and computations go to a cluster: the
+    partition tasks annotated to need a ``GPU`` resource (see `ltdask.udf.backends`), so
+    that the scheduler sends them to GPU workers."""
+    import contextlib
+
+    import dask
+
+    bplan = plan.context.backends
+    if bplan is None or bplan.device != "cuda" or not on_cluster():
+        return contextlib.nullcontext()
+    return dask.annotate(resources={"GPU": 1})

@@ -225,16 +225,38 @@ class UDFBase:
         return {"depth": self.TILE_DEPTH_DEFAULT, "total_size": self.TILE_SIZE_MAX}
 
     def get_backends(self):
+        """The array types this UDF processes, in order of preference (``BACKEND_*``
+        names; default numpy only). The run gives each UDF one of them, see
+        ``self.meta.array_backend``: 2-D backends (``D2_BACKENDS``) get tiles of shape
+        ``(frames, pixels)`` and frames with a nav dim of 1."""
         return (self.BACKEND_NUMPY,)
 
     @property
     def xp(self):
+        """The array module of this partition's backend: numpy, or cupy for CuPy
+        backends."""
+        meta = self.meta
+        if meta is not None and getattr(meta, "array_backend", None) in self.CUPY_BACKENDS:
+            import cupy
+
+            return cupy
         return np
 
     def forbuf(self, arr, target):
-        """`arr` in a form that can be assigned to the buffer view `target`."""
-        arr = np.asarray(arr.todense() if hasattr(arr, "todense") else arr)
-        return arr.reshape(target.shape) if arr.size == np.size(target) else arr
+        """`arr` (any backend's array) in a form that can be assigned to the buffer view
+        `target`: the buffer's array type (numpy, or cupy for device buffers), reshaped
+        from 2-D backends' ``(n, pixels)`` where the sizes match."""
+        from sparseconverter import for_backend, get_backend
+
+        backend = get_backend(target) or self.BACKEND_NUMPY
+        if backend == "numpy.matrix":
+            backend = self.BACKEND_NUMPY
+        out = for_backend(arr, backend) if get_backend(arr) != backend else arr
+        if backend == self.BACKEND_NUMPY:
+            out = np.asarray(out)
+        if tuple(out.shape) != tuple(np.shape(target)) and out.size == np.size(target):
+            out = out.reshape(np.shape(target))
+        return out
 
     def with_mask(self, data, mask) -> MaskedResult:
         """Return `data` from :meth:`get_results` with a custom valid mask."""

@@ -18,6 +18,8 @@ from ltdask.exceptions import MergeNotImplementedError, UDFError
 from ltdask.io.dataset import DataSet
 from ltdask.io.partition import Partition
 from ltdask.io.tiling import TilingPreferences, TilingScheme
+from ltdask.udf.backends import NUMPY as BACKEND_NUMPY
+from ltdask.udf.backends import plan_backends
 from ltdask.udf.bind import RunContext, bind
 from ltdask.udf.buffers import BufferSpec, declared_buffers, stored_buffers
 from ltdask.udf.interface import UDFBase, UDFMethod, overrides
@@ -72,7 +74,9 @@ class RunPlan:
         return stored_buffers(self.specs[u])
 
 
-def plan_run(dataset: DataSet, udfs: list[UDFBase], roi=None, corrections=None) -> RunPlan:
+def plan_run(
+    dataset: DataSet, udfs: list[UDFBase], roi=None, corrections=None, backends=None
+) -> RunPlan:
     """Check `udfs` for a run on `dataset` (with `roi` and `corrections`) and plan it.
 
     Raises
@@ -114,6 +118,9 @@ def plan_run(dataset: DataSet, udfs: list[UDFBase], roi=None, corrections=None) 
                 tile_dtype=dataset.run_dtype(dataset.dtype),
                 out_dtype=read_dtype,
             )
+    # corrected tiles are dense: the dataset delivers numpy then
+    sources = (BACKEND_NUMPY,) if prepared is not None else dataset.array_backends
+    backend_plan = plan_backends(sources, udfs, backends)
     partitions = dataset.get_partitions()
     counts = tuple(selection.count(p.start, p.stop) for p in partitions)
     context = RunContext(
@@ -124,8 +131,9 @@ def plan_run(dataset: DataSet, udfs: list[UDFBase], roi=None, corrections=None) 
         selection,
         sum(counts),
         corrections,
+        backend_plan,
     )
-    mains = [bind(u, context) for u in udfs]
+    mains = [bind(u, context, backend=b) for u, b in zip(udfs, backend_plan.targets, strict=True)]
     for template, main in zip(udfs, mains, strict=True):
         template.meta = main.meta  # as LiberTEM: the instance given knows the run
     specs = [declared_buffers(m) for m in mains]
@@ -140,6 +148,11 @@ def plan_run(dataset: DataSet, udfs: list[UDFBase], roi=None, corrections=None) 
     consumers = [_preferences(m) for m in mains]
     excluded = None if prepared is None else prepared.excluded_coordinates
     scheme = dataset.negotiate(consumers, context.input_dtype, selection.flat, excluded=excluded)
+    if not backend_plan.dense_source and not {BACKEND_NUMPY, "cuda"} & set(backend_plan.targets):
+        # sparse tiles all the way: their size follows the non-zeros, not the frames, and
+        # each costs some overhead: tiles of whole partitions
+        depth = max([p.num_frames for p in partitions] + [1])
+        scheme = TilingScheme(scheme.slices, depth=depth, intent=scheme.intent)
     if any(meth is not UDFMethod.TILE for meth in methods) and len(scheme) != 1:
         raise UDFError(
             f"{dataset.path}: frame and partition UDFs need whole frames, but the "

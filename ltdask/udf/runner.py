@@ -19,6 +19,8 @@ from ltdask.io.dataset import DataSet, flat_of
 from ltdask.io.maps import keeping_maps
 from ltdask.io.partition import Partition
 from ltdask.io.tiling import TilingScheme
+from ltdask.udf.backends import NUMPY as BACKEND_NUMPY
+from ltdask.udf.backends import TileForms, on_device, to_host
 from ltdask.udf.bind import PartitionPlace, RunContext, bind, partition_params
 from ltdask.udf.buffers import BufferSpec, Namespace, declared_buffers, stored_buffers
 from ltdask.udf.interface import UDFBase, UDFMethod
@@ -105,13 +107,19 @@ class _Bound:
     """One UDF instance at work on one partition (`udf`, bound to it), its buffers for the
     partition's `selected` positions and the views of them it sees."""
 
-    def __init__(self, udf: UDFBase, selected: np.ndarray, sig_shape):
+    def __init__(self, udf: UDFBase, selected: np.ndarray, sig_shape, target: str = "numpy"):
         n_sel = selected.size
         self.udf = udf
         self.method = udf.get_method()
+        #: the array type of the tiles the UDF gets; `dense`: numpy (or host arrays for
+        #: `cuda` UDFs), read through the flat-tile path
+        self.target = target
+        self.dense = target in (BACKEND_NUMPY, UDFBase.BACKEND_CUDA)
         declared = declared_buffers(udf)
         self.specs = stored_buffers(declared)
         self.arrays = {k: s.allocate(n_sel, sig_shape, k) for k, s in self.specs.items()}
+        if target in UDFBase.CUPY_BACKENDS:
+            self.arrays = on_device(self.arrays, self.specs)
         params, aux = partition_params(udf, selected)
         self.aux_specs = {k: spec for k, (spec, _) in aux.items()}
         self.aux = {k: data for k, (_, data) in aux.items()}
@@ -127,7 +135,7 @@ class _Bound:
         #: flat tiles, the one that processes those
         self.process = getattr(udf, f"process_{self.method.value}")
         self.process_flat = getattr(udf, "process_flat_tile", None)
-        if self.method is not UDFMethod.TILE:
+        if self.method is not UDFMethod.TILE or not self.dense:
             self.process_flat = None
         #: the run's shared tile statistics where they feed it (set once the run's UDFs are
         #: known), and the method that takes them
@@ -216,9 +224,11 @@ def run_partition(
     pstart, pstop = dataset.present_range
     k0, k1 = np.searchsorted(selected, [pstart, pstop])
     present = selected[k0:k1]
+    plan = context.backends
+    targets = plan.targets if plan is not None else (BACKEND_NUMPY,) * len(udfs)
     bound = []
-    for template in udfs:
-        b = _Bound(bind(template, context, place), selected, sig_shape)
+    for template, target in zip(udfs, targets, strict=True):
+        b = _Bound(bind(template, context, place, backend=target), selected, sig_shape, target)
         b.udf.meta.set_slice(origin, n_sel, full_sig, None)
         b.set_views(None, None)
         b.udf.task_data = Namespace(b.udf.get_task_data() or {})
@@ -231,11 +241,22 @@ def run_partition(
         for b in bound:
             if b.process_flat is not None and shared.wants(b.udf):
                 b.shared = shared
+    source = BACKEND_NUMPY if plan is None else plan.source
     if present.size:
         sig_indices = scheme.sig_indices
         tile_dtype = read_dtype if corrections is None else corrections.tile_dtype
         corrected = None  # the buffer corrected tiles are written to, reused
-        for data, first, s, flat in dataset.iter_flat_tiles(present, scheme, tile_dtype, block):
+        if source == BACKEND_NUMPY:
+            tiles = dataset.iter_flat_tiles(present, scheme, tile_dtype, block)
+        else:
+            tiles = _native_tiles(dataset, present, scheme, tile_dtype, block, source)
+        for data, first, s, flat in tiles:
+            forms = None  # the tile in the array types of UDFs that want no numpy
+            if source != BACKEND_NUMPY:
+                forms = TileForms(data, source, scheme.slices[s].shape)
+                if any(b.dense for b in bound):
+                    data = forms.dense()  # (once per tile, for the UDFs that want numpy)
+                    flat = flat_of(data)
             if corrections is not None:
                 whole = len(scheme) == 1
                 data = corrections.apply(
@@ -244,7 +265,10 @@ def run_partition(
                 if corrected is None or corrected.size < data.size:
                     corrected = data
                 flat = flat_of(data)
-            data = read_only(data)
+            if forms is None:
+                forms = TileForms(data, BACKEND_NUMPY, scheme.slices[s].shape)
+            if isinstance(data, np.ndarray):
+                data = read_only(data)
             if flat is not None:
                 flat = (read_only(flat[0]), *flat[1:])
             n = data.shape[0]
@@ -254,6 +278,9 @@ def run_partition(
             stats = None
             for b in bound:
                 udf, meta = b.udf, b.udf.meta
+                if not b.dense:
+                    _process_other(b, forms, origin, at, sig_slice, sig_index, s)
+                    continue
                 if b.method is UDFMethod.TILE:
                     meta.set_slice(origin + at, n, sig_slice, s)
                     b.set_views(slice(at, at + n), sig_index, s)
@@ -294,5 +321,30 @@ def run_partition(
         if hasattr(b.udf, "postprocess"):
             b.udf.postprocess()
         b.udf.cleanup()
-        out.append(b.arrays)
+        out.append({k: to_host(a) for k, a in b.arrays.items()})
     return out
+
+
+def _native_tiles(dataset: DataSet, present, scheme: TilingScheme, dtype, block, source: str):
+    """``(tile, first, scheme index, None)`` in the dataset's native array type `source`."""
+    for tile, first, s in dataset.iter_tiles(present, scheme, dtype, block, array_backend=source):
+        yield tile, first, s, None
+
+
+def _process_other(
+    b: _Bound, forms: TileForms, origin: int, at: int, sig_slice, sig_index, s: int
+) -> None:
+    """Hand the tile in the UDF's backend (not numpy) to its process method; `at`: the
+    tile's first frame among the partition's selected ones, `origin`: the partition's."""
+    meta = b.udf.meta
+    tile = forms.get(b.target) if b.method is not UDFMethod.FRAME else forms.tile
+    n = tile.shape[0]
+    if b.method is UDFMethod.FRAME:
+        for i in range(n):
+            meta.set_slice(origin + at + i, 1, sig_slice, s)
+            b.set_views(slice(at + i, at + i + 1), sig_index, s, frame=True)
+            b.process(forms.frame(b.target, i))
+        return
+    meta.set_slice(origin + at, n, sig_slice, s)
+    b.set_views(slice(at, at + n), sig_index, s)
+    b.process(tile)

@@ -37,6 +37,7 @@ def iter_steps(
     unprocessed: str = "fill",
     control: RunControl | None = None,
     corrections=None,
+    backends=None,
 ):
     """Run `udfs` partition group by partition group, yielding ``(make, damage)``:
     ``make()`` builds the lazy Datasets of what is done (``get_results`` runs then, on
@@ -49,7 +50,7 @@ def iter_steps(
 
     if isinstance(udfs, UDFBase):
         udfs = [udfs]
-    run = Run(dataset, list(udfs), roi, corrections)
+    run = Run(dataset, list(udfs), roi, corrections, backends)
     initial = _initial_states(run.plan, unprocessed)
     n = len(run.partitions)
     step = max(1, _config.min_partitions())
@@ -64,7 +65,7 @@ def iter_steps(
                 )
             changed = [u.copy(**p) for u, p in zip(run.plan.udfs, control.parameters, strict=True)]
             control.parameters = None
-            run = Run(dataset, changed, run.plan.roi.flat, corrections)
+            run = Run(dataset, changed, run.plan.roi.flat, corrections, backends)
             initial = _initial_states(run.plan, unprocessed)
         idx = list(range(first, min(n, first + step)))
         computed = dask.compute(*[run.cells.blocks[i] for i in idx])
@@ -82,10 +83,12 @@ def _maker(plan: RunPlan, cells: np.ndarray, done: np.ndarray, initial):
     return lambda: _partial_datasets(plan, cells, done, initial)
 
 
-def initial_datasets(dataset: DataSet, udfs: list[UDFBase], roi=None, corrections=None) -> list:
+def initial_datasets(
+    dataset: DataSet, udfs: list[UDFBase], roi=None, corrections=None, backends=None
+) -> list:
     """Lazy Datasets of `udfs` as before any partition is processed: nav values as after
     ``preprocess`` on the whole dataset, all invalid (a "dry run": shapes and dtypes)."""
-    plan = plan_run(dataset, list(udfs), roi, corrections)
+    plan = plan_run(dataset, list(udfs), roi, corrections, backends)
     n = len(plan.partitions)
     cells, done = np.empty(n, dtype=object), np.zeros(n, bool)
     return _partial_datasets(plan, cells, done, _initial_states(plan, "initial"))

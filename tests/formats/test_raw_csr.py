@@ -45,7 +45,7 @@ def test_dtypes(tmp_path, indptr, indices, data):
 
 def test_sparse_tiles(scan):
     ds = open_raw_csr(scan)
-    assert ds.array_backends == ("numpy", "scipy.sparse.csr_matrix")
+    assert ds.array_backends == ("scipy.sparse.csr_matrix", "numpy")
     flat = DATA.reshape(48, 99)
     scheme = TilingScheme.make_for_shape((5, 9, 11), (9, 11))
     positions = np.flatnonzero(np.random.default_rng(1).random(48) < 0.6)

@@ -71,7 +71,7 @@ class RawCSRDataSet(DataSet):
     """A sparse scan stored as CSR (see :func:`open_raw_csr`)."""
 
     #: tile types :meth:`iter_tiles` can deliver (LiberTEM's ``array_backends``)
-    array_backends = (BACKEND_NUMPY, BACKEND_SCIPY_CSR)
+    array_backends = (BACKEND_SCIPY_CSR, BACKEND_NUMPY)
 
     def __init__(self, path, nav_shape=None, sig_shape=None, sync_offset=None, dims=None):
         path = check_file(path)

@@ -12,6 +12,9 @@ from ltdask.common import Slice
 from ltdask.exceptions import UDFError
 from ltdask.udf.base import FlatTileUDF
 from ltdask.udf.builtin._kernels import dot_mask, dot_masks, dot_runs
+from ltdask.udf.builtin.sums import SUM_BACKENDS, csr_parts, dense_backend
+from ltdask.udf.interface import UDFBase
+from ltdask.udf.kernels.sparse import csr_dot_dense, csr_dot_single, csr_dot_sparse
 
 
 def _is_sparse(m) -> bool:
@@ -89,6 +92,52 @@ class MaskContainer:
                 cached = ("dense", np.ascontiguousarray(part))
             self._cache[sig_slice] = cached
         return cached
+
+    def matrix(self, sig_slice: Slice, backend: str):
+        """The ``(masks, pixels)`` matrix of `sig_slice` for tiles of `backend` (not numpy):
+        scipy CSR for sparse masks, dense otherwise, on the GPU for CuPy backends."""
+        key = (sig_slice, backend)
+        cached = self._cache.get(key)
+        if cached is None:
+            kind, part = self.get(sig_slice)
+            if kind == "runs":
+                part = _runs_matrix(part, int(np.prod(tuple(sig_slice.shape))))
+            if backend in UDFBase.CUPY_BACKENDS:
+                from sparseconverter import for_backend
+
+                gpu = "cupyx.scipy.sparse.csr_matrix" if kind == "runs" else UDFBase.BACKEND_CUPY
+                part = for_backend(part, gpu)
+            cached = self._cache[key] = part
+        return cached
+
+    def apply_csr(self, sig_slice: Slice, parts, out):
+        """``out += tile @ masks.T`` for a CSR tile given as ``(indptr, indices, data)``."""
+        key = (sig_slice, "csr")
+        weights: tuple | None = self._cache.get(key)
+        if weights is None:
+            kind, part = self.get(sig_slice)
+            if kind == "runs":
+                by_pixel = _runs_matrix(part, int(np.prod(tuple(sig_slice.shape)))).T.tocsr()
+                by_pixel.sort_indices()
+                weights = ("sparse", by_pixel.indptr, by_pixel.indices, by_pixel.data)
+                per_pixel = np.diff(by_pixel.indptr)
+                if per_pixel.max(initial=0) <= 1:  # each pixel in one mask at most
+                    mask = np.full(per_pixel.size, -1, np.int64)
+                    weight = np.zeros(per_pixel.size, by_pixel.dtype)
+                    has = per_pixel == 1
+                    mask[has] = by_pixel.indices
+                    weight[has] = by_pixel.data
+                    weights = ("single", mask, weight)
+            else:
+                weights = ("dense", np.ascontiguousarray(part.T))
+            self._cache[key] = weights
+        indptr, indices, data = parts
+        if weights[0] == "single":
+            csr_dot_single(indptr, indices, data, weights[1], weights[2], out)
+        elif weights[0] == "sparse":
+            csr_dot_sparse(indptr, indices, data, weights[1], weights[2], weights[3], out)
+        else:
+            csr_dot_dense(indptr, indices, data, weights[1], out)
 
     def apply(self, sig_slice: Slice, frames: np.ndarray, p0: int, p1: int, out):
         """``out += frames[:, p0:p1] @ masks.T`` for the flat tile of `sig_slice`."""
@@ -267,6 +316,15 @@ class ApplyMasksUDF(FlatTileUDF):
     def get_method(self):
         return self.UDF_METHOD.FRAME if self.params.shifts is not None else self.UDF_METHOD.TILE
 
+    def get_backends(self):
+        if self.params.shifts is not None:
+            return (self.BACKEND_NUMPY,)  # shifted masks: frame by frame, dense
+        given = self.params.backends
+        if given is None:
+            return SUM_BACKENDS
+        given = (given,) if isinstance(given, str) else tuple(given)
+        return tuple(b for b in given if b in SUM_BACKENDS) or SUM_BACKENDS
+
     def get_preferred_input_dtype(self):
         if self.params.preferred_dtype is None:
             return super().get_preferred_input_dtype()
@@ -291,6 +349,18 @@ class ApplyMasksUDF(FlatTileUDF):
 
     def process_flat_tile(self, frames, p0, p1):
         self.task_data.masks.apply(self.meta.sig_slice, frames, p0, p1, self.results.intensity)
+
+    def process_tile(self, tile):
+        if dense_backend(self):
+            return super().process_tile(tile)
+        parts = csr_parts(tile)
+        if parts is not None:
+            masks = self.task_data.masks
+            return masks.apply_csr(self.meta.sig_slice, parts, self.results.intensity)
+        masks = self.task_data.masks.matrix(self.meta.sig_slice, self.meta.array_backend)
+        rows = tile.reshape((tile.shape[0], -1)) if tile.ndim != 2 else tile
+        out = self.results.intensity
+        out += self.forbuf(rows @ masks.T, out).astype(out.dtype, copy=False)
 
     def process_frame(self, frame):
         shifts = np.asarray(self.params.shifts, dtype=np.int64).reshape(-1)

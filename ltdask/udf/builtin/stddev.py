@@ -6,6 +6,9 @@ import numpy as np
 
 from ltdask.exceptions import UDFError
 from ltdask.udf.base import FlatTileUDF
+from ltdask.udf.builtin.sums import csr_parts, dense_backend
+from ltdask.udf.interface import UDFBase
+from ltdask.udf.kernels.sparse import csr_moments
 from ltdask.udf.kernels.statistics import moments
 
 
@@ -15,7 +18,38 @@ def _np_moments(tile, count, mean, m2):
     if n == 0:
         return count
     tmean = tile.mean(axis=0)
-    m2 += (np.abs(tile - tmean) ** 2).sum(axis=0)
+    return _add_moments(count, mean, m2, n, tmean, (np.abs(tile - tmean) ** 2).sum(axis=0))
+
+
+def _sparse_moments(rows, count, mean, m2):
+    """The moments of a sparse ``(frames, pixels)`` tile (any sparse backend) added to the
+    running ones: deviations from the tile's mean summed over the stored values, plus the
+    pixels' zeros, each ``mean**2`` away (no sum of squares that cancels)."""
+    from sparseconverter import for_backend
+
+    n, px = rows.shape
+    if n == 0:
+        return count
+    if rows.dtype.kind == "c":  # (rare: bincount takes real weights only)
+        return _np_moments(for_backend(rows, UDFBase.BACKEND_NUMPY), count, mean, m2)
+    parts = csr_parts(rows)
+    if parts is not None:
+        tmean, tm2 = np.empty(px), np.empty(px)
+        csr_moments(*parts, n, tmean, tm2)
+        return _add_moments(count, mean, m2, n, tmean, tm2)
+    coo = for_backend(rows, UDFBase.BACKEND_SCIPY_COO)
+    values = np.asarray(coo.data, dtype=mean.dtype)
+    stored = np.bincount(coo.col, minlength=px)
+    tmean = np.bincount(coo.col, weights=values, minlength=px) / n
+    dev = values - tmean[coo.col]
+    tm2 = np.bincount(coo.col, weights=dev * dev, minlength=px) + (n - stored) * tmean**2
+    return _add_moments(count, mean, m2, n, tmean, tm2)
+
+
+def _add_moments(count, mean, m2, n, tmean, tm2):
+    """Chan's update of running (`count`, `mean`, `m2`) by a tile's (`n`, `tmean`, `tm2`);
+    `mean` and `m2` in place, the new count returned."""
+    m2 += tm2
     total = count + n
     delta = tmean - mean
     m2 += np.abs(delta) ** 2 * (count * n / total)
@@ -57,6 +91,16 @@ class StdDevUDF(FlatTileUDF):
     def _base(self):
         return np.dtype(self.params.dtype or np.float64)
 
+    def get_backends(self):
+        return (
+            self.BACKEND_NUMPY,
+            self.BACKEND_SCIPY_CSR,
+            self.BACKEND_SCIPY_CSC,
+            self.BACKEND_SCIPY_COO,
+            self.BACKEND_SPARSE_COO,
+            self.BACKEND_SPARSE_GCXS,
+        )
+
     def get_result_buffers(self):
         base = self._base()
         sum_dtype = np.result_type(self.meta.input_dtype, base)
@@ -73,16 +117,26 @@ class StdDevUDF(FlatTileUDF):
     def get_task_data(self):
         return {"stats": {}}
 
-    def process_flat_tile(self, frames, p0, p1):
+    def _stats(self, px: int, complex_: bool) -> list:
         idx = self.meta.tiling_scheme_idx
         stats = self.task_data.stats.get(idx)
-        px = p1 - p0
-        complex_ = frames.dtype.kind == "c"
         if stats is None:
             mdt = np.complex128 if complex_ else np.float64
             # count, mean, centred sum of squares, shift (see the `moments` kernel)
             stats = [0, np.zeros(px, mdt), np.zeros(px), np.zeros(px)]
             self.task_data.stats[idx] = stats
+        return stats
+
+    def process_tile(self, tile):
+        if dense_backend(self):
+            return super().process_tile(tile)
+        rows = tile.reshape((tile.shape[0], -1)) if tile.ndim != 2 else tile
+        stats = self._stats(rows.shape[1], tile.dtype.kind == "c")
+        stats[0] = _sparse_moments(rows, stats[0], stats[1], stats[2])
+
+    def process_flat_tile(self, frames, p0, p1):
+        complex_ = frames.dtype.kind == "c"
+        stats = self._stats(p1 - p0, complex_)
         if complex_:
             stats[0] = _np_moments(frames[:, p0:p1], stats[0], stats[1], stats[2])
         else:

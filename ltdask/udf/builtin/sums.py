@@ -5,7 +5,50 @@ from __future__ import annotations
 import numpy as np
 
 from ltdask.udf.base import FlatTileUDF
+from ltdask.udf.interface import UDFBase
+from ltdask.udf.kernels.sparse import csr_col_sums, csr_row_sums
 from ltdask.udf.kernels.statistics import sum_frames, sum_pixels
+
+#: what the sums process: numpy first (the numba kernels), sparse tiles as they are read
+#: (a raw CSR scan is never densified), CuPy arrays on a GPU
+SUM_BACKENDS = (
+    UDFBase.BACKEND_NUMPY,
+    UDFBase.BACKEND_SCIPY_CSR,
+    UDFBase.BACKEND_SCIPY_CSC,
+    UDFBase.BACKEND_SCIPY_COO,
+    UDFBase.BACKEND_SPARSE_COO,
+    UDFBase.BACKEND_SPARSE_GCXS,
+    UDFBase.BACKEND_CUPY,
+)
+
+
+def dense_backend(udf: UDFBase) -> bool:
+    """Whether `udf` gets numpy tiles in this partition (the flat-tile kernels)."""
+    return udf.meta.array_backend in (UDFBase.BACKEND_NUMPY, UDFBase.BACKEND_CUDA)
+
+
+def csr_parts(tile):
+    """``(indptr, indices, data)`` of a scipy sparse tile (CSR; CSC and COO converted) for
+    the numba kernels; None for other array types."""
+    if not type(tile).__module__.startswith("scipy.sparse"):
+        return None
+    if tile.format != "csr":
+        tile = tile.tocsr()
+    return tile.indptr, tile.indices, tile.data
+
+
+def add_sums(udf: UDFBase, tile, axis: int, out: np.ndarray) -> None:
+    """``out += `` the sums of a sparse or CuPy tile, as ``(frames, pixels)``, over `axis`
+    (0: per pixel, 1: per frame), accumulated in `out`'s dtype."""
+    parts = csr_parts(tile)
+    if parts is None:
+        rows = tile.reshape((tile.shape[0], -1)) if tile.ndim != 2 else tile
+        sums = udf.forbuf(rows.sum(axis=axis, dtype=out.dtype), np.empty(0))
+        out += np.asarray(sums).reshape(-1)
+    elif axis == 0:
+        csr_col_sums(parts[0], parts[1], parts[2], out)
+    else:
+        csr_row_sums(parts[0], parts[2], out)
 
 
 def _accumulator_dtype(dtype) -> np.dtype:
@@ -77,6 +120,9 @@ class SumUDF(FlatTileUDF):
     def get_preferred_input_dtype(self):
         return self.params.dtype
 
+    def get_backends(self):
+        return SUM_BACKENDS
+
     def get_result_buffers(self):
         return {
             "intensity": self.buffer(kind="sig", dtype=_sum_buffer_dtype(self.meta.input_dtype))
@@ -87,13 +133,20 @@ class SumUDF(FlatTileUDF):
         # frames stay in the input dtype (as numpy sums them), integer sums in 64 bits
         return {"acc": {}, "moments": {}}
 
-    def process_flat_tile(self, frames, p0, p1):
+    def _acc(self, px: int, dtype) -> np.ndarray:
         accs = self.task_data.acc
         acc = accs.get(self.meta.tiling_scheme_idx)
         if acc is None:
-            dtype = _sum_buffer_dtype(frames.dtype)
-            acc = accs[self.meta.tiling_scheme_idx] = np.zeros(p1 - p0, dtype)
-        sum_frames(frames, p0, p1, acc)
+            acc = accs[self.meta.tiling_scheme_idx] = np.zeros(px, _sum_buffer_dtype(dtype))
+        return acc
+
+    def process_flat_tile(self, frames, p0, p1):
+        sum_frames(frames, p0, p1, self._acc(p1 - p0, frames.dtype))
+
+    def process_tile(self, tile):
+        if dense_backend(self):
+            return super().process_tile(tile)
+        add_sums(self, tile, 0, self._acc(int(np.prod(tile.shape[1:])), tile.dtype))
 
     def process_shared_stats(self, stats):
         self.task_data.moments[self.meta.tiling_scheme_idx] = stats.moments
@@ -144,6 +197,9 @@ class SumSigUDF(FlatTileUDF):
     #: with StdDevUDF in the same run, the frame sums come from the shared moments pass
     SHARED_TILE_STATS = ("frame_sums",)
 
+    def get_backends(self):
+        return SUM_BACKENDS
+
     def get_result_buffers(self):
         dtype = np.result_type(self.meta.input_dtype, np.float32)
         return {"intensity": self.buffer(kind="nav", dtype=dtype)}
@@ -151,6 +207,14 @@ class SumSigUDF(FlatTileUDF):
     def process_shared_stats(self, stats):
         out = self.results.intensity
         out += stats.frame_sums.astype(out.dtype, copy=False)
+
+    def process_tile(self, tile):
+        if dense_backend(self):
+            return super().process_tile(tile)
+        out = self.results.intensity
+        sums = np.zeros(tile.shape[0], _accumulator_dtype(tile.dtype))
+        add_sums(self, tile, 1, sums)
+        out += sums.astype(out.dtype, copy=False)
 
     def process_flat_tile(self, frames, p0, p1):
         out = self.results.intensity

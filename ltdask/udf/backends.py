@@ -1,0 +1,264 @@
+"""Array backends: which array type each UDF of a run gets its tiles in.
+
+A dataset delivers tiles natively in some array types (``DataSet.array_backends``: dense
+formats numpy, raw CSR scans ``scipy.sparse.csr_matrix`` too); every UDF says which types it
+processes, in order of preference (``UDF.get_backends()``); a run may restrict them
+(``backends=``). `plan_backends` settles, once per run, the device class, the type the
+dataset delivers and the type each UDF gets, with the least conversion work (costs from
+``sparseconverter``, the converter library LiberTEM's authors maintain, which also converts
+the tiles). :func:`ltdask.explain` shows the plan.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ltdask.exceptions import UDFError
+from ltdask.udf.interface import UDFBase
+
+NUMPY = UDFBase.BACKEND_NUMPY
+CUDA = UDFBase.BACKEND_CUDA
+CUPY = UDFBase.BACKEND_CUPY
+SCIPY_CSR = UDFBase.BACKEND_SCIPY_CSR
+KNOWN = UDFBase.CPU_BACKENDS | UDFBase.CUDA_BACKENDS
+#: what UDFs see: 2-D backends get ``(frames, pixels)`` tiles
+D2 = UDFBase.D2_BACKENDS
+
+#: per position in a UDF's list of preferences, added to the conversion cost: a later
+#: choice must save more than this to be taken (sparseconverter's costs are seconds per
+#: reference conversion, ~1e-5 for a view up to ~0.1 for densifying)
+PREFERENCE_STEP = 1e-3
+
+
+def device_class(backend: str) -> str:
+    """``"cpu"`` or ``"cuda"`` (CuPy backends and ``cuda`` alike)."""
+    return "cuda" if backend in UDFBase.CUDA_BACKENDS else "cpu"
+
+
+def gpu_available() -> bool:
+    """Whether the run's scheduler can use a CUDA device: on a `distributed` cluster, a
+    worker started with a ``GPU`` resource (``dask worker --resources GPU=1``, or
+    dask-cuda's workers); on the local schedulers, CuPy finding a device here."""
+    from ltdask._progress import default_client
+
+    client = default_client()
+    if client is not None and on_cluster():
+        workers = client.scheduler_info().get("workers", {})
+        return any(w.get("resources", {}).get("GPU", 0) > 0 for w in workers.values())
+    return local_gpu()
+
+
+def on_cluster() -> bool:
+    """Whether computations go to a `distributed` Client (the default scheduler)."""
+    import dask
+
+    from ltdask._progress import default_client
+
+    scheduler = dask.config.get("scheduler", None)
+    return default_client() is not None and scheduler in (None, "dask.distributed")
+
+
+@functools.cache
+def local_gpu() -> bool:
+    """Whether this process can use a CUDA device through CuPy (never imports cupy where it
+    is not installed)."""
+    if importlib.util.find_spec("cupy") is None:
+        return False
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+def normalize_restriction(backends) -> frozenset[str] | None:
+    """`backends=` of a run as a set of backend names (None: no restriction)."""
+    if backends is None:
+        return None
+    given = (backends,) if isinstance(backends, str) else tuple(backends)
+    unknown = [b for b in given if b not in KNOWN]
+    if unknown or not given:
+        raise UDFError(
+            f"backends={backends!r}: unknown array backend {unknown[0]!r}; expected names "
+            f"from UDF.BACKEND_* ({', '.join(sorted(KNOWN))})"
+            if unknown
+            else "backends=(): name at least one array backend"
+        )
+    return frozenset(given)
+
+
+def accepted(udf: UDFBase, restriction: frozenset[str] | None) -> tuple[str, ...]:
+    """`udf`'s backends in its order of preference, within `restriction`."""
+    name = type(udf).__name__
+    raw = udf.get_backends()
+    listed = (raw,) if isinstance(raw, str) else tuple(raw)
+    unknown = [b for b in listed if b not in KNOWN]
+    if unknown or not listed:
+        raise UDFError(
+            f"{name}.get_backends() returned {raw!r}: "
+            + (f"unknown array backend {unknown[0]!r}" if unknown else "no backend")
+            + "; return names from UDF.BACKEND_* in order of preference"
+        )
+    out = tuple(dict.fromkeys(b for b in listed if restriction is None or b in restriction))
+    if not out:
+        raise UDFError(
+            f"{name} processes {listed}, but the run allows only backends="
+            f"{tuple(sorted(restriction or ()))}"
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class BackendPlan:
+    """The array types of a run: what the dataset delivers and what each UDF gets."""
+
+    device: str
+    #: what the dataset delivers (one of its ``array_backends``)
+    source: str
+    #: per UDF of the run, in order: the type its tiles have
+    targets: tuple[str, ...]
+    #: per UDF: the backends it accepted (after the run's restriction)
+    choices: tuple[tuple[str, ...], ...]
+
+    @property
+    def dense_source(self) -> bool:
+        return self.source in (NUMPY, CUDA, CUPY)
+
+    def describe(self, names: Sequence[str]) -> str:
+        """The plan in words, one line per UDF (for :func:`ltdask.explain`)."""
+        lines = [f"device: {self.device}; the dataset delivers {self.source} tiles"]
+        for name, target, choice in zip(names, self.targets, self.choices, strict=True):
+            how = "as read" if target == self.source else f"converted from {self.source}"
+            lines.append(f"{name}: {target} ({how}; accepts {', '.join(choice)})")
+        return "\n".join(lines)
+
+
+def plan_backends(
+    sources: Iterable[str],
+    udfs: Sequence[UDFBase],
+    restriction=None,
+    gpu: bool | None = None,
+) -> BackendPlan:
+    """The cheapest plan for `udfs` on a dataset that delivers `sources` (the array types
+    it can deliver, the one it stores first).
+
+    The device class is the CPU when every UDF accepts a CPU backend, unless a GPU is
+    usable here (`gpu`; by default: CuPy finds a device) and every UDF accepts a CUDA
+    backend and one prefers it; a UDF that accepts only CUDA backends needs a GPU."""
+    from sparseconverter import conversion_cost
+
+    restriction = normalize_restriction(restriction)
+    choices = tuple(accepted(u, restriction) for u in udfs)
+    gpu = gpu_available() if gpu is None else gpu
+    on_cpu = [[b for b in c if device_class(b) == "cpu"] for c in choices]
+    on_gpu = [[b for b in c if device_class(b) == "cuda"] for c in choices]
+    prefer_gpu = any(c[0] in UDFBase.CUDA_BACKENDS for c in choices)
+    if gpu and all(on_gpu) and (prefer_gpu or not all(on_cpu)):
+        device, usable = "cuda", on_gpu
+    elif all(on_cpu):
+        device, usable = "cpu", on_cpu
+    else:
+        names = [type(u).__name__ for u, c in zip(udfs, on_cpu, strict=True) if not c]
+        raise UDFError(
+            f"{', '.join(names)} can only run on a CUDA device (get_backends: "
+            f"{choices[[type(u).__name__ for u in udfs].index(names[0])]}), and "
+            + (
+                "the other UDFs of the run cannot"
+                if gpu and not all(on_gpu)
+                else (
+                    "no worker of the cluster has a GPU resource (start GPU workers with "
+                    "`dask worker --resources GPU=1` or dask-cuda)"
+                    if on_cluster()
+                    else "this process has none (cupy is not installed or finds no GPU)"
+                )
+                + ", or allow a CPU backend"
+            )
+        )
+
+    sources = tuple(sources)
+    # the dataset's first array type is what it stores; another costs it a conversion
+    best = None
+    for source in sources:
+        total = conversion_cost(sources[0], source) if source != sources[0] else 0.0
+        targets = []
+        for options in usable:
+            cost, target = min(
+                (conversion_cost(source, b) + i * PREFERENCE_STEP, b) for i, b in enumerate(options)
+            )
+            total += cost
+            targets.append(target)
+        if best is None or total < best[0]:
+            best = (total, source, tuple(targets))
+    assert best is not None
+    return BackendPlan(device, best[1], best[2], tuple(tuple(u) for u in usable))
+
+
+def convert(tile, target: str, sig_shape: tuple[int, ...]):
+    """`tile` (``(n, *sig_shape)`` dense or ``(n, pixels)`` 2-D sparse) as `target`: 2-D
+    backends get ``(n, pixels)``, the others ``(n, *sig_shape)``."""
+    from sparseconverter import for_backend
+
+    n = tile.shape[0]
+    flat = (n, -1)
+    if target == CUDA:
+        target = NUMPY  # `cuda` UDFs get host arrays and move them themselves
+    if target in D2:
+        if tile.ndim != 2:
+            tile = tile.reshape(flat)
+        return for_backend(tile, target)
+    out = for_backend(tile, target)
+    if out.shape != (n, *sig_shape):
+        out = out.reshape((n, *sig_shape))
+    return out
+
+
+def to_host(arr):
+    """A CuPy array (or a cupyx sparse matrix) as numpy; numpy passes through."""
+    if hasattr(arr, "get") and type(arr).__module__.startswith("cup"):
+        arr = arr.get()
+    return arr
+
+
+class TileForms:
+    """One tile in the array types the UDFs of a run want, each made once (from the tile
+    as the dataset delivered it, of type `source`)."""
+
+    def __init__(self, tile, source: str, sig_shape):
+        self.tile = tile
+        self.source = source
+        self.sig_shape = tuple(sig_shape)
+        self._forms: dict = {}
+
+    def get(self, target: str):
+        if target == self.source:
+            return self.tile
+        out = self._forms.get(target)
+        if out is None:
+            out = self._forms[target] = convert(self.tile, target, self.sig_shape)
+        return out
+
+    def frame(self, target: str, i: int):
+        """Frame `i` as `target`: 2-D backends ``(1, pixels)`` (a nav dim of 1, as
+        LiberTEM gives them), the others ``sig_shape``."""
+        if target in D2:
+            if target == UDFBase.BACKEND_SCIPY_COO:  # (not subscriptable)
+                return convert(self.get(SCIPY_CSR)[i : i + 1], target, self.sig_shape)
+            return self.get(target)[i : i + 1]
+        return self.get(target)[i]
+
+    def dense(self):
+        """The tile as numpy, ``(n, *sig_shape)``, C-contiguous."""
+        import numpy as np
+
+        return np.ascontiguousarray(self.get(NUMPY))
+
+
+def on_device(arrays: dict, specs: dict) -> dict:
+    """Buffers declared with ``where="device"`` moved to the GPU (CuPy backends)."""
+    import cupy
+
+    return {k: cupy.asarray(a) if specs[k].where == "device" else a for k, a in arrays.items()}

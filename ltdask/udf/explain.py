@@ -1,0 +1,76 @@
+"""`explain`: how a run would read and process a dataset, without reading it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ltdask.udf.interface import UDFBase
+from ltdask.udf.plan import plan_run
+
+
+@dataclass(frozen=True)
+class RunExplanation:
+    """What :func:`explain` found: the plan's parts, and the plan in words (``str()``)."""
+
+    #: the array types: `ltdask.udf.backends.BackendPlan`
+    backends: object
+    #: the negotiated tiling scheme (`ltdask.TilingScheme`)
+    scheme: object
+    #: the dtype the tiles have
+    input_dtype: np.dtype
+    partitions: int
+    #: the number of positions the ROI selects
+    frames: int
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def explain(dataset, udfs, roi=None, corrections=None, backends=None) -> RunExplanation:
+    """How ``ltdask.compute(dataset, udfs, ...)`` would run, without reading any data: the
+    partitions, the tiles, their dtype, and the array type each UDF gets (dense or sparse,
+    CPU or GPU) with the conversions on the way — for a run that is slower than expected.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> from ltdask.udf import SumUDF
+    >>> ds = ltdask.from_array(np.ones((4, 4, 8, 8), dtype=np.uint16))
+    >>> print(ltdask.explain(ds, [SumUDF()], backends=("numpy", "sparse.COO")))
+    ... # doctest: +ELLIPSIS
+    16 frames of (8, 8) in ... partition(s); tiles of up to ... frames x (8, 8), read as float32
+    device: cpu; the dataset delivers numpy tiles
+    SumUDF: numpy (as read; accepts numpy, sparse.COO)
+    """
+    if isinstance(udfs, UDFBase):
+        udfs = [udfs]
+    plan = plan_run(dataset, list(udfs), roi, corrections, backends)
+    scheme = plan.scheme
+    shapes = sorted({tuple(s.shape) for s in scheme.slices})
+    cut = ", ".join(str(s) for s in shapes)
+    lines = [
+        f"{plan.n_sel} frames of {tuple(dataset.sig_shape)} in {len(plan.partitions)} "
+        f"partition(s); tiles of up to {scheme.depth} frames x {cut}, read as "
+        f"{plan.read_dtype}"
+    ]
+    if plan.prepared is not None:
+        lines.append(
+            "corrections (dark/gain/excluded pixels) applied as tiles are read: dense tiles"
+        )
+    bplan = plan.context.backends
+    assert bplan is not None
+    lines.append(bplan.describe([type(u).__name__ for u in plan.udfs]))
+    return RunExplanation(
+        backends=bplan,
+        scheme=scheme,
+        input_dtype=plan.read_dtype,
+        partitions=len(plan.partitions),
+        frames=plan.n_sel,
+        text="\n".join(lines),
+    )
