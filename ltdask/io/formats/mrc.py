@@ -226,12 +226,13 @@ class MrcDataSet(FileDataSet):
         files = [File(path, 0, header.frames, header.data_offset, header.signature)]
         fileset = FileSet(files, header.frame_shape, dtype)
         super().__init__(fileset, Decoder(dtype), nav_shape, sync_offset=sync_offset, dims=dims)
+        exttyp = header.extended_type.split(b"\0")[0].decode("latin-1").strip()
         self.metadata = {
             "format": "MRC",
             "mode": header.mode,
             "space_group": header.space_group,
-            "extended_header": f"{header.extended_type.decode('latin-1').strip()!s} "
-            f"({header.extended_bytes} bytes)",
+            "extended_header_bytes": header.extended_bytes,
+            **({"extended_header_type": exttyp} if exttyp else {}),
             **_fei_metadata(path, header),
         }
         px, py = header.pixel_size()
