@@ -197,8 +197,12 @@ def write_dm(
     byte_order: str = "<",
     extra_images: tuple[np.ndarray, ...] = (),
     name: str = "scan",
+    pad: int = 0,
 ) -> Path:
-    """Write `data` (numpy order, nav dims first) as the main image of a DM3/DM4 file."""
+    """Write `data` (numpy order, nav dims first) as the main image of a DM3/DM4 file.
+
+    `pad` lengthens a label before the image by that many bytes: the pixels start at another
+    offset (GMS aligns nothing: any offset occurs)."""
     path = Path(path)
     thumb = np.arange(8 * 6, dtype=np.uint8).reshape(8, 6)
     images = [
@@ -208,7 +212,7 @@ def write_dm(
     for k, extra in enumerate(extra_images):
         images.append(("", image_group(extra, extra.shape, extra.dtype, name=f"extra {k}")))
     root = [
-        ("ApplicationBounds", [("", i32(0)), ("", i32(0)), ("", i32(900)), ("", i32(1400))]),
+        ("ApplicationBounds" + "_" * pad, [("", i32(0)), ("", i32(0)), ("", i32(900)), ("", i32(1400))]),
         ("ImageList", images),
         ("Thumbnails", [("", [("ImageIndex", u32(0)), ("SourceSize_Pixels", [])])]),
     ]
