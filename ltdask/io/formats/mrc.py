@@ -132,11 +132,11 @@ def read_mrc_header(path: str) -> MrcHeader:
             f"{path!r} is not an MRC file: {len(raw)} bytes, shorter than the "
             f"{HEADER_BYTES}-byte header"
         )
-    stamp = raw[212:214]
-    order = STAMPS.get(stamp)
-    if order is None:
-        # old writers leave the stamp empty: take the byte order in which the header makes sense
-        fits = [o for o in ("<", ">") if _plausible(raw, o, size)]
+    order = STAMPS.get(raw[212:214])
+    fits = [o for o in ("<", ">") if _plausible(raw, o, size)]
+    if order is None or (order not in fits and fits):
+        # old writers leave the stamp empty, some set it wrong (as mrcfile's permissive mode
+        # does): take the byte order in which the header makes sense
         order = fits[0] if fits else "<"
     ints, cell, space_group, extended, version, origin = _unpack(raw, order)
     nx, ny, nz, mode, _, _, _, mx, my, mz = ints
