@@ -59,6 +59,14 @@ class Array:
     count: int
 
 
+@dataclass
+class Raw:
+    """A data tag of any definition words and value bytes (for malformed files)."""
+
+    words: list
+    payload: bytes
+
+
 def text(s: str) -> Array:
     """DM's text: an array of UTF-16 code units."""
     units = np.frombuffer(s.encode("utf-16-le"), dtype="<u2")
@@ -128,6 +136,8 @@ class Encoder:
                 payload = raw if raw.dtype == dt else raw.astype(dt)
             else:
                 payload = value.values
+        elif isinstance(value, Raw):
+            words, payload = value.words, value.payload
         else:
             raise TypeError(value)
         info = b"%%%%" + self.count(len(words)) + b"".join(self.count(w) for w in words)
@@ -203,7 +213,6 @@ def write_dm(
 
     `pad` lengthens a label before the image by that many bytes: the pixels start at another
     offset (GMS aligns nothing: any offset occurs)."""
-    path = Path(path)
     thumb = np.arange(8 * 6, dtype=np.uint8).reshape(8, 6)
     images = [
         ("", image_group(thumb, thumb.shape, thumb.dtype, swapped=None, name="thumb")),
@@ -216,6 +225,12 @@ def write_dm(
         ("ImageList", images),
         ("Thumbnails", [("", [("ImageIndex", u32(0)), ("SourceSize_Pixels", [])])]),
     ]
+    return write_tree(path, root, version, byte_order)
+
+
+def write_tree(path, root: list, version: int = 4, byte_order: str = "<") -> Path:
+    """Write a tree of ``(label, value)`` lists as a DM3/DM4 file."""
+    path = Path(path)
     enc = Encoder(version, byte_order)
     body = enc.group(root)
     tail = b"\0" * (8 if version == 4 else 4)
@@ -227,4 +242,3 @@ def write_dm(
         for piece in (head, *body, tail):
             f.write(piece)
     return path
-
