@@ -6,6 +6,7 @@ check of the writer and the reader (data, shape and calibrations).
 from __future__ import annotations
 
 import pickle
+import re
 import shutil
 
 import dask
@@ -180,3 +181,16 @@ def test_pickles_small_and_hands_out_views(tmp_path):
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(ds)).to_dask().compute(), data)
     aligned = ds.fileset.files[0].header_bytes % 2 == 0
     assert ds.hands_out_views(np.uint16) == aligned
+
+
+def test_info_prints_the_metadata(tmp_path):
+    from click.testing import CliRunner
+
+    from ltdask.cli import main
+
+    path = write_dm(tmp_path / "scan.dm4", make((3, 5, 7, 11), "uint16"), calibrations=CAL_4D)
+    result = CliRunner().invoke(main, ["info", str(path)])
+    assert result.exit_code == 0, result.output
+    assert re.search(r"format +dm\n", result.output)
+    assert "signal_format" in result.output and "Diffraction image" in result.output
+    assert "scan_x: 3 nm" in result.output and "det_x: 0.25 1/nm" in result.output

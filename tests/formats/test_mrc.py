@@ -5,6 +5,7 @@ against ``mrcfile``'s and RosettaSciIO's readers of the same files (shape, data,
 from __future__ import annotations
 
 import pickle
+import re
 import shutil
 import warnings
 
@@ -228,3 +229,16 @@ def test_pickles_small_and_hands_out_views(tmp_path):
     np.testing.assert_array_equal(again.to_dask().compute(), data.reshape(2, 4, 16, 16))
     assert ds.hands_out_views(np.uint16)  # zero copy: mapped straight
     assert dask.base.tokenize(ds) == dask.base.tokenize(open_mrc(path, nav_shape=(2, 4)))
+
+
+def test_info_prints_the_metadata(tmp_path):
+    from click.testing import CliRunner
+
+    from ltdask.cli import main
+
+    path = write_velox_like(tmp_path / "velox.mrc", make((6, 8, 10), "uint16"))
+    result = CliRunner().invoke(main, ["info", str(path), "--nav-shape", "2,3"])
+    assert result.exit_code == 0, result.output
+    assert re.search(r"nav shape +\(2, 3\)", result.output)
+    assert "camera" in result.output and "EMPAD" in result.output
+    assert "det_x: 5.68 nm" in result.output
