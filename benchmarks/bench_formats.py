@@ -49,9 +49,8 @@ from ltdask.io import open_hdf5, open_zarr
 
 # the Merlin writer of the tests (numpy only)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from helpers.dmfiles import write_dm  # noqa: E402
 from helpers.mibfiles import write_mib  # noqa: E402
-
-from helpers.dmfiles import write_dm  # noqa: E402, I001
 
 SIG = (256, 256)
 DTYPE = np.dtype("uint16")

@@ -68,10 +68,14 @@ def _case(folder: Path, kind: str) -> Path:
         "rgb": [("ImageList", [("", image(DataType=i32(8)))])],
         "datatype-99": [("ImageList", [("", image(DataType=i32(99)))])],
         "pixel-depth": [("ImageList", [("", image(PixelDepth=u32(4)))])],
-        "dims-mismatch": [("ImageList", [("", image(Dimensions=[("", u32(d)) for d in (5, 4, 3, 3)]))])],  # noqa: E501
+        "dims-mismatch": [
+            ("ImageList", [("", image(Dimensions=[("", u32(d)) for d in (5, 4, 3, 3)]))])
+        ],  # noqa: E501
         "dim-zero": [("ImageList", [("", image(Dimensions=[("", u32(d)) for d in (5, 4, 0, 2)]))])],
         "dims-missing": [("ImageList", [("", image(Dimensions=None))])],
-        "five-d": [("ImageList", [("", image(Dimensions=[("", u32(d)) for d in (5, 4, 3, 2, 1)]))])],  # noqa: E501
+        "five-d": [
+            ("ImageList", [("", image(Dimensions=[("", u32(d)) for d in (5, 4, 3, 2, 1)]))])
+        ],  # noqa: E501
         "unknown-value-type": [("Bad", [("x", Raw([13], b"\0" * 4))])],
         "array-of-arrays": [("Bad", [("x", Raw([20, 20, 4, 2], b"\0" * 8))])],
         "array-count-huge": [("Bad", [("x", Raw([20, 4, 2**40], b"\0" * 8))])],

@@ -221,7 +221,10 @@ def write_dm(
     for k, extra in enumerate(extra_images):
         images.append(("", image_group(extra, extra.shape, extra.dtype, name=f"extra {k}")))
     root = [
-        ("ApplicationBounds" + "_" * pad, [("", i32(0)), ("", i32(0)), ("", i32(900)), ("", i32(1400))]),
+        (
+            "ApplicationBounds" + "_" * pad,
+            [("", i32(0)), ("", i32(0)), ("", i32(900)), ("", i32(1400))],
+        ),
         ("ImageList", images),
         ("Thumbnails", [("", [("ImageIndex", u32(0)), ("SourceSize_Pixels", [])])]),
     ]

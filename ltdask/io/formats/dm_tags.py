@@ -257,8 +257,7 @@ def read_dm(path: str) -> DMFile:
         version = struct.unpack_from(">I", head, 0)[0]
         if version not in (3, 4):
             raise DataSetError(
-                f"{path!r} is not a DM3/DM4 file: it starts with version {version}, "
-                "expected 3 or 4"
+                f"{path!r} is not a DM3/DM4 file: it starts with version {version}, expected 3 or 4"
             )
         # the header's file-size field is not checked: writers disagree on what it counts
         flag_at = 8 if version == 3 else 12
