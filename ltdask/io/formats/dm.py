@@ -102,7 +102,7 @@ def _dtype(dm: DMFile, image: TagGroup) -> np.dtype:
             f"{dm.path!r}: ImageData/DataType is {code!r}; ltdask reads the DM data types "
             f"{sorted(DATA_TYPES)}"
         )
-    dtype = np.dtype(DATA_TYPES[code]).newbyteorder(dm.byte_order)
+    dtype = np.dtype(dm.byte_order + DATA_TYPES[code])
     depth = image.path(("ImageData", "PixelDepth"))
     if isinstance(depth, int) and depth != dtype.itemsize:
         raise DataSetError(

@@ -164,7 +164,7 @@ class _Parser:
         # every tag takes at least 3 bytes: a count beyond that is a hostile header
         if ntags > (self.size - self.pos) // 3:
             raise self.fail(f"a group of {ntags} tags, more than the rest of the file can hold")
-        entries = []
+        entries: list[tuple[str, object]] = []
         for _ in range(ntags):
             kind, length = self.take(">BH")
             label = bytes(self.take(f">{length}s")[0]).decode("latin-1")

@@ -63,7 +63,7 @@ class MrcHeader:
 
     @property
     def dtype(self) -> np.dtype:
-        return np.dtype(MODES[self.mode]).newbyteorder(self.byte_order)
+        return np.dtype(self.byte_order + MODES[self.mode])
 
     @property
     def data_offset(self) -> int:
