@@ -20,8 +20,8 @@ each format, by the format's own writer:
   ``mrc, mrcfile mmap + dask``, as ``mrcfile.mmap(...).data`` in a dask array summed over the
   frames (chunks of one scan row);
 * ``dm4``: the tests' DM4 writer (``tests/helpers/dmfiles.py``), the pixels at an even offset,
-  and as ``dm4, odd offset`` one byte further (DM aligns nothing: uint16 pixels at an odd
-  offset cannot be viewed as uint16 and go through the decoder).
+  and as ``dm4, odd offset`` one byte further (DM aligns nothing; ltdask hands out
+  unaligned views there).
 
 The counts are below 4096, so the 12-bit raw file holds the same data as the others.
 

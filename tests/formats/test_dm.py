@@ -16,7 +16,7 @@ import xarray as xr
 from helpers.dmfiles import write_dm
 
 import ltdask
-from ltdask import DataSetError
+from ltdask import DataSetError, Shape, Slice
 from ltdask.io.formats.dm import DMDataSet, open_dm
 
 VERSIONS = [pytest.param(3, id="dm3"), pytest.param(4, id="dm4")]
@@ -173,14 +173,21 @@ def test_open_by_suffix_sniff_and_xarray(tmp_path, version):
     assert ds.metadata["voltage_V"] == 300e3
 
 
-def test_pickles_small_and_hands_out_views(tmp_path):
+@pytest.mark.parametrize("pad", [0, 1], ids=["even-offset", "odd-offset"])
+def test_pickles_small_and_hands_out_views(tmp_path, pad):
+    """Views of the file at any data offset (uint16 at an odd byte offset too)."""
     data = make((4, 4, 16, 16), "uint16")
-    path = write_dm(tmp_path / "scan.dm4", data, pad=0)
+    path = write_dm(tmp_path / "scan.dm4", data, pad=pad)
     ds = open_dm(path)
+    assert ds.fileset.files[0].header_bytes % 2 == pad
     assert len(pickle.dumps(ds)) < 4000
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(ds)).to_dask().compute(), data)
-    aligned = ds.fileset.files[0].header_bytes % 2 == 0
-    assert ds.hands_out_views(np.uint16) == aligned
+    assert ds.hands_out_views(np.uint16)
+    frames = ds.read_frames(np.arange(3, 9), Slice((0, 0), Shape((16, 16), sig_dims=2)), "u2")
+    assert not frames.flags.owndata and not frames.flags.writeable  # a view of the map
+    np.testing.assert_array_equal(frames, data.reshape(16, 16, 16)[3:9])
+    res = ltdask.udf.SumSigUDF().compute(ds)
+    np.testing.assert_allclose(res["intensity"].values, data.sum(axis=(2, 3)))
 
 
 def test_info_prints_the_metadata(tmp_path):

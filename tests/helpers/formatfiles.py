@@ -244,7 +244,7 @@ def _mrc_dm_formats() -> list[Format]:
 
     rows = [
         Format("dm4-u16", "<u2", write_dm, open_dm),
-        # the pixels at an odd offset: read through the decoder, not as views
+        # float32 pixels at an odd byte offset: unaligned views of the map
         Format("dm3-f4-odd-offset", "<f4", write_dm, open_dm, create=dict(version=3, pad=1)),
     ]
     if importlib.util.find_spec("mrcfile") is not None:

@@ -49,6 +49,28 @@ UNSUPPORTED_TYPES = {5: "packed complex", 8: "RGB", 23: "RGBA", 27: "packed comp
                      28: "packed complex"}  # fmt: skip
 
 
+class UnalignedFileSet(FileSet):
+    """The frames of one file, back to back from any byte offset: GMS aligns nothing, so
+    pixels of several bytes may start at an offset that is not a multiple of their size.
+    The frames are still handed out as views of the map (numpy and numba read unaligned
+    arrays at full speed on the CPUs ltdask runs on), not copied through the decoder."""
+
+    def straight_view(self, buffers, file_idx: int) -> np.ndarray | None:
+        dt = self.native_dtype
+        if (
+            self.frame_header_bytes
+            or self.frame_footer_bytes
+            or (dt.itemsize > 1 and not dt.isnative)
+        ):
+            return super().straight_view(buffers, file_idx)
+        f = self.files[file_idx]
+        start = f.header_bytes
+        raw = buffers[file_idx][start : start + f.num_frames * self.frame_bytes]
+        view = raw.view(dt).reshape((f.num_frames, *self.sig_shape))
+        view.flags.writeable = False
+        return view
+
+
 def _thumbnail_indices(root: TagGroup) -> set[int]:
     thumbs = root.get("Thumbnails")
     out = set()
@@ -191,7 +213,7 @@ class DMDataSet(FileDataSet):
         self.metadata = _metadata(dm, image, index)
         self.metadata["data_order_swapped"] = bool(swapped)
         files = [File(path, 0, frames, data.offset, dm.signature)]
-        fileset = FileSet(files, sig, dtype)
+        fileset = UnalignedFileSet(files, sig, dtype)
         super().__init__(fileset, Decoder(dtype), nav_shape, sync_offset=sync_offset, dims=dims)
         calibration = _calibration(image, len(shape))[::-1]  # numpy order
         sig_cal = calibration[-2:]
@@ -201,6 +223,9 @@ class DMDataSet(FileDataSet):
                 nav=list(nav_cal) if nav_cal and any(nav_cal) else None,
                 sig=list(sig_cal) if any(sig_cal) else None,
             )
+
+    def hands_out_views(self, dtype) -> bool:
+        return self._straight(dtype) and (self.raw_dtype.isnative or self.raw_dtype.itemsize == 1)
 
     def attrs(self) -> dict:
         return {**super().attrs(), "dm_format": self.metadata["format"]}
