@@ -10,7 +10,7 @@ writes on a PC). Each DM4 tag carries the size of the rest of the tag after its 
 The tree written here::
 
     ImageList
-      [0] the thumbnail: a small uint8 2-D image
+      [0] the thumbnail: a small RGBA 2-D image (DataType 23, as GMS writes it)
       [1] ImageData  Calibrations {Brightness, Dimension [one per dim, fastest first]}
                      Data (array of pixels), DataType, Dimensions (fastest first), PixelDepth
           ImageTags  Meta Data {Format, Data Order Swapped}, Microscope Info {Voltage}
@@ -160,11 +160,13 @@ def image_group(
     swapped: bool | None = True,
     name: str = "scan",
     voltage: float | None = 300e3,
+    rgba: bool = False,
 ) -> list:
     """One ImageList entry. `shape` and `calibrations` are in numpy order (slowest first);
-    calibrations are DM's ``(scale, origin, units)`` with position ``(i - origin) * scale``."""
+    calibrations are DM's ``(scale, origin, units)`` with position ``(i - origin) * scale``.
+    With `rgba`, uint32 `data` is written as an RGBA image (DataType 23)."""
     dt = np.dtype(dtype)
-    data_type, element = DTYPE_CODES[dt.str[1:]]
+    data_type, element = (23, 5) if rgba else DTYPE_CODES[dt.str[1:]]
     count = int(np.prod(shape)) * (2 if dt.kind == "c" else 1)
     dims_dm = list(shape)[::-1]
     cals = list(calibrations)[::-1] if calibrations is not None else [(1.0, 0.0, "")] * len(shape)
@@ -213,9 +215,9 @@ def write_dm(
 
     `pad` lengthens a label before the image by that many bytes: the pixels start at another
     offset (GMS aligns nothing: any offset occurs)."""
-    thumb = np.arange(8 * 6, dtype=np.uint8).reshape(8, 6)
+    thumb = np.arange(8 * 6, dtype=np.uint32).reshape(8, 6) * 0x01010101
     images = [
-        ("", image_group(thumb, thumb.shape, thumb.dtype, swapped=None, name="thumb")),
+        ("", image_group(thumb, thumb.shape, thumb.dtype, swapped=None, name="thumb", rgba=True)),
         ("", image_group(data, data.shape, data.dtype, calibrations, swapped, name)),
     ]
     for k, extra in enumerate(extra_images):

@@ -183,7 +183,11 @@ class DMDataSet(FileDataSet):
         path = check_file(path)
         self.path = path
         dm = read_dm(path)
-        index, image, data = max(_images(dm), key=lambda found: found[2].nbytes)
+        images = _images(dm)
+        readable = [im for im in images if im[1].path(("ImageData", "DataType")) in DATA_TYPES]
+        # the largest image: one ltdask can read where there is one (a thumbnail that no
+        # Thumbnails tag names is RGBA)
+        index, image, data = max(readable or images, key=lambda found: found[2].nbytes)
         dm_dims = _dimensions(path, image)
         dtype = _dtype(dm, image)
         shape = dm_dims[::-1]
