@@ -274,6 +274,35 @@ def open_dm(
     ltdask.DataSetError
         Not a DM3/DM4 file, a malformed or truncated tag tree, an unsupported data type or
         layout, or image data that does not match its dimensions.
+
+    Examples
+    --------
+    A DM3 file written by hand: tags are groups (kind 20) or data (kind 21, ``%%%%``,
+    definition words, value):
+
+    >>> import numpy as np, ltdask, tempfile, os, struct
+    >>> def tag(label, body, group=False):
+    ...     return struct.pack(">BH", 20 if group else 21, len(label)) + label.encode() + body
+    >>> def group(*tags):
+    ...     return struct.pack(">BBI", 0, 1, len(tags)) + b"".join(tags)
+    >>> def u32(value):
+    ...     return b"%%%%" + struct.pack(">II", 1, 5) + struct.pack("<I", value)
+    >>> frames = np.arange(2 * 3 * 4 * 5, dtype="<u2").reshape(2, 3, 4, 5)
+    >>> pixels = b"%%%%" + struct.pack(">4I", 3, 20, 4, frames.size) + frames.tobytes()
+    >>> dims = group(*(tag("", u32(d)) for d in (5, 4, 3, 2)))  # fastest first
+    >>> image_data = group(tag("Data", pixels), tag("DataType", u32(10)),
+    ...                    tag("Dimensions", dims, group=True), tag("PixelDepth", u32(2)))
+    >>> meta = group(tag("Meta Data", group(tag("Data Order Swapped", u32(1))), group=True))
+    >>> image = group(tag("ImageData", image_data, True), tag("ImageTags", meta, True))
+    >>> root = group(tag("ImageList", group(tag("", image, True)), True))
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.dm3")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(struct.pack(">3I", 3, 0, 1) + root + bytes(4))
+    >>> ds = ltdask.open_dm(path)
+    >>> ds.nav_shape, ds.sig_shape, ds.dtype
+    ((2, 3), (4, 5), dtype('uint16'))
+    >>> bool((ds.to_dask().compute() == frames).all())
+    True
     """
     return DMDataSet(path, nav_shape, sync_offset, dims, force_c_order)
 
