@@ -201,3 +201,14 @@ def test_info_prints_the_metadata(tmp_path):
     assert re.search(r"format +dm\n", result.output)
     assert "signal_format" in result.output and "Diffraction image" in result.output
     assert "scan_x: 3 nm" in result.output and "det_x: 0.25 1/nm" in result.output
+
+
+def test_xarray_engine_carries_the_calibrations(tmp_path):
+    data = make((3, 5, 7, 11), "uint16")
+    path = write_dm(tmp_path / "scan.dm4", data, calibrations=CAL_4D)
+    xds = xr.open_dataset(path, engine="ltdask")
+    np.testing.assert_allclose(xds["det_x"].values, 0.25 * (np.arange(11) - 5.5), rtol=1e-6)
+    assert xds["scan_y"].attrs["units"] == "nm" and xds["det_y"].attrs["units"] == "1/nm"
+    xr.testing.assert_identical(
+        xds["data"].coords.to_dataset(), open_dm(path).to_xarray().coords.to_dataset()
+    )
