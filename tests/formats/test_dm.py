@@ -212,3 +212,13 @@ def test_xarray_engine_carries_the_calibrations(tmp_path):
     xr.testing.assert_identical(
         xds["data"].coords.to_dataset(), open_dm(path).to_xarray().coords.to_dataset()
     )
+
+
+def test_udf_results_carry_the_calibrations(tmp_path):
+    data = make((3, 5, 7, 11), "uint16")
+    ds = open_dm(write_dm(tmp_path / "scan.dm4", data, calibrations=CAL_4D))
+    total, sumsig = ltdask.compute(ds, [ltdask.udf.SumUDF(), ltdask.udf.SumSigUDF()])
+    np.testing.assert_allclose(total["det_x"].values, 0.25 * (np.arange(11) - 5.5), rtol=1e-6)
+    assert total["det_y"].attrs["units"] == "1/nm" and "scan_x" not in total.coords
+    np.testing.assert_allclose(sumsig["scan_x"].values, 3.0 * (np.arange(5) + 2.0), rtol=1e-6)
+    assert sumsig["scan_y"].attrs["units"] == "nm" and "det_x" not in sumsig.coords
