@@ -8,12 +8,16 @@ from __future__ import annotations
 import pickle
 import re
 import shutil
+import tempfile
+from pathlib import Path
 
 import dask
 import numpy as np
 import pytest
 import xarray as xr
 from helpers.dmfiles import write_dm
+from hypothesis import given
+from hypothesis import strategies as st
 
 import ltdask
 from ltdask import DataSetError, Shape, Slice
@@ -222,3 +226,24 @@ def test_udf_results_carry_the_calibrations(tmp_path):
     assert total["det_y"].attrs["units"] == "1/nm" and "scan_x" not in total.coords
     np.testing.assert_allclose(sumsig["scan_x"].values, 3.0 * (np.arange(5) + 2.0), rtol=1e-6)
     assert sumsig["scan_y"].attrs["units"] == "nm" and "det_x" not in sumsig.coords
+
+
+@given(
+    st.sampled_from([3, 4]),
+    st.lists(st.integers(1, 6), min_size=2, max_size=4),
+    st.sampled_from(["uint16", "float32", "int8", "uint32"]),
+    st.integers(0, 3),
+    st.sampled_from(["<", ">"]),
+)
+def test_any_shape_reads_back(version, shape, dtype, pad, order):
+    """Whatever the dims, dtype, byte order and data offset: the array written."""
+    data = make(tuple(shape), dtype, seed=len(shape))
+    folder = Path(tempfile.mkdtemp(prefix="ltdask-dm-"))
+    try:
+        path = write_dm(folder / f"s.dm{version}", data, version=version, pad=pad, byte_order=order)
+        ds = open_dm(path)
+        expected = data.reshape((1, *shape)) if len(shape) == 2 else data
+        assert tuple(ds.shape) == expected.shape
+        np.testing.assert_array_equal(ds.to_dask().compute(scheduler="sync"), expected)
+    finally:
+        shutil.rmtree(folder)

@@ -7,7 +7,9 @@ from __future__ import annotations
 import pickle
 import re
 import shutil
+import tempfile
 import warnings
+from pathlib import Path
 
 import dask
 import mrcfile
@@ -15,6 +17,8 @@ import numpy as np
 import pytest
 import xarray as xr
 from helpers.mrcfiles import swap_byte_order, write_mrc, write_velox_like
+from hypothesis import given
+from hypothesis import strategies as st
 
 import ltdask
 from ltdask import MissingFramesWarning
@@ -242,3 +246,26 @@ def test_info_prints_the_metadata(tmp_path):
     assert re.search(r"nav shape +\(2, 3\)", result.output)
     assert "camera" in result.output and "EMPAD" in result.output
     assert "det_x: 5.68 nm" in result.output
+
+
+@given(
+    st.lists(st.integers(1, 7), min_size=3, max_size=4),
+    st.sampled_from(["uint16", "float32", "int8", "int16"]),
+    st.booleans(),
+)
+def test_any_shape_reads_back(shape, dtype, swap):
+    """Whatever the dims, dtype and byte order: the array mrcfile reads."""
+    data = make(tuple(shape), dtype, seed=len(shape))
+    folder = Path(tempfile.mkdtemp(prefix="ltdask-mrc-"))
+    try:
+        path = write_mrc(folder / "s.mrc", data)
+        if swap:
+            path = swap_byte_order(path, folder / "swapped.mrc")
+        truth = mrcfile_data(path)
+        ds = open_mrc(path)
+        assert tuple(ds.shape) == data.shape  # (mrcfile reads one 2-D frame as 2-D)
+        assert truth.size == data.size
+        got = ds.to_dask().compute(scheduler="sync")
+        np.testing.assert_array_equal(got, truth.reshape(data.shape))
+    finally:
+        shutil.rmtree(folder)
