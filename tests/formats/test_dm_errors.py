@@ -76,6 +76,7 @@ def _case(folder: Path, kind: str) -> Path:
         "five-d": [
             ("ImageList", [("", image(Dimensions=[("", u32(d)) for d in (5, 4, 3, 2, 1)]))])
         ],  # noqa: E501
+        "one-d": [("ImageList", [("", image(Dimensions=[("", u32(120))]))])],
         "unknown-value-type": [("Bad", [("x", Raw([13], b"\0" * 4))])],
         "array-of-arrays": [("Bad", [("x", Raw([20, 20, 4, 2], b"\0" * 8))])],
         "array-count-huge": [("Bad", [("x", Raw([20, 4, 2**40], b"\0" * 8))])],
@@ -135,6 +136,7 @@ DM_CASES = [
                  id="dim-zero"),
     pytest.param("dims-missing", DataSetError, r"Dimensions is missing", id="dims-missing"),
     pytest.param("five-d", DataSetError, r"5-D image data", id="five-d"),
+    pytest.param("one-d", DataSetError, r"1-D image data; expected 2 to 4", id="one-d"),
     pytest.param("unknown-value-type", DataSetError, r"unknown value type 13",
                  id="unknown-value-type"),
     pytest.param("array-of-arrays", DataSetError, r"not supported|unknown definition",

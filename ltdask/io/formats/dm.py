@@ -205,7 +205,7 @@ class DMDataSet(FileDataSet):
                 "frame by frame; convert it, or pass force_c_order=True if the frames are "
                 "C-ordered after all"
             )
-        if len(shape) > 4:
+        if not 2 <= len(shape) <= 4:
             raise DataSetError(f"{path!r}: {len(shape)}-D image data; expected 2 to 4 dims")
         sig = shape[-2:]
         natural_nav = shape[:-2] or (1,)
