@@ -324,7 +324,7 @@ def is_dm(path: str) -> bool:
 FORMAT = Format(
     name="dm",
     opener=open_dm,
-    description=".dm3/.dm4 (Gatan DigitalMicrograph)",
+    description=".dm3/.dm4, or their header (Gatan DigitalMicrograph)",
     suffixes=(".dm3", ".dm4"),
     sniff=is_dm,
     keywords=("nav_shape", "sync_offset", "dims", "force_c_order"),

@@ -315,7 +315,7 @@ def is_mrc(path: str) -> bool:
 FORMAT = Format(
     name="mrc",
     opener=open_mrc,
-    description=".mrc (MRC2014 stacks: Velox, mrcfile)",
+    description=".mrc/.mrcs, or MAP at byte 208 (MRC2014 stacks: Velox, mrcfile)",
     suffixes=(".mrc", ".mrcs"),
     sniff=is_mrc,
     keywords=("nav_shape", "sync_offset", "dims"),
