@@ -16,7 +16,7 @@ import mrcfile
 import numpy as np
 import pytest
 import xarray as xr
-from helpers.mrcfiles import swap_byte_order, write_mrc, write_velox_like
+from helpers.mrcfiles import swap_byte_order, write_de_movie, write_mrc, write_velox_like
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -269,3 +269,66 @@ def test_any_shape_reads_back(shape, dtype, swap):
         np.testing.assert_array_equal(got, truth.reshape(data.shape))
     finally:
         shutil.rmtree(folder)
+
+
+DE_SCAN = {
+    "Scan - Enable": "Enable",
+    "Scan - Type": "Raster",
+    "Scan - Size X": 5,
+    "Scan - Size Y": 3,
+    "Image Size X (pixels)": 11,
+    "Image Size Y (pixels)": 7,
+    "Specimen Pixel Size X (nanometers)": 1.5,
+    "Specimen Pixel Size Y (nanometers)": 2.5,
+    "Camera Model": "Celeritas",
+}
+
+
+def test_de_movie_scan_shape_from_info(tmp_path):
+    """The raster scan of ``_info.txt`` is the nav shape, as RosettaSciIO reads it."""
+    from rsciio.mrc import file_reader
+
+    frames = make((15, 7, 11), "uint16")
+    path = write_de_movie(tmp_path, frames, DE_SCAN)
+    ds = ltdask.open(path)
+    assert ds.nav_shape == (3, 5) and ds.sig_shape == (7, 11)
+    np.testing.assert_array_equal(ds.to_dask().compute(), frames.reshape(3, 5, 7, 11))
+    (signal,) = file_reader(str(path))
+    np.testing.assert_array_equal(np.asarray(signal["data"]), frames.reshape(3, 5, 7, 11))
+    assert [a.scale for a in ds.nav_calibration] == [2.5, 1.5]
+    assert ds.nav_calibration[0].units == "nm"
+    assert ds.metadata["Camera Model"] == "Celeritas"
+    assert ds.metadata["de_info"].endswith("20241021_00405_info.txt")
+    # nav_shape= still wins
+    assert open_mrc(path, nav_shape=(15,)).nav_shape == (15,)
+
+
+@pytest.mark.parametrize(
+    ("changes", "frames", "nav"),
+    [
+        pytest.param({"Scan - ROI Enable": "Enable", "Scan - ROI Size X": 3,
+                      "Scan - ROI Size Y": 2}, 6, (2, 3), id="roi"),
+        pytest.param({}, 30, (2, 3, 5), id="repeated-scan"),
+        pytest.param({}, 12, (3, 5), id="aborted-scan"),
+        pytest.param({}, 17, (17,), id="frames-do-not-fit"),
+        pytest.param({"Scan - Type": "Custom"}, 15, (15,), id="not-raster"),
+        pytest.param({"Scan - Enable": "Disable"}, 15, (15,), id="no-scan"),
+        pytest.param({"Scan - Size X": "many"}, 15, (15,), id="size-not-a-number"),
+        pytest.param({"Scan - Size X": -5}, 15, (15,), id="size-negative"),
+    ],
+)  # fmt: skip
+def test_de_movie_info_variants(tmp_path, changes, frames, nav):
+    data = make((frames, 4, 6), "uint16")
+    path = write_de_movie(tmp_path, data, {**DE_SCAN, **changes})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MissingFramesWarning)
+        ds = open_mrc(path)
+        got = ds.to_dask().compute()
+    assert ds.nav_shape == nav
+    np.testing.assert_array_equal(got.reshape(-1, 4, 6)[:frames], data)
+
+
+def test_de_info_of_another_name_is_not_used(tmp_path):
+    frames = make((15, 4, 6), "uint16")
+    path = write_de_movie(tmp_path, frames, DE_SCAN, name="scan_movie.mrc")
+    assert open_mrc(path).nav_shape == (15,)

@@ -73,3 +73,14 @@ def write_velox_like(path, frames: np.ndarray, pixel_size_m: float = 5.68e-9) ->
         mrc.header.exttyp = b"FEI2"
         mrc.voxel_size = (pixel_size_m * 1e10, pixel_size_m * 1e10, 1.0)
     return path
+
+
+def write_de_movie(folder, frames: np.ndarray, info: dict, name="20241021_00405_movie.mrc"):
+    """A Direct Electron movie: the frames as mrcfile writes a volume (DE headers say space
+    group 1 and mz = nz), and ``key = value`` lines in ``<acquisition>_info.txt``."""
+    folder = Path(folder)
+    path = write_mrc(folder / name, frames, stack=False)
+    stem = name.removesuffix("_movie.mrc")
+    lines = [f"{k} = {v}" for k, v in info.items()]
+    (folder / f"{stem}_info.txt").write_text("\n".join(lines) + "\n")
+    return path

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -213,6 +214,58 @@ def _fei_metadata(path: str, header: MrcHeader) -> dict:
     return out
 
 
+# -- DE movies: the scan shape is in ``<name>_info.txt`` next to ``<name>_movie.mrc`` ----------
+_DE_MOVIE = re.compile(r"(?P<stem>(?P<acq>\d{8}_\d+)(_.+?)?)_movie\.mrc", re.IGNORECASE)
+#: the ``_info.txt`` is read only up to this size (it is a page of ``key = value`` lines)
+_DE_INFO_BYTES = 1 << 20
+
+
+def find_de_info(path: str) -> str | None:
+    """The ``_info.txt`` of a Direct Electron movie ``YYYYMMDD_<acq>[_suffix]_movie.mrc``."""
+    folder, name = os.path.split(path)
+    match = _DE_MOVIE.fullmatch(name)
+    if match is None:
+        return None
+    for stem in dict.fromkeys([match["stem"], match["acq"]]):
+        candidate = os.path.join(folder, stem + "_info.txt")
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def read_de_info(path: str) -> dict[str, str]:
+    """The ``key = value`` lines of a DE ``_info.txt`` (other lines are left out)."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read(_DE_INFO_BYTES).decode("utf-8", errors="replace")
+    except OSError as e:
+        raise DataSetError(f"cannot read {path!r}: {e.strerror or e}") from None
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def de_scan_shape(info: dict[str, str], frames: int) -> tuple[int, ...] | None:
+    """``(y, x)`` of a raster scan (``(repeats, y, x)`` for repeated scans), or None."""
+    if info.get("Scan - Enable") != "Enable" or info.get("Scan - Type", "Raster") != "Raster":
+        return None
+    roi = "ROI " if info.get("Scan - ROI Enable") == "Enable" else ""
+    try:
+        x = int(info[f"Scan - {roi}Size X"])
+        y = int(info[f"Scan - {roi}Size Y"])
+    except (KeyError, ValueError):
+        return None
+    if not (0 < x < 2**31 and 0 < y < 2**31):
+        return None
+    if frames > x * y and frames % (x * y) == 0:
+        return (frames // (x * y), y, x)
+    # fewer frames than positions: an aborted scan, its missing frames invalid
+    return (y, x) if frames <= x * y else None
+
+
 class MrcDataSet(FileDataSet):
     """The frames of an MRC file (see :func:`open_mrc`)."""
 
@@ -220,8 +273,11 @@ class MrcDataSet(FileDataSet):
         path = check_file(path)
         self.path = path
         header = self.header = read_mrc_header(path)
+        info_path = find_de_info(path)
+        info = read_de_info(info_path) if info_path else {}
+        scan = de_scan_shape(info, header.frames) if nav_shape is None else None
         if nav_shape is None:
-            nav_shape = header.natural_nav_shape()
+            nav_shape = scan or header.natural_nav_shape()
         dtype = header.dtype
         files = [File(path, 0, header.frames, header.data_offset, header.signature)]
         fileset = FileSet(files, header.frame_shape, dtype)
@@ -235,12 +291,32 @@ class MrcDataSet(FileDataSet):
             **({"extended_header_type": exttyp} if exttyp else {}),
             **_fei_metadata(path, header),
         }
+        if info_path:
+            self.metadata["de_info"] = info_path
+            for key in ("Camera Model", "Scan - Type", "Specimen Pixel Size X (nanometers)"):
+                if key in info:
+                    self.metadata[key] = info[key]
         px, py = header.pixel_size()
         if px is not None and py is not None:
             # Å -> nm; the origin field is in Å too (RosettaSciIO reads it the same way)
             ox, oy = (o / 10 if math.isfinite(o) else 0.0 for o in header.origin[:2])
             self.calibrate(sig=[(py / 10, oy, "nm"), (px / 10, ox, "nm")])
             self.metadata["pixel_size_nm"] = (py / 10, px / 10)
+        if scan is not None:
+            self._calibrate_de_scan(info, len(scan))
+
+    def _calibrate_de_scan(self, info: dict[str, str], ndim: int) -> None:
+        """The scan step of a DE raster scan (nm) on its y and x dims."""
+        steps = []
+        for key in ("Specimen Pixel Size Y (nanometers)", "Specimen Pixel Size X (nanometers)"):
+            try:
+                step = float(info[key])
+            except (KeyError, ValueError):
+                return
+            if not (math.isfinite(step) and step > 0):
+                return
+            steps.append((step, "nm"))
+        self.calibrate(nav=[None] * (ndim - 2) + steps)
 
     def attrs(self) -> dict:
         return {**super().attrs(), "mrc_mode": self.header.mode}
@@ -261,8 +337,11 @@ def open_mrc(
     path
         The ``.mrc`` file.
     nav_shape
-        The scan shape. By default ``(nz / mz, mz)`` for a volume stack (how ``mrcfile``
-        writes 4-D arrays), else all frames in one dim (Velox stacks carry no scan shape).
+        The scan shape. By default: for a Direct Electron movie
+        (``YYYYMMDD_<acq>[_suffix]_movie.mrc``) the raster scan of its ``_info.txt``
+        (``Scan - Size Y, X``, or the ``ROI`` sizes; ``(repeats, y, x)`` for repeated
+        scans); ``(nz / mz, mz)`` for a volume stack (how ``mrcfile`` writes 4-D arrays);
+        else all frames in one dim (Velox stacks carry no scan shape).
     sync_offset
         Positive: skip that many frames; negative: insert that many empty frames at the start.
     dims
