@@ -297,7 +297,7 @@ def test_de_movie_scan_shape_from_info(tmp_path):
     np.testing.assert_array_equal(np.asarray(signal["data"]), frames.reshape(3, 5, 7, 11))
     assert [a.scale for a in ds.nav_calibration] == [2.5, 1.5]
     assert ds.nav_calibration[0].units == "nm"
-    assert ds.metadata["Camera Model"] == "Celeritas"
+    assert ds.metadata["camera"] == "Celeritas" and ds.metadata["scan_type"] == "Raster"
     assert ds.metadata["de_info"].endswith("20241021_00405_info.txt")
     # nav_shape= still wins
     assert open_mrc(path, nav_shape=(15,)).nav_shape == (15,)

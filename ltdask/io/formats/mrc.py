@@ -293,9 +293,9 @@ class MrcDataSet(FileDataSet):
         }
         if info_path:
             self.metadata["de_info"] = info_path
-            for key in ("Camera Model", "Scan - Type", "Specimen Pixel Size X (nanometers)"):
+            for key, name in (("Camera Model", "camera"), ("Scan - Type", "scan_type")):
                 if key in info:
-                    self.metadata[key] = info[key]
+                    self.metadata[name] = info[key]
         px, py = header.pixel_size()
         if px is not None and py is not None:
             # Å -> nm; the origin field is in Å too (RosettaSciIO reads it the same way)
