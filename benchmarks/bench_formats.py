@@ -16,6 +16,12 @@ each format, by the format's own writer:
   big-endian 64-bit words, decoded by ltdask tile by tile), by the test writer
   ``tests/helpers/mibfiles.py``, one scan row at a time, with a 384-byte header per frame;
 * ``mib U16``: Merlin ``U16`` frames (big-endian uint16), the same way.
+* ``mrc``: an MRC image stack written by ``mrcfile`` (``new_mmap``), read by ltdask and, as
+  ``mrc, mrcfile mmap + dask``, as ``mrcfile.mmap(...).data`` in a dask array summed over the
+  frames (chunks of one scan row);
+* ``dm4``: the tests' DM4 writer (``tests/helpers/dmfiles.py``), the pixels at an even offset,
+  and as ``dm4, odd offset`` one byte further (DM aligns nothing; ltdask hands out
+  unaligned views there).
 
 The counts are below 4096, so the 12-bit raw file holds the same data as the others.
 
@@ -43,6 +49,7 @@ from ltdask.io import open_hdf5, open_zarr
 
 # the Merlin writer of the tests (numpy only)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from helpers.dmfiles import write_dm  # noqa: E402
 from helpers.mibfiles import write_mib  # noqa: E402
 
 SIG = (256, 256)
@@ -123,7 +130,44 @@ def write_all(folder: str, nav: tuple[int, int]) -> dict[str, str]:
                     f.write(r.read())
         os.remove(row_file)
         os.replace(paths[key] + ".part", paths[key])
+    paths.update(write_mrc_dm(folder, nav, paths["raw"]))
     return paths
+
+
+def write_mrc_dm(folder: str, nav: tuple[int, int], raw: str) -> dict[str, str]:
+    """The raw scan as an MRC stack (by mrcfile) and as DM4 files (by the tests' writer)."""
+    import mrcfile
+
+    tag = f"{nav[0]}x{nav[1]}"
+    paths = {
+        "mrc": os.path.join(folder, f"scan_{tag}.mrc"),
+        "dm4": os.path.join(folder, f"scan_{tag}.dm4"),
+        "dm4 odd": os.path.join(folder, f"scan_{tag}_odd.dm4"),
+    }
+    data = np.memmap(raw, dtype=DTYPE, mode="r", shape=(*nav, *SIG))
+    if not os.path.exists(paths["mrc"]):
+        log(f"  writing {paths['mrc']}")
+        with mrcfile.new_mmap(paths["mrc"] + ".part", (math.prod(nav), *SIG), mrc_mode=6) as m:
+            m.set_image_stack()
+            for row in range(nav[0]):
+                m.data[row * nav[1] : (row + 1) * nav[1]] = data[row]
+        os.replace(paths["mrc"] + ".part", paths["mrc"])
+    for key, pad in (("dm4", 0), ("dm4 odd", 1)):
+        if not os.path.exists(paths[key]):
+            log(f"  writing {paths[key]}")
+            write_dm(paths[key] + ".part", data, version=4, pad=pad)
+            os.replace(paths[key] + ".part", paths[key])
+    return paths
+
+
+def mrcfile_dask(path: str, nav):
+    """The frames of an MRC file as mrcfile maps them, in a dask array of one scan row per
+    chunk."""
+    import dask.array as da
+    import mrcfile
+
+    data = mrcfile.mmap(path, mode="r").data
+    return da.from_array(data, chunks=(nav[1], *SIG), asarray=False)
 
 
 def methods(paths: dict[str, str], nav) -> dict:
@@ -135,13 +179,20 @@ def methods(paths: dict[str, str], nav) -> dict:
         "zarr v3, raw chunks": lambda: open_zarr(paths["zarr"]),
         "mib raw 12-bit": lambda: ltdask.open_mib(paths["mib raw"], nav_shape=nav),
         "mib U16": lambda: ltdask.open_mib(paths["mib u16"], nav_shape=nav),
+        "mrc": lambda: ltdask.open_mrc(paths["mrc"], nav_shape=nav),
+        "mrc, mrcfile mmap + dask": lambda: mrcfile_dask(paths["mrc"], nav),
+        "dm4": lambda: ltdask.open_dm(paths["dm4"]),
+        "dm4, odd offset": lambda: ltdask.open_dm(paths["dm4 odd"]),
     }
 
 
 def run(open_ds) -> float:
     t0 = time.perf_counter()
     ds = open_ds()
-    ltdask.udf.SumUDF().compute(ds)
+    if isinstance(ds, ltdask.DataSet):
+        ltdask.udf.SumUDF().compute(ds)
+    else:  # a dask array read by another library: the same sum, by dask
+        ds.sum(axis=0, dtype="float32").compute()
     return time.perf_counter() - t0
 
 

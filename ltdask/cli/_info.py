@@ -32,6 +32,7 @@ def info(path, nav_shape, sig_shape, dtype, sync_offset, key):
         ("sync offset", ds.sync_offset),
         ("partitions", f"{len(parts)} (nav chunks {_chunks(ds.nav_chunks)})"),
         ("tiles (float32)", f"{scheme.tileshape}, {len(scheme)} signal slices"),
+        *_metadata_rows(ds),
     ]
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
@@ -52,6 +53,22 @@ def _present_rows(ds) -> list:
             "and are invalid",
         )
     ]
+
+
+def _metadata_rows(ds) -> list:
+    """What the file says about the acquisition (a format's ``metadata`` dict), and the
+    calibrations of the dims."""
+    rows = [(f"  {k}", v) for k, v in (getattr(ds, "metadata", None) or {}).items()]
+    if rows:
+        rows.insert(0, ("metadata", ""))
+    cal = [
+        f"{dim}: {a.scale:g} {a.units}".rstrip()
+        for dim, a in zip(ds.dims, (*ds.nav_calibration, *ds.sig_calibration), strict=True)
+        if a.calibrated
+    ]
+    if cal:
+        rows.append(("calibration", "; ".join(cal)))
+    return rows
 
 
 def _chunks(chunks) -> str:

@@ -7,9 +7,11 @@ from ltdask.io.dataset import DataSet
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
 from ltdask.io.fileset import File, FileSet
+from ltdask.io.formats.dm import DMDataSet, open_dm
 from ltdask.io.formats.hdf5 import HDF5DataSet, open_hdf5
 from ltdask.io.formats.hdf5_mapped import HDF5MappedDataSet
 from ltdask.io.formats.mib import MibDataSet, open_mib
+from ltdask.io.formats.mrc import MrcDataSet, open_mrc
 from ltdask.io.formats.npy import NpyDataSet, open_npy
 from ltdask.io.formats.raw import RawDataSet, open_raw
 from ltdask.io.formats.raw_csr import RawCSRDataSet, open_raw_csr
@@ -29,6 +31,7 @@ from ltdask.io.tiling import Negotiator, TilingPreferences, TilingScheme
 __all__ = [
     "ArrayDataSet",
     "ChunkedArrayDataSet",
+    "DMDataSet",
     "DataSet",
     "Decoder",
     "File",
@@ -40,6 +43,7 @@ __all__ = [
     "HDF5DataSet",
     "HDF5MappedDataSet",
     "MibDataSet",
+    "MrcDataSet",
     "Negotiator",
     "NpyDataSet",
     "Partition",
@@ -53,8 +57,10 @@ __all__ = [
     "from_array",
     "get_format",
     "open_dataset",
+    "open_dm",
     "open_hdf5",
     "open_mib",
+    "open_mrc",
     "open_npy",
     "open_raw",
     "open_raw_csr",

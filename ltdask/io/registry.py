@@ -41,6 +41,8 @@ BUILTIN: dict[str, str] = {
     "zarr": "ltdask.io.formats.zarr:FORMAT",
     "raw_csr": "ltdask.io.formats.raw_csr:FORMAT",
     "mib": "ltdask.io.formats.mib:FORMAT",
+    "mrc": "ltdask.io.formats.mrc:FORMAT",
+    "dm": "ltdask.io.formats.dm:FORMAT",
 }
 
 

@@ -66,7 +66,8 @@ class LtdaskBackendEntrypoint(BackendEntrypoint):
         data_vars = {} if VARIABLE in set(drop_variables or ()) else {VARIABLE: variable}
         attrs = {k: v for k, v in ds.attrs().items() if v is not None}
         attrs["ltdask_dataset"] = type(ds).__name__
-        result = xr.Dataset(data_vars, attrs=attrs)
+        # calibrated dims (from the file or the opener's keywords) as coordinates with units
+        result = xr.Dataset(data_vars, coords=ds.calibrated_coords() or None, attrs=attrs)
         result.set_close(None)
         return result
 

@@ -208,6 +208,55 @@ def _mib_formats() -> list[Format]:
 
 FORMATS += _mib_formats()
 
+
+def write_mrc(folder: Path, data, flat: bool = False):
+    """MRC through ``mrcfile``: a 4-D volume stack (the scan shape is in the file), or with
+    `flat` an image stack of the frames (``nav_shape=`` given); big-endian data is written
+    little-endian and then swapped (``tests/helpers/mrcfiles.py``)."""
+    from helpers.mrcfiles import swap_byte_order
+    from helpers.mrcfiles import write_mrc as write
+
+    native = data.astype(data.dtype.newbyteorder("<"))
+    frames = native.reshape(-1, *data.shape[2:]) if flat else native
+    path = write(folder / "scan.mrc", frames, voxel_size=(1.5, 2.0, 1.0))
+    if data.dtype.byteorder == ">":
+        path = swap_byte_order(path, folder / "scan_be.mrc")
+    return path, (dict(nav_shape=data.shape[:2]) if flat else {})
+
+
+def write_dm(folder: Path, data, version: int = 4, pad: int = 0):
+    """DM3/DM4 through the tests' own writer (``tests/helpers/dmfiles.py``)."""
+    from helpers.dmfiles import write_dm as write
+
+    cal = [(2.0, 1.0, "nm"), (2.0, 1.0, "nm"), (0.1, 4.0, "1/nm"), (0.1, 5.0, "1/nm")]
+    return write(folder / f"scan.dm{version}", data, version, cal, pad=pad), {}
+
+
+def _mrc_dm_formats() -> list[Format]:
+    """MRC and DM join the table once their readers and test writers exist."""
+    if importlib.util.find_spec("ltdask.io.formats.mrc") is None:
+        return []
+    try:
+        from helpers import dmfiles, mrcfiles  # noqa: F401
+    except ImportError:
+        return []
+    from ltdask.io import open_dm, open_mrc
+
+    rows = [
+        Format("dm4-u16", "<u2", write_dm, open_dm),
+        # float32 pixels at an odd byte offset: unaligned views of the map
+        Format("dm3-f4-odd-offset", "<f4", write_dm, open_dm, create=dict(version=3, pad=1)),
+    ]
+    if importlib.util.find_spec("mrcfile") is not None:
+        rows += [
+            Format("mrc-volume-stack-u16", "<u2", write_mrc, open_mrc),
+            Format("mrc-stack-f4-bigendian", ">f4", write_mrc, open_mrc, create=dict(flat=True)),
+        ]
+    return rows
+
+
+FORMATS += _mrc_dm_formats()
+
 HAVE_H5PY = importlib.util.find_spec("h5py") is not None
 if not HAVE_H5PY:  # h5py is an optional dependency of ltdask
     FORMATS = [f for f in FORMATS if f.opener is not open_hdf5]
