@@ -42,6 +42,7 @@ BUILTIN: dict[str, str] = {
     "raw_csr": "ltdask.io.formats.raw_csr:FORMAT",
     "mib": "ltdask.io.formats.mib:FORMAT",
     "dectris": "ltdask.io.formats.dectris:FORMAT",
+    "velox": "ltdask.io.formats.velox:FORMAT",
 }
 
 
