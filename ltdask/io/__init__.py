@@ -7,12 +7,14 @@ from ltdask.io.dataset import DataSet
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
 from ltdask.io.fileset import File, FileSet
+from ltdask.io.formats.dectris import DectrisDataSet, open_dectris
 from ltdask.io.formats.hdf5 import HDF5DataSet, open_hdf5
 from ltdask.io.formats.hdf5_mapped import HDF5MappedDataSet
 from ltdask.io.formats.mib import MibDataSet, open_mib
 from ltdask.io.formats.npy import NpyDataSet, open_npy
 from ltdask.io.formats.raw import RawDataSet, open_raw
 from ltdask.io.formats.raw_csr import RawCSRDataSet, open_raw_csr
+from ltdask.io.formats.velox import VeloxDataSet, VeloxH5DataSet, open_emd
 from ltdask.io.formats.zarr import ZarrDataSet, open_zarr
 from ltdask.io.open import detect_format, open_dataset
 from ltdask.io.partition import Partition
@@ -31,6 +33,7 @@ __all__ = [
     "ChunkedArrayDataSet",
     "DataSet",
     "Decoder",
+    "DectrisDataSet",
     "File",
     "FileDataSet",
     "FileSet",
@@ -47,12 +50,16 @@ __all__ = [
     "RawDataSet",
     "TilingPreferences",
     "TilingScheme",
+    "VeloxDataSet",
+    "VeloxH5DataSet",
     "ZarrDataSet",
     "detect_format",
     "formats",
     "from_array",
     "get_format",
     "open_dataset",
+    "open_dectris",
+    "open_emd",
     "open_hdf5",
     "open_mib",
     "open_npy",
