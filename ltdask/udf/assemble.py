@@ -39,9 +39,10 @@ def to_datasets(graph: PartitionGraph) -> list:
             "input_dtype": str(plan.read_dtype),
             "roi": plan.roi.describe(),
         }
-        # the dataset's own coordinates (from a DataArray) along the results' nav/sig dims
+        # the dataset's own coordinates (from a DataArray) and those of its calibrations
+        # (with units), along the results' nav/sig dims
         used = {d for var in data_vars.values() for d in var.dims}
-        for name, coord in getattr(dataset, "coords", {}).items():
+        for name, coord in dataset.calibrated_coords().items():
             if set(coord.dims) <= used and name not in data_vars:
                 coords.setdefault(name, coord)
         out.append(xr.Dataset(data_vars, coords=coords, attrs=attrs))

@@ -103,7 +103,7 @@ def write_series(
             group.attrs["NumPixelsY"] = np.int64(scan[0])
             group.attrs["NumPixelsX"] = np.int64(scan[1])
             if scan_step_nm is not None:
-                group.attrs["Pixel Size"] = np.float64(scan_step_nm)
+                group.attrs["Pixel Size"] = np.array([scan_step_nm], dtype=np.float64)
     return master
 
 
