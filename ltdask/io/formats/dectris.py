@@ -173,8 +173,9 @@ def _data_links(f, master: str) -> list[tuple[str, str, str]]:
 def _data_file(name: str, path: str, key: str, master: str, first: int, h5py):
     """The `DataFile` of one link, and its frame shape and dtype (headers only)."""
     if not os.path.isfile(path):
+        what = "is not a regular file" if os.path.exists(path) else "does not exist"
         raise DataSetError(
-            f"{master!r}: {name} links to {path!r}, which does not exist; copy the whole series"
+            f"{master!r}: {name} links to {path!r}, which {what}; copy the whole series"
         )
     signature = signature_of(os.stat(path))
     if not is_hdf5(path):

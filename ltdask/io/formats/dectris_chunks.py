@@ -91,6 +91,12 @@ def chunk_table(path: str, key: str, chunk_frames: int, count: int, signature) -
     """The chunks of the dataset `key` in `path`, in frame order (once per process and file
     version: `signature` is part of the cache key)."""
     h5py = import_h5py()
+    try:
+        now = signature_of(os.stat(path))
+    except OSError as e:
+        raise DataSetError(f"cannot read {path!r}: {e.strerror or e}") from None
+    if not same_version(signature, now):
+        raise changed_error(path, signature, now)
     nchunks = -(-count // chunk_frames)
     offsets = np.full(nchunks, -1, dtype=np.int64)
     sizes = np.zeros(nchunks, dtype=np.int64)
@@ -215,7 +221,7 @@ class ChunkReader:
                     if not same_version(entry.signature, signature_of(st)):
                         raise changed_error(entry.path, entry.signature, signature_of(st))
                     mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-            except OSError as e:
+            except (OSError, ValueError) as e:
                 raise DataSetError(f"cannot read {entry.path!r}: {e.strerror or e}") from None
             self._maps[i] = np.frombuffer(mm, dtype=np.uint8)
         return self._maps[i]
