@@ -15,7 +15,13 @@ each format, by the format's own writer:
 * ``mib raw 12-bit``: Merlin ``R64`` frames of counter depth 12 (pixels in 16-bit fields of
   big-endian 64-bit words, decoded by ltdask tile by tile), by the test writer
   ``tests/helpers/mibfiles.py``, one scan row at a time, with a 384-byte header per frame;
-* ``mib U16``: Merlin ``U16`` frames (big-endian uint16), the same way.
+* ``mib U16``: Merlin ``U16`` frames (big-endian uint16), the same way;
+* ``dectris bslz4``: a DECTRIS series (master + data files of 1000 frames, chunks of 16
+  frames, bitshuffle + LZ4 by hdf5plugin), decompressed by ltdask in its tasks; and, as
+  ``dectris bslz4, h5py+dask``, the same data files read by h5py + hdf5plugin through
+  ``dask.array.from_array`` (chunks of 16 frames) and ``ltdask.from_array``;
+* ``velox emd``: a Velox ``.emd`` (frames last, one uncompressed chunk per frame) read
+  straight from the file; and ``velox emd, h5py+dask`` as above.
 
 The counts are below 4096, so the 12-bit raw file holds the same data as the others.
 
@@ -43,6 +49,8 @@ from ltdask.io import open_hdf5, open_zarr
 
 # the Merlin writer of the tests (numpy only)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from helpers.dectrisfiles import write_master  # noqa: E402
+from helpers.emdfiles import frame_metadata  # noqa: E402
 from helpers.mibfiles import write_mib  # noqa: E402
 
 SIG = (256, 256)
@@ -123,7 +131,76 @@ def write_all(folder: str, nav: tuple[int, int]) -> dict[str, str]:
                     f.write(r.read())
         os.remove(row_file)
         os.replace(paths[key] + ".part", paths[key])
+    paths.update(write_dectris_velox(folder, nav))
     return paths
+
+
+def frame_stream(nav: tuple[int, int]):
+    """The scan's frames in order, as ``(first frame, block of frames)`` rows."""
+    for row in range(nav[0]):
+        yield row * nav[1], block(nav, row)
+
+
+def write_dectris_velox(folder: str, nav: tuple[int, int]) -> dict[str, str]:
+    """A DECTRIS bitshuffle-LZ4 series and a Velox EMD of the scan (once)."""
+    import h5py
+    import hdf5plugin
+
+    tag = f"{nav[0]}x{nav[1]}"
+    n = math.prod(nav)
+    master = os.path.join(folder, f"arina_{tag}_master.h5")
+    emd = os.path.join(folder, f"velox_{tag}.emd")
+    per_file = 1000
+    if not os.path.exists(master):
+        log(f"  writing {master} and its data files")
+        links = []
+        for k, start in enumerate(range(0, n, per_file)):
+            links.append(f"arina_{tag}_data_{k + 1:06d}.h5")
+            count = min(per_file, n - start)
+            with h5py.File(os.path.join(folder, links[-1]), "w") as f:
+                d = f.create_dataset("entry/data/data", (count, *SIG), DTYPE,
+                                     chunks=(CHUNK_FRAMES, *SIG),
+                                     **hdf5plugin.Bitshuffle(nelems=0, cname="lz4"))  # fmt: skip
+                for first, frames in frame_stream(nav):
+                    lo, hi = max(first, start), min(first + len(frames), start + count)
+                    if lo < hi:
+                        d[lo - start : hi - start] = frames[lo - first : hi - first]
+                d.attrs["image_nr_low"], d.attrs["image_nr_high"] = start + 1, start + count
+        with write_master(master + ".part", (n, *SIG), DTYPE, "bslz4", links):
+            pass
+        os.replace(master + ".part", master)
+    if not os.path.exists(emd):
+        log(f"  writing {emd}")
+        with h5py.File(emd + ".part", "w") as f:
+            f["Version"] = '{"version": "11", "format": "Velox"}'
+            d = f.create_dataset("Data/Image/0123abcd/Data", (*SIG, n), DTYPE, chunks=(*SIG, 1))
+            for first, frames in frame_stream(nav):
+                d[:, :, first : first + len(frames)] = np.moveaxis(frames, 0, 2)
+            text = frame_metadata(np.zeros((n, *SIG), DTYPE)[:1], scan=nav)
+            column = np.zeros(60000, np.uint8)
+            raw = np.frombuffer(__import__("json").dumps(text).encode(), np.uint8)
+            column[: raw.size] = raw
+            meta = f.create_dataset("Data/Image/0123abcd/Metadata", (60000, n), np.uint8,
+                                    chunks=(60000, 1), compression="gzip")  # fmt: skip
+            meta[:, 0] = column
+        os.replace(emd + ".part", emd)
+    return {"dectris": master, "velox": emd}
+
+
+def through_h5py_and_dask(path: str, key: str, frames_last: bool = False):
+    """The dataset `key` read by h5py (+ hdf5plugin) chunk by chunk through dask."""
+    import dask.array as da
+    import h5py
+    import hdf5plugin  # noqa: F401
+
+    f = h5py.File(path, "r")  # stays open while the dataset is used
+    if key == "dectris":
+        group = f["entry/data"]
+        parts = [group[k] for k in sorted(group) if k.startswith("data_")]
+        arr = da.concatenate([da.from_array(p, chunks=(CHUNK_FRAMES, *SIG)) for p in parts])
+    else:
+        arr = da.from_array(f[key], chunks=(*SIG, CHUNK_FRAMES)).transpose(2, 0, 1)
+    return arr
 
 
 def methods(paths: dict[str, str], nav) -> dict:
@@ -135,6 +212,14 @@ def methods(paths: dict[str, str], nav) -> dict:
         "zarr v3, raw chunks": lambda: open_zarr(paths["zarr"]),
         "mib raw 12-bit": lambda: ltdask.open_mib(paths["mib raw"], nav_shape=nav),
         "mib U16": lambda: ltdask.open_mib(paths["mib u16"], nav_shape=nav),
+        "dectris bslz4": lambda: ltdask.open_dectris(paths["dectris"], nav_shape=nav),
+        "dectris bslz4, h5py+dask": lambda: ltdask.from_array(
+            through_h5py_and_dask(paths["dectris"], "dectris").reshape(*nav, *SIG)
+        ),
+        "velox emd": lambda: ltdask.open_emd(paths["velox"]),
+        "velox emd, h5py+dask": lambda: ltdask.from_array(
+            through_h5py_and_dask(paths["velox"], "Data/Image/0123abcd/Data").reshape(*nav, *SIG)
+        ),
     }
 
 

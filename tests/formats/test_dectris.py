@@ -157,7 +157,9 @@ def test_open_from_a_data_file_and_through_registry(tmp_path):
         np.testing.assert_array_equal(ds.to_dask().compute().reshape(frames.shape), frames)
     assert ltdask.io.detect_format(master) == "dectris"
     xds = xr.open_dataset(master, engine="ltdask")
-    np.testing.assert_array_equal(next(iter(xds.data_vars.values())).values.reshape(frames.shape), frames)
+    np.testing.assert_array_equal(
+        next(iter(xds.data_vars.values())).values.reshape(frames.shape), frames
+    )
     # a data file opened as plain HDF5 still reads as HDF5
     assert ltdask.io.detect_format(tmp_path / "series.h5") == "hdf5"
 

@@ -153,8 +153,11 @@ def test_bad_data_file(request, tmp_path, damage, match):
 
 @pytest.mark.parametrize(
     "nav_shape, match",
-    [((-1, 20), r"zero or negative dims"), ((2**40, 2**40), r"absurdly large"),
-     ((0,), r"zero or negative dims")],  # fmt: skip
+    [
+        ((-1, 20), r"zero or negative dims"),
+        ((2**40, 2**40), r"absurdly large"),
+        ((0,), r"zero or negative dims"),
+    ],  # fmt: skip
     ids=["negative", "huge", "zero"],
 )
 def test_hostile_nav_shape(request, tmp_path, nav_shape, match):

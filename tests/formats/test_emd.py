@@ -49,7 +49,9 @@ def test_equals_written_and_rosettasciio(tmp_path, kwargs, cls, dtype):
     (theirs,) = rsciio_stack(path)
     np.testing.assert_array_equal(got.reshape(frames.shape), np.asarray(theirs["data"]))
     res = ltdask.compute(ds, [SumUDF(), SumSigUDF()])
-    np.testing.assert_allclose(res[0]["intensity"].values, frames.sum(0, dtype=np.float64), rtol=1e-5)
+    np.testing.assert_allclose(
+        res[0]["intensity"].values, frames.sum(0, dtype=np.float64), rtol=1e-5
+    )
     np.testing.assert_allclose(
         res[1]["intensity"].values, frames.sum((1, 2), dtype=np.float64).reshape(5, 7), rtol=1e-5
     )

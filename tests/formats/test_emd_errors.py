@@ -45,8 +45,17 @@ def set_json(path: Path, raw: bytes) -> None:
         ("json-not-utf8", r"metadata of /Data/Image/\w+ is not valid JSON"),
         ("fifo", r"is a FIFO"),
     ],
-    ids=["garbage", "empty", "truncated", "no-data", "no-series", "2d-data", "json-garbage",
-         "json-not-utf8", "fifo"],  # fmt: skip
+    ids=[
+        "garbage",
+        "empty",
+        "truncated",
+        "no-data",
+        "no-series",
+        "2d-data",
+        "json-garbage",
+        "json-not-utf8",
+        "fifo",
+    ],  # fmt: skip
 )
 def test_bad_file(request, tmp_path, damage, match):
     path = write_emd(tmp_path / "scan.emd", FRAMES, scan=(3, 4))
@@ -83,8 +92,14 @@ def test_unknown_dataset_name(request, tmp_path):
 
 @pytest.mark.parametrize(
     "scan",
-    [{"width": "-4", "height": "-3"}, {"width": "1e300", "height": "2"},
-     {"width": "four", "height": "3"}, {"width": 4}, "3x4", None],  # fmt: skip
+    [
+        {"width": "-4", "height": "-3"},
+        {"width": "1e300", "height": "2"},
+        {"width": "four", "height": "3"},
+        {"width": 4},
+        "3x4",
+        None,
+    ],  # fmt: skip
     ids=["negative", "huge", "text", "no-height", "not-a-dict", "null"],
 )
 def test_hostile_scan_size_gives_a_1d_scan(request, tmp_path, scan):
@@ -100,8 +115,13 @@ def test_hostile_scan_size_gives_a_1d_scan(request, tmp_path, scan):
 
 @pytest.mark.parametrize(
     "size",
-    [{"width": "nan", "height": "1"}, {"width": "0", "height": "0"},
-     {"width": "abc", "height": "1"}, [1, 2], {"width": "inf", "height": "1e400"}],  # fmt: skip
+    [
+        {"width": "nan", "height": "1"},
+        {"width": "0", "height": "0"},
+        {"width": "abc", "height": "1"},
+        [1, 2],
+        {"width": "inf", "height": "1e400"},
+    ],  # fmt: skip
     ids=["nan", "zero", "text", "list", "inf"],
 )
 def test_hostile_pixel_size_leaves_no_calibration(request, tmp_path, size):

@@ -9,6 +9,7 @@ any reader's code.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import numpy as np
@@ -67,36 +68,17 @@ def write_series(
     n = frames.shape[0]
     per_file = per_file or max(n, 1)
     master = folder / f"{base}_master.h5"
-    with h5py.File(master, "w") as f:
-        entry = f.create_group("entry")
-        entry.attrs["NX_class"] = "NXentry"
-        data = entry.create_group("data")
-        data.attrs["NX_class"] = "NXdata"
-        det = entry.create_group("instrument/detector")
-        for key, value in DETECTOR.items():
-            det[key] = value
-        depth = bit_depth or frames.dtype.itemsize * 8
-        det["bit_depth_image"] = np.uint32(depth)
-        det["bit_depth_readout"] = np.uint32(depth)
-        spec = det.create_group("detectorSpecific")
-        spec["nimages"] = np.uint64(n)
-        spec["ntrigger"] = np.uint64(1)
-        spec["trigger_mode"] = b"ints"
-        spec["compression"] = kind.split("-")[0].encode()
-        spec["x_pixels_in_detector"] = np.uint32(frames.shape[2])
-        spec["y_pixels_in_detector"] = np.uint32(frames.shape[1])
-        spec["pixel_mask"] = np.zeros(frames.shape[1:], dtype=np.uint32)
+    links = []
+    if not in_master:
+        for k, start in enumerate(range(0, n, per_file)):
+            target = f"{base}_data_{k + 1:06d}.h5"
+            with h5py.File(folder / target, "w") as g:
+                block = frames[start : start + per_file]
+                _write_data(g.require_group("entry/data"), "data", block, start, chunk_frames, kind)
+            links.append(target)
+    with write_master(master, frames.shape, frames.dtype, kind, links, bit_depth) as f:
         if in_master:
-            _write_data(data, "data", frames, 0, chunk_frames, kind)
-        else:
-            for k, start in enumerate(range(0, n, per_file)):
-                name = f"data_{k + 1:06d}"
-                target = f"{base}_{name}.h5"
-                with h5py.File(folder / target, "w") as g:
-                    block = frames[start : start + per_file]
-                    _write_data(g.require_group("entry/data"), "data", block, start, chunk_frames, kind)
-                data[name] = h5py.ExternalLink(target, "/entry/data/data")
-        data.attrs["signal"] = "data_000001"
+            _write_data(f["entry/data"], "data", frames, 0, chunk_frames, kind)
     if scan is not None:
         with h5py.File(folder / f"{base}.h5", "w") as f:
             group = f.create_group("STEM Metadata")
@@ -105,6 +87,37 @@ def write_series(
             if scan_step_nm is not None:
                 group.attrs["Pixel Size"] = np.array([scan_step_nm], dtype=np.float64)
     return master
+
+
+@contextlib.contextmanager
+def write_master(master: Path, shape, dtype, kind: str, links, bit_depth: int | None = None):
+    """The master of a series of `shape` (frames, y, x) frames, linking each data file
+    named in `links` in order (the open h5py file, for more)."""
+    import h5py
+
+    with h5py.File(master, "w") as f:
+        entry = f.create_group("entry")
+        entry.attrs["NX_class"] = "NXentry"
+        data = entry.create_group("data")
+        data.attrs["NX_class"] = "NXdata"
+        det = entry.create_group("instrument/detector")
+        for key, value in DETECTOR.items():
+            det[key] = value
+        depth = bit_depth or np.dtype(dtype).itemsize * 8
+        det["bit_depth_image"] = np.uint32(depth)
+        det["bit_depth_readout"] = np.uint32(depth)
+        spec = det.create_group("detectorSpecific")
+        spec["nimages"] = np.uint64(shape[0])
+        spec["ntrigger"] = np.uint64(1)
+        spec["trigger_mode"] = b"ints"
+        spec["compression"] = kind.split("-")[0].encode()
+        spec["x_pixels_in_detector"] = np.uint32(shape[2])
+        spec["y_pixels_in_detector"] = np.uint32(shape[1])
+        spec["pixel_mask"] = np.zeros(shape[1:], dtype=np.uint32)
+        for k, target in enumerate(links):
+            data[f"data_{k + 1:06d}"] = h5py.ExternalLink(target, "/entry/data/data")
+        data.attrs["signal"] = "data_000001"
+        yield f
 
 
 def _write_data(group, name, block, start, chunk_frames, kind):

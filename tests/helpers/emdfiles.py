@@ -84,8 +84,9 @@ def write_emd(
 
     with h5py.File(path, "w") as f:
         version = json.dumps({"version": "11", "format": "Velox"})
-        f.create_dataset("Version", data=np.array([version.encode()], dtype=object),
-                         dtype=h5py.string_dtype())
+        f.create_dataset(
+            "Version", data=np.array([version.encode()], dtype=object), dtype=h5py.string_dtype()
+        )
         add_series(f, frames, frame_metadata(frames, scan=scan, **meta), chunked, **(create or {}))
         if extra_image:
             image = np.arange(6 * 8, dtype=np.uint16).reshape(1, 6, 8)

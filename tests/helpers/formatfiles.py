@@ -237,11 +237,17 @@ def _dectris_velox_formats() -> list[Format]:
 
     return [
         Format("dectris-bslz4", "<u2", write_dectris, open_dectris),
-        Format("dectris-lz4-u32", "<u4", write_dectris, open_dectris,
-               create=dict(kind="lz4", chunk_frames=3)),  # fmt: skip
+        Format(
+            "dectris-lz4-u32",
+            "<u4",
+            write_dectris,
+            open_dectris,
+            create=dict(kind="lz4", chunk_frames=3),
+        ),  # fmt: skip
         Format("velox-emd", "<u2", write_velox, open_emd),
-        Format("velox-emd-contiguous", "<f4", write_velox, open_emd,
-               create=dict(chunked=False)),  # fmt: skip
+        Format(
+            "velox-emd-contiguous", "<f4", write_velox, open_emd, create=dict(chunked=False)
+        ),  # fmt: skip
     ]
 
 

@@ -107,7 +107,7 @@ def _value(node):
 
 
 def _detector_metadata(f) -> dict:
-    out = {}
+    out: dict = {}
     group = f.get(DETECTOR)
     if group is None:
         return out
@@ -203,6 +203,16 @@ def _data_file(name: str, path: str, key: str, master: str, first: int, h5py):
             return entry, tuple(frame), dset.dtype, codec_of(dset)
     except OSError as e:
         raise DataSetError(f"cannot read {path!r} ({name} of {master!r}) as HDF5: {e}") from None
+
+
+def _positive_int(value) -> int | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
+    return int(value) if ok else None
+
+
+def _positive_float(value) -> float | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return float(value) if ok and math.isfinite(value) and value > 0 else None
 
 
 class DectrisDataSet(ChunkedArrayDataSet):
@@ -343,25 +353,32 @@ def open_dectris(
         )
     stem = _stem_metadata(path)
     metadata.update(stem)
-    calibration = {}
+    calibration: dict = {}
     if nav_shape is not None:
         nav_shape = check_shape(nav_shape, "nav_shape", path)
     else:
-        ny, nx = stem.get("scan height"), stem.get("scan width")
-        if isinstance(ny, int) and isinstance(nx, int) and 0 < ny * nx <= first - sync_offset:
+        ny, nx = _positive_int(stem.get("scan height")), _positive_int(stem.get("scan width"))
+        if ny and nx and ny * nx <= first - sync_offset:
             nav_shape = (ny, nx)
-            step = stem.get("scan pixel size (nm)")
-            if isinstance(step, (int, float)) and math.isfinite(step) and step > 0:
-                calibration["nav"] = (float(step), "nm")
+            step = _positive_float(stem.get("scan pixel size (nm)"))
+            if step:
+                calibration["nav"] = (step, "nm")
         else:
-            nav_shape = (first - max(sync_offset, 0),)
-    sizes = [metadata.get("pixel size y (m)"), metadata.get("pixel size x (m)")]
-    if all(isinstance(s, (int, float)) and math.isfinite(s) and s > 0 for s in sizes):
-        calibration["sig"] = [(float(s) * 1e6, "um") for s in sizes]  # type: ignore[arg-type]
+            nav_shape = (max(1, first - max(sync_offset, 0)),)
+    sizes = [_positive_float(metadata.get(f"pixel size {a} (m)")) for a in "yx"]
+    if all(sizes):
+        calibration["sig"] = [(s * 1e6, "um") for s in sizes if s]
     metadata["data files"] = len(entries)
     ds = DectrisDataSet(
-        path, entries, frame, dtype, codec, metadata, nav_shape=nav_shape,
-        sync_offset=sync_offset, dims=dims,
+        path,
+        entries,
+        frame,
+        dtype,
+        codec,
+        metadata,
+        nav_shape=nav_shape,
+        sync_offset=sync_offset,
+        dims=dims,
     )
     if calibration:
         ds.calibrate(**calibration)

@@ -166,7 +166,7 @@ def decode_lz4(raw: np.ndarray, nelems: int, dtype: np.dtype, where: str) -> np.
     block = _header(raw, expected, where)
     out = np.empty(expected, dtype=np.uint8)
     pos, done = 12, 0
-    view = memoryview(raw)
+    view = memoryview(raw.data)
     while done < expected:
         want = min(block, expected - done)
         if pos + 4 > raw.size:
@@ -181,7 +181,9 @@ def decode_lz4(raw: np.ndarray, nelems: int, dtype: np.dtype, where: str) -> np.
             try:
                 data = lz4.block.decompress(view[pos : pos + length], uncompressed_size=want)
             except lz4.block.LZ4BlockError as e:
-                raise DataSetError(f"{where}: block {done // block} does not decompress: {e}")
+                raise DataSetError(
+                    f"{where}: block {done // block} does not decompress: {e}"
+                ) from None
             if len(data) != want:
                 raise DataSetError(f"{where}: block {done // block} decompresses to {len(data)}")
             out[done : done + want] = np.frombuffer(data, dtype=np.uint8)
@@ -222,7 +224,8 @@ class ChunkReader:
                         raise changed_error(entry.path, entry.signature, signature_of(st))
                     mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
             except (OSError, ValueError) as e:
-                raise DataSetError(f"cannot read {entry.path!r}: {e.strerror or e}") from None
+                why = getattr(e, "strerror", None) or e
+                raise DataSetError(f"cannot read {entry.path!r}: {why}") from None
             self._maps[i] = np.frombuffer(mm, dtype=np.uint8)
         return self._maps[i]
 
@@ -246,9 +249,7 @@ class ChunkReader:
         entry = self.files[i]
         if self.codec == "h5py":
             return self._through_h5py(i, c)
-        table = chunk_table(
-            entry.path, entry.key, entry.chunk_frames, entry.count, entry.signature
-        )
+        table = chunk_table(entry.path, entry.key, entry.chunk_frames, entry.count, entry.signature)
         mm = self._map(i)
         off, size = int(table.offsets[c]), int(table.sizes[c])
         raw = mm[off : off + size]
@@ -257,7 +258,9 @@ class ChunkReader:
         if self.codec == "none" or table.masks[c] & 1:
             # a chunk stored without the filter (HDF5 skipped it): its raw items
             if size < nelems * self.dtype.itemsize:
-                raise DataSetError(f"{where}: {size} bytes, expected {nelems * self.dtype.itemsize}")
+                raise DataSetError(
+                    f"{where}: {size} bytes, expected {nelems * self.dtype.itemsize}"
+                )
             flat = raw[: nelems * self.dtype.itemsize].view(self.dtype)
         elif self.codec == "lz4":
             flat = decode_lz4(raw, nelems, self.dtype, where)

@@ -66,7 +66,7 @@ def frame_json(group, path: str) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def _get(tree: dict, *keys):
+def _get(tree, *keys):
     for key in keys:
         if not isinstance(tree, dict):
             return None
@@ -91,7 +91,7 @@ def candidates(f, path: str) -> list[dict]:
     """Each image series in the file: name (uuid), detector, HDF5 path, shape, JSON."""
     h5py = import_h5py()
     images = f.get("/Data/Image")
-    found = []
+    found: list[dict] = []
     if not isinstance(images, h5py.Group):
         return found
     for name in sorted(images):
@@ -334,13 +334,17 @@ def open_emd(
     else:
         height = _int(_get(meta, "Scan", "ScanSize", "height"))
         width = _int(_get(meta, "Scan", "ScanSize", "width"))
-        fits = height is not None and width is not None and height > 0 and width > 0
-        nav_shape = (height, width) if fits and height * width == n else (n,)
+        if height is not None and width is not None and 0 < height and 0 < width:
+            nav_shape = (height, width) if height * width == n else (n,)
+        else:
+            nav_shape = (n,)
     common = dict(nav_shape=nav_shape, sync_offset=sync_offset, dims=dims)
     shape = (n, ny, nx)
     ds: VeloxDataSet | VeloxH5DataSet
     if files is not None:
-        files = [File(r.path, r.first_frame, r.num_frames, r.header_bytes, signature) for r in files]
+        files = [
+            File(r.path, r.first_frame, r.num_frames, r.header_bytes, signature) for r in files
+        ]
         ds = VeloxDataSet(path, key, files, shape, dtype, 2, "chunked", chunks, **common)
     else:
         read_chunks = None if chunks is None else (chunks[2], chunks[0], chunks[1])
