@@ -310,10 +310,23 @@ def open_dectris(
 
     Examples
     --------
-    >>> import ltdask
-    >>> ds = ltdask.open_dectris("series_master.h5", nav_shape=(64, 64))  # doctest: +SKIP
-    >>> ds.metadata["detector"], ds.sig_calibration[0].units  # doctest: +SKIP
-    ('Dectris ARINA Si', 'um')
+    A series of one data file, 6 frames in chunks of 2, compressed with bitshuffle + LZ4:
+
+    >>> import os, tempfile, h5py, hdf5plugin, numpy as np
+    >>> folder = tempfile.mkdtemp()
+    >>> frames = np.arange(6 * 4 * 5, dtype=np.uint16).reshape(6, 4, 5)
+    >>> with h5py.File(os.path.join(folder, "s_data_000001.h5"), "w") as f:
+    ...     bslz4 = hdf5plugin.Bitshuffle(cname="lz4")
+    ...     _ = f.create_dataset("entry/data/data", data=frames, chunks=(2, 4, 5), **bslz4)
+    >>> with h5py.File(os.path.join(folder, "s_master.h5"), "w") as f:
+    ...     f["entry/data/data_000001"] = h5py.ExternalLink("s_data_000001.h5", "/entry/data/data")
+    ...     f["entry/instrument/detector/x_pixel_size"] = 75e-6
+    ...     f["entry/instrument/detector/y_pixel_size"] = 75e-6
+    >>> ds = open_dectris(os.path.join(folder, "s_master.h5"), nav_shape=(2, 3))
+    >>> ds.nav_shape, ds.codec, ds.sig_calibration[0].units
+    ((2, 3), 'bslz4', 'um')
+    >>> bool((ds.to_dask().compute().reshape(6, 4, 5) == frames).all())
+    True
     """
     h5py = import_h5py()
     path = master_for(check_file(path))

@@ -301,10 +301,26 @@ def open_emd(
 
     Examples
     --------
-    >>> import ltdask
-    >>> ds = ltdask.open_emd("scan.emd", dataset="Ceta")  # doctest: +SKIP
-    >>> ds.sig_calibration[0].units  # doctest: +SKIP
-    '1/nm'
+    A file with one stack of 6 frames (stored frames last) from a 2 x 3 scan:
+
+    >>> import json, os, tempfile, h5py, numpy as np
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.emd")
+    >>> frames = np.arange(6 * 4 * 5, dtype=np.uint16).reshape(6, 4, 5)
+    >>> size = {"width": "1e8", "height": "1e8"}
+    >>> meta = {"BinaryResult": {"Detector": "Ceta", "PixelSize": size, "PixelUnitX": "1/m",
+    ...                          "PixelUnitY": "1/m", "Offset": {"x": "0", "y": "0"}},
+    ...         "Scan": {"ScanSize": {"width": "3", "height": "2"}}}
+    >>> text = np.frombuffer(json.dumps(meta).encode(), np.uint8)
+    >>> with h5py.File(path, "w") as f:
+    ...     f["Version"] = json.dumps({"version": "11", "format": "Velox"})
+    ...     group = f.create_group("Data/Image/0a1b")
+    ...     _ = group.create_dataset("Data", data=frames.transpose(1, 2, 0), chunks=(4, 5, 1))
+    ...     group["Metadata"] = np.pad(text, (0, 100))[:, None].repeat(6, axis=1)
+    >>> ds = open_emd(path)
+    >>> ds.nav_shape, ds.metadata["detector"], ds.sig_calibration[0].units
+    ((2, 3), 'Ceta', '1/nm')
+    >>> bool((ds.to_dask().compute().reshape(6, 4, 5) == frames).all())
+    True
     """
     h5py = import_h5py()
     path = check_file(path)
