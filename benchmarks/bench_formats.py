@@ -17,7 +17,10 @@ each format, by the format's own writer:
   ``tests/helpers/mibfiles.py``, one scan row at a time, with a 384-byte header per frame;
 * ``mib U16``: Merlin ``U16`` frames (big-endian uint16), the same way;
 * ``dectris bslz4``: a DECTRIS series (master + data files of 1000 frames, chunks of 16
-  frames, bitshuffle + LZ4 by hdf5plugin), decompressed by ltdask in its tasks; and, as
+  frames, bitshuffle + LZ4 by hdf5plugin) of counting-detector frames (`counts_block`:
+  Poisson counts, a bright disk on a sparse background, as ARINA records them; the random
+  12-bit frames above are not what a counting detector writes, nor what it compresses),
+  decompressed by ltdask in its tasks; and, as
   ``dectris bslz4, h5py+dask``, the same data files read by h5py + hdf5plugin through
   ``dask.array.from_array`` (chunks of 16 frames) and ``ltdask.from_array``;
 * ``velox emd``: a Velox ``.emd`` (frames last, one uncompressed chunk per frame) read
@@ -135,10 +138,19 @@ def write_all(folder: str, nav: tuple[int, int]) -> dict[str, str]:
     return paths
 
 
-def frame_stream(nav: tuple[int, int]):
+def counts_block(nav: tuple[int, int], row: int) -> np.ndarray:
+    """Scan row `row` as a counting detector records it: Poisson counts of mean 0.2 and,
+    inside a disk of radius 40 pixels (the bright-field disk), of mean 15."""
+    rng = np.random.default_rng([2027, row])
+    y, x = np.ogrid[: SIG[0], : SIG[1]]
+    disk = (y - SIG[0] / 2) ** 2 + (x - SIG[1] / 2) ** 2 <= 40**2
+    return rng.poisson(np.where(disk, 15.0, 0.2), size=(nav[1], *SIG)).astype(DTYPE)
+
+
+def frame_stream(nav: tuple[int, int], rows=block):
     """The scan's frames in order, as ``(first frame, block of frames)`` rows."""
     for row in range(nav[0]):
-        yield row * nav[1], block(nav, row)
+        yield row * nav[1], rows(nav, row)
 
 
 def write_dectris_velox(folder: str, nav: tuple[int, int]) -> dict[str, str]:
@@ -148,20 +160,20 @@ def write_dectris_velox(folder: str, nav: tuple[int, int]) -> dict[str, str]:
 
     tag = f"{nav[0]}x{nav[1]}"
     n = math.prod(nav)
-    master = os.path.join(folder, f"arina_{tag}_master.h5")
+    master = os.path.join(folder, f"arina_{tag}_counts_master.h5")
     emd = os.path.join(folder, f"velox_{tag}.emd")
     per_file = 1000
     if not os.path.exists(master):
         log(f"  writing {master} and its data files")
         links = []
         for k, start in enumerate(range(0, n, per_file)):
-            links.append(f"arina_{tag}_data_{k + 1:06d}.h5")
+            links.append(f"arina_{tag}_counts_data_{k + 1:06d}.h5")
             count = min(per_file, n - start)
             with h5py.File(os.path.join(folder, links[-1]), "w") as f:
                 d = f.create_dataset("entry/data/data", (count, *SIG), DTYPE,
                                      chunks=(CHUNK_FRAMES, *SIG),
                                      **hdf5plugin.Bitshuffle(nelems=0, cname="lz4"))  # fmt: skip
-                for first, frames in frame_stream(nav):
+                for first, frames in frame_stream(nav, counts_block):
                     lo, hi = max(first, start), min(first + len(frames), start + count)
                     if lo < hi:
                         d[lo - start : hi - start] = frames[lo - first : hi - first]

@@ -18,9 +18,12 @@ Codecs the task cannot decode itself (another filter, a chunk shape that cuts fr
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import glob
 import mmap
 import os
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -144,9 +147,42 @@ def _header(raw: np.ndarray, expected: int, where: str) -> int:
     return block
 
 
+@functools.cache
+def _bitshuffle_openmp():
+    """``omp_set_num_threads`` of the OpenMP runtime that bitshuffle's wheel carries for
+    itself (``bitshuffle.libs/libgomp-*.so``), or None (another build: left alone)."""
+    import bitshuffle
+
+    folder = os.path.join(os.path.dirname(os.path.dirname(bitshuffle.__file__)), "bitshuffle.libs")
+    for path in sorted(glob.glob(os.path.join(folder, "libgomp*.so*"))):
+        try:
+            return ctypes.CDLL(path).omp_set_num_threads
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
+_openmp_set = threading.local()
+
+
+def _one_openmp_thread() -> None:
+    """Decompress on the calling thread only: tasks already decompress in parallel, and an
+    OpenMP team per call oversubscribes the cores (its threads spin while they wait, which
+    made 2 threads decode 4x slower than 1 on a loaded 2-core machine). The setting is per
+    thread and only reaches bitshuffle's private OpenMP runtime."""
+    if getattr(_openmp_set, "done", False):
+        return
+    setter = _bitshuffle_openmp()
+    if setter is not None:
+        setter(1)
+    _openmp_set.done = True
+
+
 def decode_bitshuffle(raw: np.ndarray, nelems: int, dtype: np.dtype, zstd: bool, where: str):
     """A bitshuffle chunk (HDF5 filter 32008) decoded to `nelems` items of `dtype`."""
     import bitshuffle
+
+    _one_openmp_thread()
 
     block = _header(raw, nelems * dtype.itemsize, where)
     if block % dtype.itemsize or (block // dtype.itemsize) % 8:
