@@ -38,6 +38,7 @@ ratio to raw. The machine is noisy (about +-17 %): compare numbers from one run 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import statistics
@@ -165,19 +166,25 @@ def write_dectris_velox(folder: str, nav: tuple[int, int]) -> dict[str, str]:
     per_file = 1000
     if not os.path.exists(master):
         log(f"  writing {master} and its data files")
-        links = []
-        for k, start in enumerate(range(0, n, per_file)):
-            links.append(f"arina_{tag}_counts_data_{k + 1:06d}.h5")
-            count = min(per_file, n - start)
-            with h5py.File(os.path.join(folder, links[-1]), "w") as f:
-                d = f.create_dataset("entry/data/data", (count, *SIG), DTYPE,
-                                     chunks=(CHUNK_FRAMES, *SIG),
-                                     **hdf5plugin.Bitshuffle(nelems=0, cname="lz4"))  # fmt: skip
-                for first, frames in frame_stream(nav, counts_block):
-                    lo, hi = max(first, start), min(first + len(frames), start + count)
-                    if lo < hi:
-                        d[lo - start : hi - start] = frames[lo - first : hi - first]
-                d.attrs["image_nr_low"], d.attrs["image_nr_high"] = start + 1, start + count
+        links = [f"arina_{tag}_counts_data_{k + 1:06d}.h5" for k in range(-(-n // per_file))]
+        files = [h5py.File(os.path.join(folder, name), "w") for name in links]
+        bslz4 = hdf5plugin.Bitshuffle(nelems=0, cname="lz4")
+        for k, f in enumerate(files):
+            count = min(per_file, n - k * per_file)
+            d = f.create_dataset("entry/data/data", (count, *SIG), DTYPE,
+                                 chunks=(CHUNK_FRAMES, *SIG), **bslz4)  # fmt: skip
+            d.attrs["image_nr_low"], d.attrs["image_nr_high"] = (
+                k * per_file + 1,
+                k * per_file + count,
+            )
+        for first, frames in frame_stream(nav, counts_block):
+            for k in range(first // per_file, (first + len(frames) - 1) // per_file + 1):
+                lo, hi = max(first, k * per_file), min(first + len(frames), (k + 1) * per_file)
+                files[k]["entry/data/data"][lo - k * per_file : hi - k * per_file] = frames[
+                    lo - first : hi - first
+                ]
+        for f in files:
+            f.close()
         with write_master(master + ".part", (n, *SIG), DTYPE, "bslz4", links):
             pass
         os.replace(master + ".part", master)
@@ -188,9 +195,9 @@ def write_dectris_velox(folder: str, nav: tuple[int, int]) -> dict[str, str]:
             d = f.create_dataset("Data/Image/0123abcd/Data", (*SIG, n), DTYPE, chunks=(*SIG, 1))
             for first, frames in frame_stream(nav):
                 d[:, :, first : first + len(frames)] = np.moveaxis(frames, 0, 2)
-            text = frame_metadata(np.zeros((n, *SIG), DTYPE)[:1], scan=nav)
+            text = frame_metadata(np.zeros((1, *SIG), DTYPE), scan=nav)
             column = np.zeros(60000, np.uint8)
-            raw = np.frombuffer(__import__("json").dumps(text).encode(), np.uint8)
+            raw = np.frombuffer(json.dumps(text).encode(), np.uint8)
             column[: raw.size] = raw
             meta = f.create_dataset("Data/Image/0123abcd/Metadata", (60000, n), np.uint8,
                                     chunks=(60000, 1), compression="gzip")  # fmt: skip

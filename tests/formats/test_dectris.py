@@ -217,3 +217,17 @@ def test_any_split_reads_the_frames(tmp_path_factory, n, per_file, chunk_frames,
         ds = ltdask.open_dectris(master)
         np.testing.assert_array_equal(ds.to_dask().compute(), frames)
         np.testing.assert_array_equal(SumUDF().compute(ds)["intensity"].values, frames.sum(0))
+
+
+def test_info_prints_the_detector(tmp_path):
+    from click.testing import CliRunner
+
+    from ltdask.cli import main
+
+    master = write_series(tmp_path, frames_of(6), per_file=4, chunk_frames=2, scan=(2, 3))
+    result = CliRunner().invoke(main, ["info", str(master)])
+    assert result.exit_code == 0, result.output
+    rows = dict(line.split(None, 1) for line in result.output.splitlines() if " " in line.strip())
+    assert rows["format"].strip() == "dectris"
+    assert "Dectris ARINA Si" in result.output
+    assert "(2, 3)" in result.output

@@ -172,3 +172,14 @@ def test_sync_offset(tmp_path, sync_offset):
     else:
         expected[-sync_offset:] = frames[:sync_offset]
     np.testing.assert_array_equal(ds.to_dask().compute().reshape(frames.shape), expected)
+
+
+def test_info_prints_the_detector(tmp_path):
+    from click.testing import CliRunner
+
+    from ltdask.cli import main
+
+    path = write_emd(tmp_path / "scan.emd", frames_of(6), scan=(2, 3))
+    result = CliRunner().invoke(main, ["info", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "velox" in result.output and "Ceta" in result.output and "(2, 3)" in result.output
