@@ -15,13 +15,22 @@ each format, by the format's own writer:
 * ``mib raw 12-bit``: Merlin ``R64`` frames of counter depth 12 (pixels in 16-bit fields of
   big-endian 64-bit words, decoded by ltdask tile by tile), by the test writer
   ``tests/helpers/mibfiles.py``, one scan row at a time, with a 384-byte header per frame;
-* ``mib U16``: Merlin ``U16`` frames (big-endian uint16), the same way.
+* ``mib U16``: Merlin ``U16`` frames (big-endian uint16), the same way;
 * ``mrc``: an MRC image stack written by ``mrcfile`` (``new_mmap``), read by ltdask and, as
   ``mrc, mrcfile mmap + dask``, as ``mrcfile.mmap(...).data`` in a dask array summed over the
   frames (chunks of one scan row);
 * ``dm4``: the tests' DM4 writer (``tests/helpers/dmfiles.py``), the pixels at an even offset,
   and as ``dm4, odd offset`` one byte further (DM aligns nothing; ltdask hands out
-  unaligned views there).
+  unaligned views there);
+* ``dectris bslz4``: a DECTRIS series (master + data files of 1000 frames, chunks of 16
+  frames, bitshuffle + LZ4 by hdf5plugin) of counting-detector frames (`counts_block`:
+  Poisson counts, a bright disk on a sparse background, as ARINA records them; the random
+  12-bit frames above are not what a counting detector writes, nor what it compresses),
+  decompressed by ltdask in its tasks; and, as
+  ``dectris bslz4, h5py+dask``, the same data files read by h5py + hdf5plugin through
+  ``dask.array.from_array`` (chunks of 16 frames) and ``ltdask.from_array``;
+* ``velox emd``: a Velox ``.emd`` (frames last, one uncompressed chunk per frame) read
+  straight from the file; and ``velox emd, h5py+dask`` as above.
 
 The counts are below 4096, so the 12-bit raw file holds the same data as the others.
 
@@ -35,6 +44,7 @@ ratio to raw. The machine is noisy (about +-17 %): compare numbers from one run 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import statistics
@@ -49,7 +59,9 @@ from ltdask.io import open_hdf5, open_zarr
 
 # the Merlin writer of the tests (numpy only)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from helpers.dectrisfiles import write_master  # noqa: E402
 from helpers.dmfiles import write_dm  # noqa: E402
+from helpers.emdfiles import frame_metadata  # noqa: E402
 from helpers.mibfiles import write_mib  # noqa: E402
 
 SIG = (256, 256)
@@ -131,6 +143,7 @@ def write_all(folder: str, nav: tuple[int, int]) -> dict[str, str]:
         os.remove(row_file)
         os.replace(paths[key] + ".part", paths[key])
     paths.update(write_mrc_dm(folder, nav, paths["raw"]))
+    paths.update(write_dectris_velox(folder, nav))
     return paths
 
 
@@ -170,6 +183,89 @@ def mrcfile_dask(path: str, nav):
     return da.from_array(data, chunks=(nav[1], *SIG), asarray=False)
 
 
+def counts_block(nav: tuple[int, int], row: int) -> np.ndarray:
+    """Scan row `row` as a counting detector records it: Poisson counts of mean 0.2 and,
+    inside a disk of radius 40 pixels (the bright-field disk), of mean 15."""
+    rng = np.random.default_rng([2027, row])
+    y, x = np.ogrid[: SIG[0], : SIG[1]]
+    disk = (y - SIG[0] / 2) ** 2 + (x - SIG[1] / 2) ** 2 <= 40**2
+    return rng.poisson(np.where(disk, 15.0, 0.2), size=(nav[1], *SIG)).astype(DTYPE)
+
+
+def frame_stream(nav: tuple[int, int], rows=block):
+    """The scan's frames in order, as ``(first frame, block of frames)`` rows."""
+    for row in range(nav[0]):
+        yield row * nav[1], rows(nav, row)
+
+
+def write_dectris_velox(folder: str, nav: tuple[int, int]) -> dict[str, str]:
+    """A DECTRIS bitshuffle-LZ4 series and a Velox EMD of the scan (once)."""
+    import h5py
+    import hdf5plugin
+
+    tag = f"{nav[0]}x{nav[1]}"
+    n = math.prod(nav)
+    master = os.path.join(folder, f"arina_{tag}_counts_master.h5")
+    emd = os.path.join(folder, f"velox_{tag}.emd")
+    per_file = 1000
+    if not os.path.exists(master):
+        log(f"  writing {master} and its data files")
+        links = [f"arina_{tag}_counts_data_{k + 1:06d}.h5" for k in range(-(-n // per_file))]
+        files = [h5py.File(os.path.join(folder, name), "w") for name in links]
+        bslz4 = hdf5plugin.Bitshuffle(nelems=0, cname="lz4")
+        for k, f in enumerate(files):
+            count = min(per_file, n - k * per_file)
+            d = f.create_dataset("entry/data/data", (count, *SIG), DTYPE,
+                                 chunks=(CHUNK_FRAMES, *SIG), **bslz4)  # fmt: skip
+            d.attrs["image_nr_low"], d.attrs["image_nr_high"] = (
+                k * per_file + 1,
+                k * per_file + count,
+            )
+        for first, frames in frame_stream(nav, counts_block):
+            for k in range(first // per_file, (first + len(frames) - 1) // per_file + 1):
+                lo, hi = max(first, k * per_file), min(first + len(frames), (k + 1) * per_file)
+                files[k]["entry/data/data"][lo - k * per_file : hi - k * per_file] = frames[
+                    lo - first : hi - first
+                ]
+        for f in files:
+            f.close()
+        with write_master(master + ".part", (n, *SIG), DTYPE, "bslz4", links):
+            pass
+        os.replace(master + ".part", master)
+    if not os.path.exists(emd):
+        log(f"  writing {emd}")
+        with h5py.File(emd + ".part", "w") as f:
+            f["Version"] = '{"version": "11", "format": "Velox"}'
+            d = f.create_dataset("Data/Image/0123abcd/Data", (*SIG, n), DTYPE, chunks=(*SIG, 1))
+            for first, frames in frame_stream(nav):
+                d[:, :, first : first + len(frames)] = np.moveaxis(frames, 0, 2)
+            text = frame_metadata(np.zeros((1, *SIG), DTYPE), scan=nav)
+            column = np.zeros(60000, np.uint8)
+            raw = np.frombuffer(json.dumps(text).encode(), np.uint8)
+            column[: raw.size] = raw
+            meta = f.create_dataset("Data/Image/0123abcd/Metadata", (60000, n), np.uint8,
+                                    chunks=(60000, 1), compression="gzip")  # fmt: skip
+            meta[:, 0] = column
+        os.replace(emd + ".part", emd)
+    return {"dectris": master, "velox": emd}
+
+
+def through_h5py_and_dask(path: str, key: str, frames_last: bool = False):
+    """The dataset `key` read by h5py (+ hdf5plugin) chunk by chunk through dask."""
+    import dask.array as da
+    import h5py
+    import hdf5plugin  # noqa: F401
+
+    f = h5py.File(path, "r")  # stays open while the dataset is used
+    if key == "dectris":
+        group = f["entry/data"]
+        parts = [group[k] for k in sorted(group) if k.startswith("data_")]
+        arr = da.concatenate([da.from_array(p, chunks=(CHUNK_FRAMES, *SIG)) for p in parts])
+    else:
+        arr = da.from_array(f[key], chunks=(*SIG, CHUNK_FRAMES)).transpose(2, 0, 1)
+    return arr
+
+
 def methods(paths: dict[str, str], nav) -> dict:
     return {
         "raw": lambda: ltdask.open_raw(paths["raw"], nav, SIG, DTYPE),
@@ -183,6 +279,14 @@ def methods(paths: dict[str, str], nav) -> dict:
         "mrc, mrcfile mmap + dask": lambda: mrcfile_dask(paths["mrc"], nav),
         "dm4": lambda: ltdask.open_dm(paths["dm4"]),
         "dm4, odd offset": lambda: ltdask.open_dm(paths["dm4 odd"]),
+        "dectris bslz4": lambda: ltdask.open_dectris(paths["dectris"], nav_shape=nav),
+        "dectris bslz4, h5py+dask": lambda: ltdask.from_array(
+            through_h5py_and_dask(paths["dectris"], "dectris").reshape(*nav, *SIG)
+        ),
+        "velox emd": lambda: ltdask.open_emd(paths["velox"]),
+        "velox emd, h5py+dask": lambda: ltdask.from_array(
+            through_h5py_and_dask(paths["velox"], "Data/Image/0123abcd/Data").reshape(*nav, *SIG)
+        ),
     }
 
 

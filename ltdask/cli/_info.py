@@ -56,9 +56,12 @@ def _present_rows(ds) -> list:
 
 
 def _metadata_rows(ds) -> list:
-    """What the file says about the acquisition (a format's ``metadata`` dict), and the
-    calibrations of the dims."""
-    rows = [(f"  {k}", v) for k, v in (getattr(ds, "metadata", None) or {}).items()]
+    """What the file says about the acquisition (a format's ``metadata`` dict: detector,
+    binning, ...; one row per entry that has a value), and the calibrations of the dims."""
+    metadata = getattr(ds, "metadata", None)
+    if not isinstance(metadata, dict):
+        metadata = {}
+    rows = [(f"  {k}", v) for k, v in metadata.items() if v is not None and v != ""]
     if rows:
         rows.insert(0, ("metadata", ""))
     cal = [

@@ -7,6 +7,7 @@ from ltdask.io.dataset import DataSet
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
 from ltdask.io.fileset import File, FileSet
+from ltdask.io.formats.dectris import DectrisDataSet, open_dectris
 from ltdask.io.formats.dm import DMDataSet, open_dm
 from ltdask.io.formats.hdf5 import HDF5DataSet, open_hdf5
 from ltdask.io.formats.hdf5_mapped import HDF5MappedDataSet
@@ -15,6 +16,7 @@ from ltdask.io.formats.mrc import MrcDataSet, open_mrc
 from ltdask.io.formats.npy import NpyDataSet, open_npy
 from ltdask.io.formats.raw import RawDataSet, open_raw
 from ltdask.io.formats.raw_csr import RawCSRDataSet, open_raw_csr
+from ltdask.io.formats.velox import VeloxDataSet, VeloxH5DataSet, open_emd
 from ltdask.io.formats.zarr import ZarrDataSet, open_zarr
 from ltdask.io.open import detect_format, open_dataset
 from ltdask.io.partition import Partition
@@ -34,6 +36,7 @@ __all__ = [
     "DMDataSet",
     "DataSet",
     "Decoder",
+    "DectrisDataSet",
     "File",
     "FileDataSet",
     "FileSet",
@@ -51,6 +54,8 @@ __all__ = [
     "RawDataSet",
     "TilingPreferences",
     "TilingScheme",
+    "VeloxDataSet",
+    "VeloxH5DataSet",
     "ZarrDataSet",
     "detect_format",
     "formats",
@@ -58,6 +63,8 @@ __all__ = [
     "get_format",
     "open_dataset",
     "open_dm",
+    "open_dectris",
+    "open_emd",
     "open_hdf5",
     "open_mib",
     "open_mrc",

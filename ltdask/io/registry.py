@@ -43,6 +43,8 @@ BUILTIN: dict[str, str] = {
     "mib": "ltdask.io.formats.mib:FORMAT",
     "mrc": "ltdask.io.formats.mrc:FORMAT",
     "dm": "ltdask.io.formats.dm:FORMAT",
+    "dectris": "ltdask.io.formats.dectris:FORMAT",
+    "velox": "ltdask.io.formats.velox:FORMAT",
 }
 
 

@@ -134,6 +134,8 @@ class Format:
     create: dict | None = None
     #: frame shape, where the format needs another than ``SIG``
     sig: tuple[int, ...] = SIG
+    #: the format stores float16 frames (DM and the counting detectors' formats do not)
+    float16: bool = True
 
     def data(self, seed: int = 0) -> np.ndarray:
         return make_data(self.dtype, sparse=self.sparse, seed=seed, sig=self.sig)
@@ -200,7 +202,7 @@ def _mib_formats() -> list[Format]:
     from ltdask.io import open_mib
 
     return [
-        Format("mib-u16", ">u2", write_mib, open_mib),
+        Format("mib-u16", ">u2", write_mib, open_mib, float16=False),
         # raw mode packs 4 pixels per 64-bit word: rows of a multiple of 4 pixels
         Format("mib-raw-r12", ">u2", write_mib, open_mib, create=dict(raw=True), sig=(9, 12)),
     ]
@@ -243,9 +245,16 @@ def _mrc_dm_formats() -> list[Format]:
     from ltdask.io import open_dm, open_mrc
 
     rows = [
-        Format("dm4-u16", "<u2", write_dm, open_dm),
+        Format("dm4-u16", "<u2", write_dm, open_dm, float16=False),
         # float32 pixels at an odd byte offset: unaligned views of the map
-        Format("dm3-f4-odd-offset", "<f4", write_dm, open_dm, create=dict(version=3, pad=1)),
+        Format(
+            "dm3-f4-odd-offset",
+            "<f4",
+            write_dm,
+            open_dm,
+            create=dict(version=3, pad=1),
+            float16=False,
+        ),
     ]
     if importlib.util.find_spec("mrcfile") is not None:
         rows += [
@@ -256,6 +265,51 @@ def _mrc_dm_formats() -> list[Format]:
 
 
 FORMATS += _mrc_dm_formats()
+
+
+def write_dectris(folder: Path, data, kind: str = "bslz4", chunk_frames: int = 4):
+    """A DECTRIS series (master + 3 data files, partial last chunks) with the scan shape in
+    ARINA's ``<base>.h5`` (``tests/helpers/dectrisfiles.py``)."""
+    from helpers.dectrisfiles import write_series
+
+    frames = data.reshape(-1, *data.shape[2:])
+    master = write_series(folder, frames, per_file=13, chunk_frames=chunk_frames, kind=kind,
+                          scan=data.shape[:2])  # fmt: skip
+    return master, {}
+
+
+def write_velox(folder: Path, data, **create):
+    """A Velox ``.emd`` with the stack and a HAADF image (``tests/helpers/emdfiles.py``)."""
+    from helpers.emdfiles import write_emd
+
+    frames = data.reshape(-1, *data.shape[2:])
+    return write_emd(folder / "scan.emd", frames, scan=data.shape[:2], extra_image=True,
+                     **create), {}  # fmt: skip
+
+
+def _dectris_velox_formats() -> list[Format]:
+    """DECTRIS series (bitshuffle-LZ4, LZ4) and Velox EMD (frame chunks, contiguous)."""
+    if importlib.util.find_spec("hdf5plugin") is None:
+        return []
+    from ltdask.io import open_dectris, open_emd
+
+    return [
+        Format("dectris-bslz4", "<u2", write_dectris, open_dectris),
+        Format(
+            "dectris-lz4-u32",
+            "<u4",
+            write_dectris,
+            open_dectris,
+            create=dict(kind="lz4", chunk_frames=3),
+        ),  # fmt: skip
+        Format("velox-emd", "<u2", write_velox, open_emd),
+        Format(
+            "velox-emd-contiguous", "<f4", write_velox, open_emd, create=dict(chunked=False)
+        ),  # fmt: skip
+    ]
+
+
+FORMATS += _dectris_velox_formats()
 
 HAVE_H5PY = importlib.util.find_spec("h5py") is not None
 if not HAVE_H5PY:  # h5py is an optional dependency of ltdask

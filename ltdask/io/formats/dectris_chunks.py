@@ -1,0 +1,338 @@
+"""Reading the compressed chunks of DECTRIS data files in tasks, without HDF5's filter pipeline.
+
+Each data file holds ``/entry/data/data`` of shape ``(frames, y, x)`` in chunks of one or more
+whole frames. A task looks up where the chunks are once per process and file (h5py's
+``chunk_iter``, cached), memory-maps the file and decompresses the chunks it needs with
+`bitshuffle` (HDF5 filter 32008 with LZ4 or Zstd inside) or `lz4` (filter 32004). Both
+release the GIL, so tasks on the threaded scheduler decompress in parallel; h5py decodes one
+chunk at a time under its process-wide lock.
+
+Chunk framing (both filters): a big-endian u64 with the decompressed byte count and a u32
+block size in bytes, then blocks, each a big-endian u32 compressed length and the block.
+Bitshuffle transposes bits inside each block; LZ4 stores a block whose compressed length
+equals its raw length uncompressed.
+
+Codecs the task cannot decode itself (another filter, a chunk shape that cuts frames, or
+`bitshuffle`/`lz4` not installed) are read through h5py with ``hdf5plugin``'s filters.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import glob
+import mmap
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from ltdask.exceptions import DataSetError
+from ltdask.io.checks import Signature, changed_error, same_version, signature_of
+from ltdask.io.formats.hdf5 import import_h5py
+
+#: decoded chunks a reader keeps for the tiles that cut them (several signal slices)
+CACHE_BYTES = 64 << 20
+#: the dataset inside every data file
+DATA_KEY = "/entry/data/data"
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One data file: frames ``first .. first + count`` of the series, in chunks of
+    `chunk_frames` frames of the dataset `key`."""
+
+    path: str
+    key: str
+    first: int
+    count: int
+    chunk_frames: int
+    signature: Signature
+
+
+def codec_of(dset) -> str:
+    """How tasks decode the chunks of the h5py dataset `dset`: ``"none"``, ``"bslz4"``,
+    ``"bszstd"``, ``"lz4"``, or ``"h5py"`` (through HDF5's own filter pipeline)."""
+    plist = dset.id.get_create_plist()
+    filters = [plist.get_filter(i)[:3] for i in range(plist.get_nfilters())]
+    if dset.chunks is None or tuple(dset.chunks[1:]) != tuple(dset.shape[1:]):
+        return "h5py"  # chunks that cut frames: HDF5 assembles them
+    if not filters:
+        return "none"
+    if len(filters) > 1:
+        return "h5py"
+    code, _, values = filters[0]
+    if code == 32004:
+        return "lz4" if _have("lz4") else "h5py"
+    if code == 32008 and len(values) >= 5 and values[4] in (2, 3) and _have("bitshuffle"):
+        return "bslz4" if values[4] == 2 else "bszstd"
+    return "h5py"
+
+
+@functools.cache
+def _have(module: str) -> bool:
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class ChunkTable:
+    """Where each chunk of a data file is: byte offset, stored size, HDF5 filter mask."""
+
+    offsets: np.ndarray
+    sizes: np.ndarray
+    masks: np.ndarray
+
+
+@functools.lru_cache(maxsize=256)
+def chunk_table(path: str, key: str, chunk_frames: int, count: int, signature) -> ChunkTable:
+    """The chunks of the dataset `key` in `path`, in frame order (once per process and file
+    version: `signature` is part of the cache key)."""
+    h5py = import_h5py()
+    try:
+        now = signature_of(os.stat(path))
+    except OSError as e:
+        raise DataSetError(f"cannot read {path!r}: {e.strerror or e}") from None
+    if not same_version(signature, now):
+        raise changed_error(path, signature, now)
+    nchunks = -(-count // chunk_frames)
+    offsets = np.full(nchunks, -1, dtype=np.int64)
+    sizes = np.zeros(nchunks, dtype=np.int64)
+    masks = np.zeros(nchunks, dtype=np.uint32)
+    try:
+        with h5py.File(path, "r") as f:
+            dset = f[key]
+
+            def visit(info):
+                index = info.chunk_offset[0] // chunk_frames
+                if 0 <= index < nchunks and info.byte_offset is not None:
+                    offsets[index] = info.byte_offset
+                    sizes[index] = info.size
+                    masks[index] = info.filter_mask
+
+            dset.id.chunk_iter(visit)
+    except (OSError, KeyError) as e:
+        raise DataSetError(f"cannot read the chunk index of {path!r} ({key}): {e}") from None
+    size = signature[2]
+    missing = np.flatnonzero(offsets < 0)
+    if missing.size:
+        raise DataSetError(
+            f"{path!r}: chunk {int(missing[0])} of {key} (frames from "
+            f"{int(missing[0]) * chunk_frames}) was never written; the file is incomplete"
+        )
+    beyond = np.flatnonzero(offsets + sizes > size)
+    if beyond.size:
+        raise DataSetError(
+            f"{path!r}: chunk {int(beyond[0])} of {key} lies beyond the end of the file "
+            f"({size} bytes); the file is truncated"
+        )
+    return ChunkTable(offsets, sizes, masks)
+
+
+def _header(raw: np.ndarray, expected: int, where: str) -> int:
+    """The block size of a chunk of `expected` decoded bytes, from its 12-byte header."""
+    if raw.size < 12:
+        raise DataSetError(f"{where}: {raw.size} bytes, too short for a chunk header")
+    total = int.from_bytes(raw[:8].tobytes(), "big")
+    block = int.from_bytes(raw[8:12].tobytes(), "big")
+    if total != expected:
+        raise DataSetError(f"{where}: the header says {total} bytes, the chunk holds {expected}")
+    if block <= 0 or block > max(expected, 1 << 30):
+        raise DataSetError(f"{where}: block size {block} in the chunk header is not valid")
+    return block
+
+
+@functools.cache
+def _bitshuffle_openmp():
+    """``omp_set_num_threads`` of the OpenMP runtime that bitshuffle's wheel carries for
+    itself (``bitshuffle.libs/libgomp-*.so``), or None (another build: left alone)."""
+    import bitshuffle
+
+    folder = os.path.join(os.path.dirname(os.path.dirname(bitshuffle.__file__)), "bitshuffle.libs")
+    for path in sorted(glob.glob(os.path.join(folder, "libgomp*.so*"))):
+        try:
+            return ctypes.CDLL(path).omp_set_num_threads
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
+_openmp_set = threading.local()
+
+
+def _one_openmp_thread() -> None:
+    """Decompress on the calling thread only: tasks already decompress in parallel, and an
+    OpenMP team per call oversubscribes the cores (its threads spin while they wait, which
+    made 2 threads decode 4x slower than 1 on a loaded 2-core machine). The setting is per
+    thread and only reaches bitshuffle's private OpenMP runtime."""
+    if getattr(_openmp_set, "done", False):
+        return
+    setter = _bitshuffle_openmp()
+    if setter is not None:
+        setter(1)
+    _openmp_set.done = True
+
+
+def decode_bitshuffle(raw: np.ndarray, nelems: int, dtype: np.dtype, zstd: bool, where: str):
+    """A bitshuffle chunk (HDF5 filter 32008) decoded to `nelems` items of `dtype`."""
+    import bitshuffle
+
+    _one_openmp_thread()
+
+    block = _header(raw, nelems * dtype.itemsize, where)
+    if block % dtype.itemsize or (block // dtype.itemsize) % 8:
+        raise DataSetError(f"{where}: block size {block} bytes does not fit {dtype} items")
+    decompress = bitshuffle.decompress_zstd if zstd else bitshuffle.decompress_lz4
+    try:
+        return decompress(raw[12:], (nelems,), dtype, block // dtype.itemsize)
+    except (ValueError, RuntimeError) as e:
+        raise DataSetError(f"{where}: the chunk does not decompress: {e}") from None
+
+
+def decode_lz4(raw: np.ndarray, nelems: int, dtype: np.dtype, where: str) -> np.ndarray:
+    """An LZ4 chunk (HDF5 filter 32004) decoded to `nelems` items of `dtype`."""
+    import lz4.block
+
+    expected = nelems * dtype.itemsize
+    block = _header(raw, expected, where)
+    out = np.empty(expected, dtype=np.uint8)
+    pos, done = 12, 0
+    view = memoryview(raw.data)
+    while done < expected:
+        want = min(block, expected - done)
+        if pos + 4 > raw.size:
+            raise DataSetError(f"{where}: the chunk ends inside block {done // block}")
+        length = int.from_bytes(raw[pos : pos + 4].tobytes(), "big")
+        pos += 4
+        if length <= 0 or pos + length > raw.size:
+            raise DataSetError(f"{where}: block {done // block} claims {length} bytes")
+        if length == want:
+            out[done : done + want] = raw[pos : pos + length]
+        else:
+            try:
+                data = lz4.block.decompress(view[pos : pos + length], uncompressed_size=want)
+            except lz4.block.LZ4BlockError as e:
+                raise DataSetError(
+                    f"{where}: block {done // block} does not decompress: {e}"
+                ) from None
+            if len(data) != want:
+                raise DataSetError(f"{where}: block {done // block} decompresses to {len(data)}")
+            out[done : done + want] = np.frombuffer(data, dtype=np.uint8)
+        pos += length
+        done += want
+    return out.view(dtype)
+
+
+class ChunkReader:
+    """``read(index, out)`` over the series' frames, for one task: decoded chunks are kept
+    (up to `CACHE_BYTES`) while tiles cut them into signal slices."""
+
+    def __init__(self, files, frame_shape, dtype, codec: str):
+        self.files = files
+        self.frame_shape = tuple(frame_shape)
+        self.dtype = np.dtype(dtype)
+        self.codec = codec
+        self.starts = np.array([f.first for f in files], dtype=np.int64)
+        self._maps: dict[int, np.ndarray] = {}
+        self._h5: dict[int, tuple] = {}
+        self._cache: OrderedDict = OrderedDict()
+        self._cached_bytes = 0
+
+    def close(self) -> None:
+        for f, _ in self._h5.values():
+            f.close()
+        self._h5.clear()
+        self._maps.clear()
+        self._cache.clear()
+
+    def _map(self, i: int) -> np.ndarray:
+        if i not in self._maps:
+            entry = self.files[i]
+            try:
+                with open(entry.path, "rb") as fh:
+                    st = os.fstat(fh.fileno())
+                    if not same_version(entry.signature, signature_of(st)):
+                        raise changed_error(entry.path, entry.signature, signature_of(st))
+                    mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            except (OSError, ValueError) as e:
+                why = getattr(e, "strerror", None) or e
+                raise DataSetError(f"cannot read {entry.path!r}: {why}") from None
+            self._maps[i] = np.frombuffer(mm, dtype=np.uint8)
+        return self._maps[i]
+
+    def _through_h5py(self, i: int, c: int) -> np.ndarray:
+        entry = self.files[i]
+        if i not in self._h5:
+            h5py = import_h5py()
+            try:
+                f = h5py.File(entry.path, "r")
+            except OSError as e:
+                raise DataSetError(f"cannot read {entry.path!r} as HDF5: {e}") from None
+            self._h5[i] = (f, f[entry.key])
+        dset = self._h5[i][1]
+        a = c * entry.chunk_frames
+        try:
+            return dset[a : min(a + entry.chunk_frames, entry.count)]
+        except OSError as e:
+            raise DataSetError(f"cannot read {entry.path!r} chunk {c}: {e}") from e
+
+    def _decode(self, i: int, c: int) -> np.ndarray:
+        entry = self.files[i]
+        if self.codec == "h5py":
+            return self._through_h5py(i, c)
+        table = chunk_table(entry.path, entry.key, entry.chunk_frames, entry.count, entry.signature)
+        mm = self._map(i)
+        off, size = int(table.offsets[c]), int(table.sizes[c])
+        raw = mm[off : off + size]
+        nelems = entry.chunk_frames * int(np.prod(self.frame_shape))
+        where = f"{entry.path!r}: chunk {c} of {entry.key} (at byte {off})"
+        if self.codec == "none" or table.masks[c] & 1:
+            # a chunk stored without the filter (HDF5 skipped it): its raw items
+            if size < nelems * self.dtype.itemsize:
+                raise DataSetError(
+                    f"{where}: {size} bytes, expected {nelems * self.dtype.itemsize}"
+                )
+            flat = raw[: nelems * self.dtype.itemsize].view(self.dtype)
+        elif self.codec == "lz4":
+            flat = decode_lz4(raw, nelems, self.dtype, where)
+        else:
+            flat = decode_bitshuffle(raw, nelems, self.dtype, self.codec == "bszstd", where)
+        n = min(entry.chunk_frames, entry.count - c * entry.chunk_frames)
+        return flat.reshape((entry.chunk_frames, *self.frame_shape))[:n]
+
+    def chunk(self, i: int, c: int) -> np.ndarray:
+        key = (i, c)
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            return hit
+        data = self._decode(i, c)
+        self._cache[key] = data
+        self._cached_bytes += data.nbytes
+        while self._cached_bytes > CACHE_BYTES and len(self._cache) > 1:
+            _, old = self._cache.popitem(last=False)
+            self._cached_bytes -= old.nbytes
+        return data
+
+    def read(self, index: tuple, out: np.ndarray) -> None:
+        """Fill `out` with the frames ``index[0]`` (a slice of the series) cut to the signal
+        slices ``index[1:]``."""
+        frames, sig = index[0], index[1:]
+        start, stop = frames.start, frames.stop
+        i = int(np.searchsorted(self.starts, start, side="right")) - 1
+        pos = start
+        while pos < stop:
+            entry = self.files[i]
+            local = pos - entry.first
+            c, within = divmod(local, entry.chunk_frames)
+            data = self.chunk(i, c)
+            n = min(stop - pos, data.shape[0] - within)
+            out[pos - start : pos - start + n] = data[(slice(within, within + n), *sig)]
+            pos += n
+            if pos - entry.first >= entry.count:
+                i += 1
