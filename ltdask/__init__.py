@@ -20,11 +20,14 @@ from ltdask.io import (
     TilingPreferences,
     TilingScheme,
     from_array,
+    open_blo,
+    open_empad,
     open_hdf5,
     open_mib,
     open_npy,
     open_raw,
     open_raw_csr,
+    open_tvips,
     open_zarr,
 )
 from ltdask.io import open_dataset as open  # noqa: A004  (the documented name)
@@ -66,10 +69,13 @@ __all__ = [
     "udf",
     "from_array",
     "open",
+    "open_blo",
+    "open_empad",
     "open_hdf5",
     "open_mib",
     "open_npy",
     "open_raw",
     "open_raw_csr",
+    "open_tvips",
     "open_zarr",
 ]

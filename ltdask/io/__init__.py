@@ -7,12 +7,15 @@ from ltdask.io.dataset import DataSet
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
 from ltdask.io.fileset import File, FileSet
+from ltdask.io.formats.blo import BloDataSet, open_blo
+from ltdask.io.formats.empad import EMPADDataSet, open_empad
 from ltdask.io.formats.hdf5 import HDF5DataSet, open_hdf5
 from ltdask.io.formats.hdf5_mapped import HDF5MappedDataSet
 from ltdask.io.formats.mib import MibDataSet, open_mib
 from ltdask.io.formats.npy import NpyDataSet, open_npy
 from ltdask.io.formats.raw import RawDataSet, open_raw
 from ltdask.io.formats.raw_csr import RawCSRDataSet, open_raw_csr
+from ltdask.io.formats.tvips import TVIPSDataSet, open_tvips
 from ltdask.io.formats.zarr import ZarrDataSet, open_zarr
 from ltdask.io.open import detect_format, open_dataset
 from ltdask.io.partition import Partition
@@ -28,8 +31,10 @@ from ltdask.io.tiling import Negotiator, TilingPreferences, TilingScheme
 
 __all__ = [
     "ArrayDataSet",
+    "BloDataSet",
     "ChunkedArrayDataSet",
     "DataSet",
+    "EMPADDataSet",
     "Decoder",
     "File",
     "FileDataSet",
@@ -45,6 +50,7 @@ __all__ = [
     "Partition",
     "RawCSRDataSet",
     "RawDataSet",
+    "TVIPSDataSet",
     "TilingPreferences",
     "TilingScheme",
     "ZarrDataSet",
@@ -53,11 +59,14 @@ __all__ = [
     "from_array",
     "get_format",
     "open_dataset",
+    "open_blo",
+    "open_empad",
     "open_hdf5",
     "open_mib",
     "open_npy",
     "open_raw",
     "open_raw_csr",
+    "open_tvips",
     "open_zarr",
     "supported_formats",
 ]

@@ -41,6 +41,9 @@ BUILTIN: dict[str, str] = {
     "zarr": "ltdask.io.formats.zarr:FORMAT",
     "raw_csr": "ltdask.io.formats.raw_csr:FORMAT",
     "mib": "ltdask.io.formats.mib:FORMAT",
+    "empad": "ltdask.io.formats.empad:FORMAT",
+    "blo": "ltdask.io.formats.blo:FORMAT",
+    "tvips": "ltdask.io.formats.tvips:FORMAT",
 }
 
 
