@@ -136,7 +136,12 @@ class BloDataSet(FileDataSet):
             )
         count = min(count, nx * ny)  # anything after the scan's records is not a frame
         self._check_records(path, data_offset, stride, count)
-        self.header = h
+        #: the header's fields (names of `HEADER_DTYPE`), as Python numbers
+        self.header = {
+            name: h[name].tolist()
+            for name in HEADER_DTYPE.names or ()
+            if name not in ("id", "centering", "distortion")
+        }
         self.note = note
         self.metadata = {
             "detector": "NanoMEGAS block file",
@@ -174,22 +179,22 @@ class BloDataSet(FileDataSet):
     def _nav_calibration(self):
         if len(self.nav_shape) != 2:
             return None
-        steps = [float(self.header["step_y"]), float(self.header["step_x"])]
+        steps = [self.header["step_y"], self.header["step_x"]]
         if not all(math.isfinite(s) and s > 0 for s in steps):
             return None
         return [(s, "nm") for s in steps]
 
     def _sig_calibration(self):
-        sdp = int(self.header["sdp"])
+        sdp = self.header["sdp"]
         if sdp == 0 or len(self.sig_shape) != 2:
             return None
         return (100.0 / sdp, "cm")  # the header holds 100 x pixels per cm
 
     def virtual_bright_field(self) -> np.ndarray:
         """The file's virtual bright-field image, ``(NY, NX)`` uint8."""
-        ny, nx = int(self.header["ny"]), int(self.header["nx"])
+        ny, nx = self.header["ny"], self.header["nx"]
         with open(self.fileset.files[0].path, "rb") as f:
-            f.seek(int(self.header["vbf_offset"]))
+            f.seek(self.header["vbf_offset"])
             raw = f.read(ny * nx)
         if len(raw) < ny * nx:
             raise DataSetError(f"{self.path!r}: the virtual bright field is cut off")
