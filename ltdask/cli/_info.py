@@ -32,6 +32,7 @@ def info(path, nav_shape, sig_shape, dtype, sync_offset, key):
         ("sync offset", ds.sync_offset),
         ("partitions", f"{len(parts)} (nav chunks {_chunks(ds.nav_chunks)})"),
         ("tiles (float32)", f"{scheme.tileshape}, {len(scheme)} signal slices"),
+        *_metadata_rows(ds),
     ]
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
@@ -52,6 +53,18 @@ def _present_rows(ds) -> list:
             "and are invalid",
         )
     ]
+
+
+def _metadata_rows(ds) -> list:
+    """The format's own details (a dataset's ``metadata`` dict) and its calibrations."""
+    rows = [(f"  {k}", v) for k, v in (getattr(ds, "metadata", None) or {}).items()]
+    rows = [("metadata", "")] + rows if rows else []
+    for kind in ("nav", "sig"):
+        axes = getattr(ds, f"{kind}_calibration", ())
+        if any(a.calibrated for a in axes):
+            text = ", ".join(f"{a.scale:g} {a.units} (origin {a.origin:g})" for a in axes)
+            rows.append((f"{kind} calibration", text))
+    return rows
 
 
 def _chunks(chunks) -> str:

@@ -21,7 +21,7 @@ def empad_frames(n: int, seed: int = 0, sparse: bool = False) -> np.ndarray:
     rng = np.random.default_rng(seed)
     values = np.round(rng.normal(3.0, 40.0, size=(n, *SIG)), 1)
     if sparse:
-        values = np.where(rng.random(values.shape) < 0.02, values, 0.0)
+        values = np.where(rng.random(values.shape) < 0.005, values, 0.0)
     return values.astype(np.float32)
 
 

@@ -83,7 +83,7 @@ def _tvips(nav, lead=0, tail=0, per_file=12, bits=16, sig=(9, 11), seed=0, given
 
 
 CASES = [
-    Case("empad-scan", _empad((3, 4), fov=(9e-8, 1.6e-7), pixelsize=0.0123)),
+    Case("empad-scan", _empad((3, 4), fov=(9e-8, 1.6e-7), pixelsize=2.5e-11)),
     # the acquire parameters do not fit the file: LiberTEM takes the search parameters
     Case("empad-search", _empad((2, 3), acquire=(128, 128), search=(2, 3), pix=False)),
     Case("empad-series", _empad((5,), kind="series", seed=1)),

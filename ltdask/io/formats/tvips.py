@@ -133,6 +133,7 @@ class TVIPSDataSet(FileDataSet):
             sync_offset = 0 if scan is None else scan.sync_offset
         self.header = h
         self.metadata = self._metadata(fileset)
+        self.metadata["scan_detection"] = self.scan_detection
         super().__init__(fileset, Decoder(dtype), nav_shape, sync_offset=sync_offset, dims=dims)
         mode = self.metadata.get("mode")
         if h["version"] == 2 and h["pixel_size"] > 0 and len(self.sig_shape) == 2:
