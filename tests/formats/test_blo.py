@@ -65,7 +65,9 @@ def test_udfs_skip_the_record_headers(tmp_path):
     ds = ltdask.open_blo(write_blo(tmp_path / "scan.blo", frames, (3, 4)))
     sums, sig_sums = ltdask.compute(ds, [SumUDF(), SumSigUDF()])
     np.testing.assert_array_equal(sums["intensity"].values, frames.sum(axis=0))
-    np.testing.assert_array_equal(sig_sums["intensity"].values, frames.sum(axis=(1, 2)).reshape(3, 4))
+    np.testing.assert_array_equal(
+        sig_sums["intensity"].values, frames.sum(axis=(1, 2)).reshape(3, 4)
+    )
 
 
 @pytest.mark.parametrize("cut", [0, 20], ids=["whole-records", "partial-record"])

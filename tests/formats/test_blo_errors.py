@@ -42,7 +42,9 @@ def test_truncated_header(blo):
 
 
 @pytest.mark.parametrize(
-    ("offset", "value"), [(8, 100), (12, 10**8), (12, 4000)], ids=["vbf-in-header", "frames-past-end", "frames-before-vbf"]
+    ("offset", "value"),
+    [(8, 100), (12, 10**8), (12, 4000)],
+    ids=["vbf-in-header", "frames-past-end", "frames-before-vbf"],
 )
 def test_offsets_that_do_not_fit(blo, offset, value):
     patch(blo, offset, "<I", value)

@@ -28,9 +28,7 @@ def in_nm(scale, units):
     return (scale * pint.UnitRegistry()(units)).to("nm").magnitude
 
 
-@pytest.mark.parametrize(
-    "nav", [(3, 5), (1, 7), (4, 1), (1, 1)], ids=["3x5", "1x7", "4x1", "1x1"]
-)
+@pytest.mark.parametrize("nav", [(3, 5), (1, 7), (4, 1), (1, 1)], ids=["3x5", "1x7", "4x1", "1x1"])
 def test_scan_equals_rsciio(tmp_path, nav):
     frames = empad_frames(int(np.prod(nav)), seed=sum(nav))
     frames[0, 5, 7] = np.nan  # EMPAD frames may hold NaN: read as they are

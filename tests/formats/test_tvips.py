@@ -72,7 +72,9 @@ def test_scan_from_rotator_equals_rsciio_auto(tmp_path):
 
 def test_rotator_of_a_non_square_scan(tmp_path):
     rotator = np.r_[np.zeros(2), np.arange(1, 13)]
-    paths = write_tvips(tmp_path, tvips_frames(14, (3, 3)), 14, frame_header_bytes=60, rotator=rotator)
+    paths = write_tvips(
+        tmp_path, tvips_frames(14, (3, 3)), 14, frame_header_bytes=60, rotator=rotator
+    )
     ds = ltdask.open_tvips(paths[0])
     assert ds.nav_shape == (12,) and ds.sync_offset == 2
 
@@ -131,7 +133,9 @@ def test_version_1(tmp_path):
     np.testing.assert_array_equal(ds.to_dask().compute(), frames)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     ny=st.integers(1, 4),
     nx=st.integers(2, 6),

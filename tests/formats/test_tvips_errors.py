@@ -25,13 +25,20 @@ def patch(path, offset, value):
 
 def test_missing_first_file(series):
     series[0].unlink()
-    with pytest.raises(DataSetError, match=r"scan_000\.tvips \(the first file, which holds the series header\) .* is missing"):
+    with pytest.raises(
+        DataSetError,
+        match=r"scan_000\.tvips \(the first file, which holds the series header\) .* is missing",
+    ):
         ltdask.open_tvips(series[1])
 
 
 def test_missing_middle_file(series):
     series[1].unlink()
-    with pytest.raises(DataSetError, match=r"scan_001\.tvips \(a file\) of the series is missing.*found scan_000\.tvips, scan_002\.tvips"):
+    with pytest.raises(
+        DataSetError,
+        match=r"scan_001\.tvips \(a file\) of the series is missing.*"
+        r"found scan_000\.tvips, scan_002\.tvips",
+    ):
         ltdask.open_tvips(series[2])
 
 
@@ -68,7 +75,8 @@ def test_truncated_series_header(series):
 def test_middle_file_ending_inside_a_frame(series):
     series[1].write_bytes(series[1].read_bytes()[:-5])
     with pytest.raises(
-        DataSetError, match=r"scan_001\.tvips' ends inside frame 5 of the stream .*only the last file"
+        DataSetError,
+        match=r"scan_001\.tvips' ends inside frame 5 of the stream .*only the last file",
     ):
         ltdask.open_tvips(series[0])
 
@@ -82,7 +90,9 @@ def test_no_whole_frame(tmp_path):
 def test_a_lone_file_without_series_header(tmp_path):
     path = tmp_path / "movie.tvips"
     path.write_bytes(bytes(1000))
-    with pytest.raises(DataSetError, match=r"movie\.tvips' does not start with a TVIPS series header"):
+    with pytest.raises(
+        DataSetError, match=r"movie\.tvips' does not start with a TVIPS series header"
+    ):
         ltdask.open(path)
 
 

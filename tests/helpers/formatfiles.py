@@ -209,14 +209,12 @@ def _mib_formats() -> list[Format]:
 FORMATS += _mib_formats()
 
 
-
 def _empad_blo_tvips_formats() -> list[Format]:
     """EMPAD (XML + raw), NanoMEGAS BLO and a three-file TVIPS series, by the writers of
     ``tests/helpers/{empad,blo,tvips}files.py``; the openers find the scan shape themselves."""
     from helpers.blofiles import write_blo
     from helpers.empadfiles import write_empad
     from helpers.tvipsfiles import scan_positions, write_tvips
-
     from ltdask.io import open_blo, open_empad, open_tvips
 
     def frames(data):

@@ -100,7 +100,9 @@ CASES = [
     # three files (12, 12, 1 frames), 3 lead-in frames before a 4 x 5 scan, 2 after it
     Case("tvips-scan", _tvips((4, 5), lead=3, tail=2)),
     Case("tvips-u8-odd-header", _tvips((3, 7), lead=1, bits=8, frame_header_bytes=77, seed=1)),
-    Case("tvips-given", _tvips((2, 6), lead=2, given={"nav_shape": (3, 4), "sync_offset": 1}, seed=2)),
+    Case(
+        "tvips-given", _tvips((2, 6), lead=2, given={"nav_shape": (3, 4), "sync_offset": 1}, seed=2)
+    ),
     Case("tvips-v1", _tvips((7,), per_file=4, version=1, seed=3, sig=(6, 5))),
 ]
 

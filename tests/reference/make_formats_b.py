@@ -34,7 +34,9 @@ class FramesUDF(UDF):
     def get_result_buffers(self):
         return {
             "frames": self.buffer(
-                kind="nav", extra_shape=tuple(self.meta.dataset_shape.sig), dtype=self.meta.input_dtype
+                kind="nav",
+                extra_shape=tuple(self.meta.dataset_shape.sig),
+                dtype=self.meta.input_dtype,
             )
         }
 

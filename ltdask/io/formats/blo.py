@@ -248,8 +248,9 @@ def open_blo(
     Examples
     --------
     >>> import numpy as np, ltdask, tempfile, os
+    >>> from ltdask.io.formats.blo import HEADER_DTYPE
     >>> frames = np.arange(6 * 16, dtype=np.uint8).reshape(6, 4, 4)
-    >>> header = np.zeros(1, ltdask.io.formats.blo.HEADER_DTYPE)
+    >>> header = np.zeros(1, HEADER_DTYPE)
     >>> header[["id", "magic", "vbf_offset", "data_offset", "dp_size", "nx", "ny"]] = (
     ...     b"IMGBLO", 0x0102, 256, 272, 4, 3, 2)
     >>> records = b"".join(b"\\xaa\\x55" + i.to_bytes(4, "little") + f.tobytes()

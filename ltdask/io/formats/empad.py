@@ -102,7 +102,9 @@ def nav_candidates(root: ET.Element, xml_path: str, raw_path: str) -> list[tuple
     ``scan_x<X>_y<Y>`` name."""
     kind = (_text(root, "type") or "scan").lower()
     if kind == "series":
-        count = _int(root, "count", xml_path) or _int(root, "scan_parameters/series_count", xml_path)
+        count = _int(root, "count", xml_path) or _int(
+            root, "scan_parameters/series_count", xml_path
+        )
         if count is None:
             raise DataSetError(f"{xml_path!r}: a series without <count>")
         return [(count,)]
@@ -154,7 +156,9 @@ def nav_calibration(root: ET.Element, nav: tuple[int, ...]):
             scales = [float(values[i]) / nav[i] * 1e9 for i in range(2)]
         except (ValueError, TypeError, SyntaxError, IndexError):
             return None
-        return [(s, "nm") for s in scales] if all(s > 0 and math.isfinite(s) for s in scales) else None
+        return (
+            [(s, "nm") for s in scales] if all(s > 0 and math.isfinite(s) for s in scales) else None
+        )
     width = _float(root, "iom_measurements/full_scan_field_of_view/x")
     factor = _float(root, "iom_measurements/full_scan_field_of_view/scale_factor")
     if width and factor:
@@ -241,9 +245,7 @@ class EMPADDataSet(FileDataSet):
         fileset = FileSet(
             [File(raw_path, 0, count, 0, signature)], sig, EMPAD_DTYPE, 0, FOOTER_BYTES
         )
-        super().__init__(
-            fileset, Decoder(EMPAD_DTYPE), nav, sync_offset=sync_offset, dims=dims
-        )
+        super().__init__(fileset, Decoder(EMPAD_DTYPE), nav, sync_offset=sync_offset, dims=dims)
         if root is not None:
             self.calibrate(
                 nav=nav_calibration(root, self.nav_shape),

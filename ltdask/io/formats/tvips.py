@@ -61,9 +61,10 @@ def series_files(path: str) -> list[str]:
     missing = [i for i in range(last + 1) if i not in found]
     if missing:
         what = "the first file, which holds the series header" if missing[0] == 0 else "a file"
+        names = ", ".join(os.path.basename(found[i]) for i in sorted(found))
         raise DataSetError(
             f"{path!r}: {stem}_{missing[0]:03d}.tvips ({what}) of the series is missing from "
-            f"{folder or '.'!r}; found {', '.join(os.path.basename(found[i]) for i in sorted(found))}"
+            f"{folder or '.'!r}; found {names}"
         )
     return [found[i] for i in range(last + 1)]
 
