@@ -17,7 +17,8 @@ import pytest
 from reference.formats_b_cases import CASES, data_file
 
 import ltdask
-from ltdask.udf import SumSigUDF
+from ltdask.compat import Context
+from ltdask.udf import PickUDF, SumSigUDF
 
 
 def stored(case):
@@ -46,6 +47,18 @@ def test_frames_equal_libertem(case, tmp_path):
     expected = ref["frames"].reshape(*ds.nav_shape, -1).astype(np.float64).sum(axis=-1)
     np.testing.assert_allclose(res["intensity"].values, expected, rtol=1e-5, atol=1e-2)
     np.testing.assert_array_equal(res["intensity_valid"].values, present)
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES])
+def test_libertem_load_arguments(case, tmp_path):
+    """The very ``ctx.load(...)`` call the reference script made, through ltdask's Context."""
+    ref = stored(case)
+    load = case.write(tmp_path)
+    ds = Context().load(load.lt_type, **load.lt_kwargs)
+    res = Context().run_udf(dataset=ds, udf=PickUDF(), roi=ds.roi[(0,) * len(ds.nav_shape)])
+    np.testing.assert_array_equal(
+        res["intensity"].data[0], ref["frames"].reshape(-1, *ds.sig_shape)[0]
+    )
 
 
 def test_cases_cover_the_issue():
