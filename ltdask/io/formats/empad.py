@@ -274,7 +274,8 @@ def open_empad(
     ----------
     path
         The ``.xml`` descriptor, which names the raw file (in the same folder); or the
-        ``.raw`` file, whose descriptor is looked for next to it unless `nav_shape` is given.
+        ``.raw`` file, whose descriptor is looked for next to it unless `nav_shape` is given
+        (``ltdask.open`` takes a ``.raw`` file for raw data: add ``format="empad"``).
     nav_shape
         The scan shape; by default from the XML: a series' ``count``; for a scan, the first
         of the ``acquire`` and ``search`` scan parameters, ``pix_y``/``pix_x`` and the raw
