@@ -122,4 +122,3 @@ def test_xarray_and_info(tmp_path):
     out = CliRunner().invoke(cli, ["info", str(path)])
     assert out.exit_code == 0, out.output
     assert "blo" in out.output and "Precession angle" in out.output
-    assert "nav calibration" in out.output

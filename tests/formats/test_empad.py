@@ -146,4 +146,3 @@ def test_info_shows_metadata_and_calibration(tmp_path):
     assert out.exit_code == 0, out.output
     assert "empad" in out.output and "EMPADDataSet" in out.output
     assert "exposure_time" in out.output and "300000.0" in out.output
-    assert "sig calibration" in out.output and "1/nm" in out.output
