@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import ltdask
 from ltdask.cli import main as cli
-from ltdask.udf import SumSigUDF
+from ltdask.udf import SumSigUDF, SumUDF
 
 
 def rsciio_read(path, **kwargs):
@@ -171,3 +171,21 @@ def test_xarray_and_info(tmp_path):
     assert out.exit_code == 0, out.output
     assert "tvips" in out.output and "scan positions in the frame headers" in out.output
     assert "high_tension_kV" in out.output
+
+
+@pytest.mark.parametrize("header", [128, 60, 14], ids=["h128", "h60", "h14"])
+def test_native_tiles_are_rows_of_the_records(tmp_path, header):
+    """Read in their own dtype, frames with headers between them reach flat-tile UDFs as rows
+    of the files' records (pixels from the header's end), in tiles and partitions that
+    do not divide the files."""
+    import dask
+
+    frames = tvips_frames(23, (6, 10), seed=header)
+    paths = write_tvips(tmp_path, frames, 5, frame_header_bytes=header)
+    small = {"ltdask.partition-bytes": 1500, "ltdask.min-partitions": 1, "ltdask.tile-bytes": 400}
+    with dask.config.set(small):
+        ds = ltdask.open_tvips(paths[0])
+        assert ds.hands_out_views(ds.dtype)
+        sums, sig_sums = ltdask.compute(ds, [SumUDF(dtype="uint16"), SumSigUDF(dtype="uint16")])
+    np.testing.assert_array_equal(sums["intensity"].values, frames.sum(axis=0, dtype=np.int64))
+    np.testing.assert_array_equal(sig_sums["intensity"].values, frames.sum(axis=(1, 2)))
