@@ -30,7 +30,14 @@ each format, by the format's own writer:
   ``dectris bslz4, h5py+dask``, the same data files read by h5py + hdf5plugin through
   ``dask.array.from_array`` (chunks of 16 frames) and ``ltdask.from_array``;
 * ``velox emd``: a Velox ``.emd`` (frames last, one uncompressed chunk per frame) read
-  straight from the file; and ``velox emd, h5py+dask`` as above.
+  straight from the file; and ``velox emd, h5py+dask`` as above;
+* ``blo u16``, ``tvips u16``: the scan as a 16-bit NanoMEGAS block file and as a TVIPS series
+  of three files (headers by the tests' writers ``tests/helpers/{blo,tvips}files.py``),
+  frames straight from the files with their record headers skipped;
+* ``empad f32``: EMPAD's fixed 128 x 128 float32 frames (each with its two metadata rows),
+  ``nav[0] x 2 nav[1]`` of them (as many bytes as the uint16 scan), next to the same frames
+  as a raw float32 file and a raw uint16 file of as many 128 x 128 frames; a second table
+  gives each of these formats' ratio to the raw file of the same frames.
 
 The counts are below 4096, so the 12-bit raw file holds the same data as the others.
 
@@ -59,10 +66,12 @@ from ltdask.io import open_hdf5, open_zarr
 
 # the Merlin writer of the tests (numpy only)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from helpers.blofiles import blo_header  # noqa: E402
 from helpers.dectrisfiles import write_master  # noqa: E402
 from helpers.dmfiles import write_dm  # noqa: E402
 from helpers.emdfiles import frame_metadata  # noqa: E402
 from helpers.mibfiles import write_mib  # noqa: E402
+from helpers.tvipsfiles import frame_headers, series_header  # noqa: E402
 
 SIG = (256, 256)
 DTYPE = np.dtype("uint16")
@@ -144,6 +153,73 @@ def write_all(folder: str, nav: tuple[int, int]) -> dict[str, str]:
         os.replace(paths[key] + ".part", paths[key])
     paths.update(write_mrc_dm(folder, nav, paths["raw"]))
     paths.update(write_dectris_velox(folder, nav))
+    paths.update(write_empad_blo_tvips(folder, nav))
+    return paths
+
+
+def write_empad_blo_tvips(folder: str, nav: tuple[int, int]) -> dict[str, str]:
+    """The scan as a 16-bit block file and a three-file TVIPS series; EMPAD frames of as many
+    bytes, also as raw float32 and (as many frames) raw uint16 files."""
+    tag = f"{nav[0]}x{nav[1]}"
+    paths = {
+        "blo": os.path.join(folder, f"scan_{tag}_u16.blo"),
+        "tvips": os.path.join(folder, f"scan_{tag}_000.tvips"),
+        "empad": os.path.join(folder, f"empad_{tag}.xml"),
+        "empad raw f32": os.path.join(folder, f"empad_{tag}_f32.raw"),
+        "empad raw u16": os.path.join(folder, f"empad_{tag}_u16.raw"),
+    }
+    n = math.prod(nav)
+    stride = 6 + math.prod(SIG) * 2
+    data_offset = 4096 + n + 16
+    if not os.path.exists(paths["blo"]):
+        log(f"  writing {paths['blo']}")
+        with open(paths["blo"] + ".part", "wb") as f:
+            head = blo_header(nav[1], nav[0], SIG[0], data_offset, magic=0x0103)
+            f.write(head + b"Blo Bit Depth: 16 bits\r\n")
+            f.seek(data_offset)
+            for row in range(nav[0]):
+                records = np.zeros((nav[1], stride), np.uint8)
+                records[:, :2] = (0xAA, 0x55)
+                index = np.arange(row * nav[1], (row + 1) * nav[1], dtype="<u4")
+                records[:, 2:6] = index.view(np.uint8).reshape(-1, 4)
+                records[:, 6:] = block(nav, row).reshape(nav[1], -1).view(np.uint8)
+                f.write(records.tobytes())
+        os.replace(paths["blo"] + ".part", paths["blo"])
+    rows_per_file = -(-nav[0] // 3)
+    if not os.path.exists(paths["tvips"]):
+        for i, first in enumerate(range(0, nav[0], rows_per_file)):
+            path = paths["tvips"].replace("_000.tvips", f"_{i:03d}.tvips")
+            log(f"  writing {path}")
+            with open(path, "wb") as f:
+                if i == 0:
+                    f.write(series_header(SIG[1], SIG[0], 16, frame_header_bytes=128))
+                for row in range(first, min(nav[0], first + rows_per_file)):
+                    heads = frame_headers(nav[1], 128, first_counter=row * nav[1])
+                    pixels = block(nav, row).reshape(nav[1], -1).view(np.uint8)
+                    f.write(np.concatenate([heads, pixels], axis=1).tobytes())
+    if not os.path.exists(paths["empad"]):
+        rows, cols = nav[0], 2 * nav[1]  # float32 128 x 128 frames: bytes of the uint16 scan
+        raw_name = os.path.basename(paths["empad"]).replace(".xml", ".raw")
+        log(f"  writing {paths['empad']} and its raw files")
+        with (
+            open(os.path.join(folder, raw_name), "wb") as f,
+            open(paths["empad raw f32"], "wb") as f32,
+            open(paths["empad raw u16"], "wb") as u16,
+        ):
+            for row in range(rows):
+                counts = block(nav, row).reshape(-1, 128, 128)[:cols]
+                frames = np.zeros((cols, 130, 128), "<f4")
+                frames[:, :128] = counts
+                f.write(frames.tobytes())
+                counts.astype("<f4").tofile(f32)
+                counts.tofile(u16)
+        with open(paths["empad"], "w") as f:
+            f.write(
+                f'<root><type>scan</type><raw_file filename="{raw_name}"/>'
+                f'<scan_parameters mode="acquire"><scan_resolution_x>{cols}'
+                f"</scan_resolution_x><scan_resolution_y>{rows}</scan_resolution_y>"
+                "</scan_parameters></root>"
+            )
     return paths
 
 
@@ -287,7 +363,39 @@ def methods(paths: dict[str, str], nav) -> dict:
         "velox emd, h5py+dask": lambda: ltdask.from_array(
             through_h5py_and_dask(paths["velox"], "Data/Image/0123abcd/Data").reshape(*nav, *SIG)
         ),
+        "blo u16": lambda: ltdask.open_blo(paths["blo"]),
+        "tvips u16, 3 files": lambda: ltdask.open_tvips(paths["tvips"]),
+        "empad f32": lambda: ltdask.open_empad(paths["empad"]),
+        "raw f32 (empad frames)": lambda: ltdask.open_raw(
+            paths["empad raw f32"], (nav[0], 2 * nav[1]), (128, 128), "<f4"
+        ),
+        "raw u16 (empad count)": lambda: ltdask.open_raw(
+            paths["empad raw u16"], (nav[0], 2 * nav[1]), (128, 128), "<u2"
+        ),
     }
+
+
+#: format -> (raw file of the same frames and dtype, raw uint16 file of as many frames)
+SAME_FRAMES = {
+    "blo u16": ("raw", "raw"),
+    "tvips u16, 3 files": ("raw", "raw"),
+    "empad f32": ("raw f32 (empad frames)", "raw u16 (empad count)"),
+}
+
+
+def print_same_frames(times: dict[str, list[float]], nbytes: int) -> None:
+    """GB/s of each format's decoded frames, and its ratio to raw files of the same frames."""
+    rows = [(name, base) for name, base in SAME_FRAMES.items() if name in times]
+    if not rows:
+        return
+    print(f"\n{'format':<24} {'GB/s':>7} {'vs raw same dtype':>18} {'vs raw u16 (frames/s)':>22}")
+    for name, (same, u16) in rows:
+        median = statistics.median(times[name])
+        ratios = [
+            f"{statistics.median(times[b]) / median:.2f}" if b in times else "-"
+            for b in (same, u16)
+        ]
+        print(f"{name:<24} {nbytes / median / 1e9:7.2f} {ratios[0]:>18} {ratios[1]:>22}")
 
 
 def run(open_ds) -> float:
@@ -339,6 +447,7 @@ def main(argv=None) -> None:
         median = statistics.median(ts)
         ratio = f"{base / median:7.2f}" if base else "      -"
         print(f"{name:<24} {median:9.3f} {nbytes / median / 1e9:7.2f} {ratio}")
+    print_same_frames(times, nbytes)
 
 
 if __name__ == "__main__":

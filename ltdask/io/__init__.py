@@ -7,8 +7,10 @@ from ltdask.io.dataset import DataSet
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
 from ltdask.io.fileset import File, FileSet
+from ltdask.io.formats.blo import BloDataSet, open_blo
 from ltdask.io.formats.dectris import DectrisDataSet, open_dectris
 from ltdask.io.formats.dm import DMDataSet, open_dm
+from ltdask.io.formats.empad import EMPADDataSet, open_empad
 from ltdask.io.formats.hdf5 import HDF5DataSet, open_hdf5
 from ltdask.io.formats.hdf5_mapped import HDF5MappedDataSet
 from ltdask.io.formats.mib import MibDataSet, open_mib
@@ -16,6 +18,7 @@ from ltdask.io.formats.mrc import MrcDataSet, open_mrc
 from ltdask.io.formats.npy import NpyDataSet, open_npy
 from ltdask.io.formats.raw import RawDataSet, open_raw
 from ltdask.io.formats.raw_csr import RawCSRDataSet, open_raw_csr
+from ltdask.io.formats.tvips import TVIPSDataSet, open_tvips
 from ltdask.io.formats.velox import VeloxDataSet, VeloxH5DataSet, open_emd
 from ltdask.io.formats.zarr import ZarrDataSet, open_zarr
 from ltdask.io.open import detect_format, open_dataset
@@ -32,9 +35,11 @@ from ltdask.io.tiling import Negotiator, TilingPreferences, TilingScheme
 
 __all__ = [
     "ArrayDataSet",
+    "BloDataSet",
     "ChunkedArrayDataSet",
     "DMDataSet",
     "DataSet",
+    "EMPADDataSet",
     "Decoder",
     "DectrisDataSet",
     "File",
@@ -52,6 +57,7 @@ __all__ = [
     "Partition",
     "RawCSRDataSet",
     "RawDataSet",
+    "TVIPSDataSet",
     "TilingPreferences",
     "TilingScheme",
     "VeloxDataSet",
@@ -65,12 +71,15 @@ __all__ = [
     "open_dm",
     "open_dectris",
     "open_emd",
+    "open_blo",
+    "open_empad",
     "open_hdf5",
     "open_mib",
     "open_mrc",
     "open_npy",
     "open_raw",
     "open_raw_csr",
+    "open_tvips",
     "open_zarr",
     "supported_formats",
 ]

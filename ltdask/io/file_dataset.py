@@ -76,6 +76,21 @@ class FileDataSet(DataSet):
             first = end
         return pieces
 
+    def _record_rows(self, maps: MappedFiles, pieces: list[np.ndarray], first: int) -> list:
+        """For each of `pieces` (of `_views`, from stream frame `first` on) whose frames are
+        not one C-contiguous array (headers or footers between them): its frames' records as
+        C-contiguous rows and the pixels' offset in a row (`FileSet.record_rows`), or None."""
+        out: list = []
+        for piece in pieces:
+            idx = self.fileset.file_index(first)
+            rows = None if piece.flags.c_contiguous else self.fileset.record_rows(maps, idx)
+            if rows is not None:
+                local = first - self.fileset.files[idx].first_frame
+                rows = (rows[0][local : local + piece.shape[0]], rows[1])
+            out.append(rows)
+            first += piece.shape[0]
+        return out
+
     def read_frames(self, positions: np.ndarray, sig_slice: Slice, dtype) -> np.ndarray:
         dtype = np.dtype(dtype).newbyteorder("=")
         frames = self.stream_frames(positions)
@@ -110,7 +125,9 @@ class FileDataSet(DataSet):
         maps = self.fileset.open()
         pieces = self._views(maps, frames) if self._straight(dtype) else None
         if pieces is not None:
-            yield from _tiles_from_views(pieces, scheme)
+            yield from _tiles_from_views(
+                pieces, scheme, self._record_rows(maps, pieces, int(frames[0]))
+            )
             return
         tiles, ranges = self.fileset.read_ranges(frames, scheme.depth, scheme.slices_array)
         shapes = [tuple(s.shape) for s in scheme.slices]
@@ -132,8 +149,10 @@ class FileDataSet(DataSet):
         )
 
 
-def _tiles_from_views(pieces: list[np.ndarray], scheme: TilingScheme):
-    """Flat tiles cut from file views; a tile that spans two files is copied together."""
+def _tiles_from_views(pieces: list[np.ndarray], scheme: TilingScheme, rows=None):
+    """Flat tiles cut from file views; a tile that spans two files is copied together.
+    `rows`: for each piece whose frames are not C-contiguous, its records as C-contiguous
+    rows and the pixels' offset in them (flat tiles of those rows, not copies), or None."""
     index = [(slice(None), *sl) for sl in scheme.sig_indices]
     ranges = scheme.flat_ranges
     bounds = np.cumsum([0] + [p.shape[0] for p in pieces]).tolist()
@@ -145,12 +164,20 @@ def _tiles_from_views(pieces: list[np.ndarray], scheme: TilingScheme):
             i += 1
         if stop <= bounds[i + 1]:
             block = pieces[i][first - bounds[i] : stop - bounds[i]]
-            # frames with headers between them are views, but not C-contiguous ones
+            # frames with headers between them are views, but not C-contiguous ones: their
+            # records are (rows of the header, pixels and footer, pixels from `off` on)
             frames = block.reshape(block.shape[0], -1) if block.flags.c_contiguous else None
+            off = 0
+            if frames is None and rows is not None and rows[i] is not None:
+                frames, off = rows[i][0][first - bounds[i] : stop - bounds[i]], rows[i][1]
             for s, idx in enumerate(index):
                 data = block[idx]
                 r = ranges[s]
-                flat = (frames, *r) if r is not None and frames is not None else flat_of(data)
+                flat = (
+                    (frames, off + r[0], off + r[1])
+                    if r is not None and frames is not None
+                    else flat_of(data)
+                )
                 yield data, first, s, flat
             continue
         for s, idx in enumerate(index):

@@ -129,6 +129,32 @@ class FileSet:
         )
         return view.reshape((n, *self.sig_shape))
 
+    def record_rows(self, buffers: MappedFiles, file_idx: int) -> tuple[np.ndarray, int] | None:
+        """All frame records of one file as a C-contiguous ``(n, frame_stride / itemsize)``
+        view (each row a frame's header, pixels and footer) and where the pixels start in a
+        row; None when the layout does not allow it, or the file ends before the last
+        record's footer. Frames with headers or footers between them are no C-contiguous
+        ``(n, pixels)`` array, but their rows are: kernels read ``rows[:, p0:p1]``."""
+        dt = self.native_dtype
+        item = dt.itemsize
+        f = self.files[file_idx]
+        if self.bits_per_px != item * 8 or not dt.isnative and item > 1:
+            return None
+        if (
+            (self.frame_stride % item)
+            or (f.header_bytes % item)
+            or (self.frame_header_bytes % item)
+        ):
+            return None
+        raw = buffers[file_idx]
+        end = f.header_bytes + f.num_frames * self.frame_stride
+        if f.num_frames == 0 or raw.size < end:
+            return None
+        rows = np.frombuffer(raw[f.header_bytes : end], dtype=dt)
+        return rows.reshape(
+            f.num_frames, self.frame_stride // item
+        ), self.frame_header_bytes // item
+
     def bytes_needed(self) -> np.ndarray:
         """The size each entry of `files` needs for its frames (a file that shrank after
         opening must not be read past its end: that reads other memory or crashes)."""

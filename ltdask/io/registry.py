@@ -45,6 +45,9 @@ BUILTIN: dict[str, str] = {
     "dm": "ltdask.io.formats.dm:FORMAT",
     "dectris": "ltdask.io.formats.dectris:FORMAT",
     "velox": "ltdask.io.formats.velox:FORMAT",
+    "empad": "ltdask.io.formats.empad:FORMAT",
+    "blo": "ltdask.io.formats.blo:FORMAT",
+    "tvips": "ltdask.io.formats.tvips:FORMAT",
 }
 
 

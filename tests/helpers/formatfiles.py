@@ -311,6 +311,41 @@ def _dectris_velox_formats() -> list[Format]:
 
 FORMATS += _dectris_velox_formats()
 
+
+def _empad_blo_tvips_formats() -> list[Format]:
+    """EMPAD (XML + raw), NanoMEGAS BLO and a three-file TVIPS series, by the writers of
+    ``tests/helpers/{empad,blo,tvips}files.py``; the openers find the scan shape themselves."""
+    from helpers.blofiles import write_blo
+    from helpers.empadfiles import write_empad
+    from helpers.tvipsfiles import scan_positions, write_tvips
+    from ltdask.io import open_blo, open_empad, open_tvips
+
+    def frames(data):
+        return data.reshape(-1, *data.shape[2:])
+
+    def empad(folder: Path, data):
+        return write_empad(folder, frames(data), data.shape[:2]), {}
+
+    def blo(folder: Path, data):
+        return write_blo(folder / "scan.blo", frames(data), data.shape[:2], data.itemsize * 8), {}
+
+    def tvips(folder: Path, data):
+        nav = data.shape[:2]
+        lead = np.zeros((2, *data.shape[2:]), data.dtype)  # frames before the scan starts
+        stack = np.concatenate([lead, frames(data)])
+        paths = write_tvips(folder, stack, 13, positions=scan_positions(nav, lead_in=2))
+        return paths[1], {}
+
+    return [
+        Format("empad", "<f4", empad, open_empad, sig=(128, 128)),
+        Format("blo-u8", "<u1", blo, open_blo, sig=(13, 13)),
+        Format("blo-u16", "<u2", blo, open_blo, sig=(11, 11)),
+        Format("tvips-3-files", "<u2", tvips, open_tvips, float16=False),
+    ]
+
+
+FORMATS += _empad_blo_tvips_formats()
+
 HAVE_H5PY = importlib.util.find_spec("h5py") is not None
 if not HAVE_H5PY:  # h5py is an optional dependency of ltdask
     FORMATS = [f for f in FORMATS if f.opener is not open_hdf5]

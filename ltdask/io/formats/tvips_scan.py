@@ -1,0 +1,139 @@
+"""The scan of a TVIPS series, found from its frame headers (version 2).
+
+The known fields of a version 2 frame header (offsets in bytes, little-endian): a counter
+(u4 at 0), the Unix time (u4 at 4) and its milliseconds (u4 at 8), the mode (u4 at 24: 1
+image, 2 diffraction), the rotator index (u4 at 48) and, from newer scan software, the scan
+position (f4 x at 68, f4 y at 72). Only those headers are read, through memory maps.
+"""
+
+from __future__ import annotations
+
+import math
+import mmap
+from dataclasses import dataclass
+
+import numpy as np
+
+from ltdask.io.fileset import FileSet
+
+SCAN_X_OFFSET = 68
+ROTATOR_OFFSET = 48
+#: frames whose scan positions are examined at most (the lead-in and first scan row must
+#: lie within them), and whose rotator indices are (all of them)
+MAX_POSITION_FRAMES = 1 << 16
+MAX_ROTATOR_FRAMES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Scan:
+    """A scan found in the frame headers: where it starts in the frame stream, its shape."""
+
+    sync_offset: int
+    nav_shape: tuple[int, ...]
+    how: str
+
+
+def read_fields(fileset: FileSet, offset: int, dtype, per_frame: int, start: int, stop: int):
+    """``(stop - start, per_frame)`` values of `dtype` at byte `offset` of the headers of
+    stream frames ``start .. stop``."""
+    dt = np.dtype(dtype)
+    width = dt.itemsize * per_frame
+    stride = fileset.frame_stride
+    parts = []
+    for f in fileset.files:
+        lo = max(start, f.first_frame)
+        hi = min(stop, f.first_frame + f.num_frames)
+        if lo >= hi:
+            continue
+        with open(f.path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            buf = np.frombuffer(mm, np.uint8)
+            first = f.header_bytes + (lo - f.first_frame) * stride + offset
+            view = np.lib.stride_tricks.as_strided(
+                buf[first:], shape=(hi - lo, width), strides=(stride, 1), writeable=False
+            )
+            parts.append(view.copy().view(dt.newbyteorder("<")))
+            del buf, view  # the map closes only when nothing points into it
+    return np.concatenate(parts) if parts else np.empty((0, per_frame), dt)
+
+
+def first_frame_header(fileset: FileSet) -> dict:
+    """Time, milliseconds and mode of the series' first frame, where its header has them."""
+    if fileset.frame_header_bytes < 28 or fileset.image_count == 0:
+        return {}
+    words = read_fields(fileset, 0, "<u4", 7, 0, 1)[0].tolist()
+    return {"time": words[1], "ms": words[2], "mode": words[6]}
+
+
+def _scan_from_positions(y: np.ndarray, x: np.ndarray, count: int, complete: bool):
+    """The scan the positions of the first frames describe; None: more frames are needed
+    (or, with `complete`, there is none); False: the positions describe no scan."""
+    at_origin = (y[:-1] == 0) & (x[:-1] == 0)
+    starts = np.flatnonzero(at_origin & (y[1:] == 0) & (x[1:] == 1))
+    if starts.size == 0:
+        return None
+    sync = int(starts[0])
+    row = x[sync:]
+    widest = np.maximum.accumulate(row)
+    back = np.flatnonzero(row[1:] < widest[:-1])
+    if back.size:
+        width = int(widest[back[0]]) + 1
+    elif complete:
+        width = int(widest[-1]) + 1  # a single row
+    else:
+        return None
+    rows = (count - sync) // width
+    if rows < 1:
+        return False
+    return Scan(sync, (rows, width), "scan positions in the frame headers")
+
+
+def _scan_from_positions_of(fileset: FileSet) -> Scan | None:
+    count = fileset.image_count
+    limit = min(count, MAX_POSITION_FRAMES)
+    seen, block = 0, 1024
+    parts = []
+    while seen < limit:
+        stop = min(limit, seen + block)
+        parts.append(read_fields(fileset, SCAN_X_OFFSET, "<f4", 2, seen, stop))
+        seen, block = stop, block * 2
+        xy = np.nan_to_num(np.concatenate(parts), nan=-1.0, posinf=-1.0, neginf=-1.0)
+        positions = np.clip(xy, -1, 2**31).astype(np.int64)
+        scan = _scan_from_positions(positions[:, 1], positions[:, 0], count, seen == count)
+        if scan is False:
+            return None
+        if scan is not None:
+            return scan
+    return None
+
+
+def _scan_from_rotator(fileset: FileSet) -> Scan | None:
+    """A scan whose frames carry rotator indices 1, 2, … N, one after the other."""
+    count = fileset.image_count
+    if count > MAX_ROTATOR_FRAMES:
+        return None
+    index = read_fields(fileset, ROTATOR_OFFSET, "<u4", 1, 0, count)[:, 0].astype(np.int64)
+    ones = np.flatnonzero(index == 1)
+    if ones.size == 0 or (index[: ones[0]] != 0).any():
+        return None
+    start = int(ones[0])
+    run = index[start:]
+    expected = np.arange(1, run.size + 1)
+    wrong = np.flatnonzero(run != expected)
+    n = int(wrong[0]) if wrong.size else run.size
+    if n < 2:
+        return None
+    side = math.isqrt(n)
+    nav = (side, side) if side * side == n else (n,)
+    return Scan(start, nav, "rotator index in the frame headers")
+
+
+def detect_scan(fileset: FileSet, header_bytes: int) -> Scan | None:
+    """The scan the frame headers describe (of `header_bytes` bytes; 0 for version 1
+    files, whose headers hold no scan), or None."""
+    if header_bytes >= SCAN_X_OFFSET + 8:
+        scan = _scan_from_positions_of(fileset)
+        if scan is not None:
+            return scan
+    if header_bytes >= ROTATOR_OFFSET + 4:
+        return _scan_from_rotator(fileset)
+    return None
