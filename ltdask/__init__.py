@@ -25,6 +25,7 @@ from ltdask.io import (
     open_npy,
     open_raw,
     open_raw_csr,
+    open_seq,
     open_zarr,
 )
 from ltdask.io import open_dataset as open  # noqa: A004  (the documented name)
@@ -71,5 +72,6 @@ __all__ = [
     "open_npy",
     "open_raw",
     "open_raw_csr",
+    "open_seq",
     "open_zarr",
 ]

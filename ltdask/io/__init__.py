@@ -13,6 +13,7 @@ from ltdask.io.formats.mib import MibDataSet, open_mib
 from ltdask.io.formats.npy import NpyDataSet, open_npy
 from ltdask.io.formats.raw import RawDataSet, open_raw
 from ltdask.io.formats.raw_csr import RawCSRDataSet, open_raw_csr
+from ltdask.io.formats.seq import SeqDataSet, open_seq
 from ltdask.io.formats.zarr import ZarrDataSet, open_zarr
 from ltdask.io.open import detect_format, open_dataset
 from ltdask.io.partition import Partition
@@ -45,6 +46,7 @@ __all__ = [
     "Partition",
     "RawCSRDataSet",
     "RawDataSet",
+    "SeqDataSet",
     "TilingPreferences",
     "TilingScheme",
     "ZarrDataSet",
@@ -58,6 +60,7 @@ __all__ = [
     "open_npy",
     "open_raw",
     "open_raw_csr",
+    "open_seq",
     "open_zarr",
     "supported_formats",
 ]

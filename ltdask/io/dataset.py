@@ -291,6 +291,15 @@ class DataSet:
         for data, first, s in self.iter_tiles(positions, scheme, dtype, block):
             yield data, first, s, flat_of(data)
 
+    def default_corrections(self):
+        """The corrections the acquisition itself carries (a detector's stored dark frame,
+        gain map or bad-pixel map) as a `ltdask.CorrectionSet`, or None.
+
+        Runs and :meth:`to_dask` apply them when no ``corrections=`` is given; pass
+        ``corrections=ltdask.CorrectionSet()`` to read the frames as they are stored.
+        """
+        return None
+
     def for_task(self) -> DataSet:
         """What a task needs of this dataset (small, picklable)."""
         return self
@@ -368,7 +377,8 @@ class DataSet:
         corrections
             A `ltdask.CorrectionSet`: the frames as UDFs see them with it, as floats (at
             least float32); chunks hold whole frames where pixels are repaired. Positions
-            without a frame stay zero.
+            without a frame stay zero. By default the :meth:`default_corrections` of the
+            acquisition, if it has any (``CorrectionSet()``: none).
 
         Examples
         --------
@@ -382,6 +392,8 @@ class DataSet:
         """
         from ltdask.io.dask_array import dataset_to_dask
 
+        if corrections is None:
+            corrections = self.default_corrections()
         if corrections is not None and corrections.have_corrections():
             from ltdask.io.dask_array import corrected_dask
 

@@ -41,6 +41,7 @@ BUILTIN: dict[str, str] = {
     "zarr": "ltdask.io.formats.zarr:FORMAT",
     "raw_csr": "ltdask.io.formats.raw_csr:FORMAT",
     "mib": "ltdask.io.formats.mib:FORMAT",
+    "seq": "ltdask.io.formats.seq:FORMAT",
 }
 
 
