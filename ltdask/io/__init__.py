@@ -7,6 +7,7 @@ from ltdask.io.dataset import DataSet
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
 from ltdask.io.fileset import File, FileSet
+from ltdask.io.formats.frms6 import Frms6DataSet, open_frms6
 from ltdask.io.formats.hdf5 import HDF5DataSet, open_hdf5
 from ltdask.io.formats.hdf5_mapped import HDF5MappedDataSet
 from ltdask.io.formats.mib import MibDataSet, open_mib
@@ -38,6 +39,7 @@ __all__ = [
     "Format",
     "FormatPluginError",
     "FormatPluginWarning",
+    "Frms6DataSet",
     "HDF5DataSet",
     "HDF5MappedDataSet",
     "MibDataSet",
@@ -55,6 +57,7 @@ __all__ = [
     "from_array",
     "get_format",
     "open_dataset",
+    "open_frms6",
     "open_hdf5",
     "open_mib",
     "open_npy",

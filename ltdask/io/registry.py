@@ -42,6 +42,7 @@ BUILTIN: dict[str, str] = {
     "raw_csr": "ltdask.io.formats.raw_csr:FORMAT",
     "mib": "ltdask.io.formats.mib:FORMAT",
     "seq": "ltdask.io.formats.seq:FORMAT",
+    "frms6": "ltdask.io.formats.frms6:FORMAT",
 }
 
 
