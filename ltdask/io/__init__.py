@@ -10,6 +10,7 @@ from ltdask.io.fileset import File, FileSet
 from ltdask.io.formats.frms6 import Frms6DataSet, open_frms6
 from ltdask.io.formats.hdf5 import HDF5DataSet, open_hdf5
 from ltdask.io.formats.hdf5_mapped import HDF5MappedDataSet
+from ltdask.io.formats.k2is import K2ISDataSet, open_k2is
 from ltdask.io.formats.mib import MibDataSet, open_mib
 from ltdask.io.formats.npy import NpyDataSet, open_npy
 from ltdask.io.formats.raw import RawDataSet, open_raw
@@ -42,6 +43,7 @@ __all__ = [
     "Frms6DataSet",
     "HDF5DataSet",
     "HDF5MappedDataSet",
+    "K2ISDataSet",
     "MibDataSet",
     "Negotiator",
     "NpyDataSet",
@@ -59,6 +61,7 @@ __all__ = [
     "open_dataset",
     "open_frms6",
     "open_hdf5",
+    "open_k2is",
     "open_mib",
     "open_npy",
     "open_raw",

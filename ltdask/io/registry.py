@@ -43,6 +43,7 @@ BUILTIN: dict[str, str] = {
     "mib": "ltdask.io.formats.mib:FORMAT",
     "seq": "ltdask.io.formats.seq:FORMAT",
     "frms6": "ltdask.io.formats.frms6:FORMAT",
+    "k2is": "ltdask.io.formats.k2is:FORMAT",
 }
 
 
