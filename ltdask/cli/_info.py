@@ -32,6 +32,7 @@ def info(path, nav_shape, sig_shape, dtype, sync_offset, key):
         ("sync offset", ds.sync_offset),
         ("partitions", f"{len(parts)} (nav chunks {_chunks(ds.nav_chunks)})"),
         ("tiles (float32)", f"{scheme.tileshape}, {len(scheme)} signal slices"),
+        *_metadata_rows(ds),
     ]
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
@@ -52,6 +53,15 @@ def _present_rows(ds) -> list:
             "and are invalid",
         )
     ]
+
+
+def _metadata_rows(ds) -> list:
+    """What the file itself says (a dataset's ``metadata`` dict: detector, binning, ...),
+    one row per entry that has a value."""
+    metadata = getattr(ds, "metadata", None)
+    if not isinstance(metadata, dict):
+        return []
+    return [(f"  {k}", v) for k, v in metadata.items() if v is not None and v != ""]
 
 
 def _chunks(chunks) -> str:

@@ -160,7 +160,8 @@ class Frms6DataSet(FileDataSet):
             nav_shape = hdr.get("scan") or (count,)
         self.enable_offset_correction = bool(enable_offset_correction)
         self.gain_map_path = None if gain_map_path is None else os.fspath(gain_map_path)
-        self._gain = None if gain_map_path is None else read_gain_map(self.gain_map_path, sig)
+        if self.gain_map_path is not None:
+            read_gain_map(self.gain_map_path, sig)  # checked here, read again for a run
         self.metadata = {
             "detector": "PNDetector pnCCD (.frms6)",
             "binning": binning,
@@ -181,19 +182,22 @@ class Frms6DataSet(FileDataSet):
 
     def dark_frame(self) -> np.ndarray:
         """The mean of the dark frames (``NAME_000.frms6``), unfolded, float32."""
-        return _dark_mean(
-            self.dark_header.path, self.dark_header.num_frames, self.dark_header.height,
-            self.dark_header.width, self.fileset.binning,
-        )
+        h = self.dark_header
+        st = os.stat(h.path)
+        stamp = (st.st_size, st.st_mtime_ns)
+        return _dark_mean(h.path, h.num_frames, h.height, h.width, self.fileset.binning, stamp)
 
     def default_corrections(self):
         """The dark frame (with ``enable_offset_correction``) and the gain map, if given."""
         dark = self.dark_frame() if self.enable_offset_correction else None
-        if dark is None and self._gain is None:
+        gain = None
+        if self.gain_map_path is not None:
+            gain = read_gain_map(self.gain_map_path, self.sig_shape)
+        if dark is None and gain is None:
             return None
         from ltdask.corrections import CorrectionSet
 
-        return CorrectionSet(dark=dark, gain=self._gain)
+        return CorrectionSet(dark=dark, gain=gain)
 
     def attrs(self) -> dict:
         return {**super().attrs(), "frms6_hdr": self.hdr_path}
@@ -211,14 +215,16 @@ def _cut(files: list[File], count: int) -> list[File]:
 
 
 @functools.lru_cache(maxsize=8)
-def _dark_mean(path: str, n: int, height: int, width: int, binning: int) -> np.ndarray:
+def _dark_mean(path: str, n: int, height: int, width: int, binning: int, stamp) -> np.ndarray:
     stride = FRAME_HEADER_BYTES + 2 * width * height
     raw = np.memmap(path, dtype=np.uint8, mode="r", offset=FILE_HEADER_BYTES, shape=(n, stride))
     pixels = raw[:, FRAME_HEADER_BYTES:].view("<u2").reshape(n, height, width)
     total = np.zeros((height, width), dtype=np.float64)
     for i in range(0, n, 64):
         total += pixels[i : i + 64].sum(axis=0, dtype=np.float64)
-    return unfold((total / n)[None], binning)[0].astype(np.float32)
+    dark = unfold((total / n)[None], binning)[0].astype(np.float32)
+    dark.setflags(write=False)
+    return dark
 
 
 def read_gain_map(path: str, sig_shape: tuple[int, ...]) -> np.ndarray:

@@ -8,9 +8,12 @@ stored next to the ``.seq`` are the dataset's default corrections.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Sequence
+
+import numpy as np
 
 from ltdask._types import PathLike
 from ltdask.exceptions import DataSetError
@@ -83,11 +86,14 @@ class SeqDataSet(FileDataSet):
             )
             if os.path.isfile(base + suffix)
         }
-        self._dark = self._gain = None
-        if dark and "dark" in self.side_files:
-            self._dark = read_mrc_reference(self.side_files["dark"], natural)
-        if gain and "gain" in self.side_files:
-            self._gain = read_mrc_reference(self.side_files["gain"], natural)
+        # the references are read when a run asks for them (not pickled into tasks)
+        self.references = {
+            kind: self.side_files[kind]
+            for kind, wanted in (("dark", dark), ("gain", gain))
+            if wanted and kind in self.side_files
+        }
+        for ref in self.references.values():
+            read_mrc_reference(ref, natural, data=False)
         de_meta = read_metadata(self.side_files["metadata"]) if "metadata" in self.side_files else {}
         self.metadata = {
             "detector": "Direct Electron (StreamPix .seq)",
@@ -110,18 +116,31 @@ class SeqDataSet(FileDataSet):
 
     def default_corrections(self):
         """The dark and gain references next to the ``.seq`` file, if any."""
-        if self._dark is None and self._gain is None:
+        if not self.references:
             return None
         from ltdask.corrections import CorrectionSet
 
-        sig = self.sig_shape
-        return CorrectionSet(
-            dark=None if self._dark is None else self._dark.reshape(sig),
-            gain=None if self._gain is None else self._gain.reshape(sig),
-        )
+        natural = (self.header.height, self.header.width)
+        images = {
+            kind: _reference(path, natural, _stamp(path)).reshape(self.sig_shape)
+            for kind, path in self.references.items()
+        }
+        return CorrectionSet(dark=images.get("dark"), gain=images.get("gain"))
 
     def attrs(self) -> dict:
         return {**super().attrs(), **{f"seq_{k}": v for k, v in self.side_files.items()}}
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns
+
+
+@functools.lru_cache(maxsize=8)
+def _reference(path: str, shape: tuple[int, int], stamp) -> np.ndarray:
+    image = read_mrc_reference(path, shape)
+    image.setflags(write=False)
+    return image
 
 
 def open_seq(

@@ -167,8 +167,9 @@ def read_metadata(path: str) -> dict:
 MRC_MODES = {0: "i1", 1: "i2", 2: "f4", 6: "u2"}
 
 
-def read_mrc_reference(path: str, shape: tuple[int, int]) -> np.ndarray:
-    """The image of a dark or gain reference (a small MRC file) as float32 of `shape`."""
+def read_mrc_reference(path: str, shape: tuple[int, int], data: bool = True):
+    """The image of a dark or gain reference (a small MRC file) as float32 of `shape`; with
+    ``data=False`` only the header is checked (None)."""
     size = os.path.getsize(path)
     with open(path, "rb") as f:
         raw = f.read(1024)
@@ -194,5 +195,7 @@ def read_mrc_reference(path: str, shape: tuple[int, int]) -> np.ndarray:
         raise DataSetError(
             f"{path!r} is truncated: {size} bytes, its {ny} x {nx} image needs {need}"
         )
-    data = np.fromfile(path, dtype=dtype, count=nx * ny, offset=start)
-    return data.reshape(shape).astype(np.float32)
+    if not data:
+        return None
+    image = np.fromfile(path, dtype=dtype, count=nx * ny, offset=start)
+    return image.reshape(shape).astype(np.float32)
