@@ -183,10 +183,10 @@ def read_mrc_reference(path: str, shape: tuple[int, int], data: bool = True):
             f"{path!r}: MRC mode {mode} cannot be read as a reference; expected one of "
             f"{sorted(MRC_MODES)}"
         )
-    if nx < 1 or ny < 1 or nz < 1 or extended < 0 or (nx * ny) != shape[0] * shape[1]:
+    if nz != 1 or extended < 0 or (ny, nx) != tuple(shape):
         raise DataSetError(
             f"{path!r}: an MRC image of nx={nx}, ny={ny}, nz={nz}; expected one image of "
-            f"the frame size {shape[1]} x {shape[0]}"
+            f"the frame size, nx={shape[1]}, ny={shape[0]}, nz=1"
         )
     dtype = np.dtype(MRC_MODES[mode]).newbyteorder(">" if big else "<")
     start = 1024 + extended
