@@ -153,3 +153,16 @@ def test_opening_and_metadata(scan, frames):
     assert len(pickle.dumps(ds)) < 6000
     again = pickle.loads(pickle.dumps(ds))
     np.testing.assert_array_equal(again.to_dask()[4].compute(), frames[4])
+
+
+def test_on_scheduler(scheduler, scan, frames):
+    """Every scheduler (the conformance table's check, here: K2IS frames are too large for
+    its tiny partitions): tasks open the sector files themselves."""
+    with dask.config.set({"ltdask.partition-bytes": 16_000_000, "ltdask.min-partitions": 1}):
+        ds = open_k2is(scan)
+        assert len(ds.get_partitions()) > 1
+        roi = np.array([False, True, True, False, True])
+        res = ltdask.udf.SumUDF(dtype="float64").compute(ds, roi=roi)
+        picked = ds.to_dask()[3, 900:960, 250:270].compute()
+    np.testing.assert_array_equal(res["intensity"].values, frames[roi].sum(0, dtype="f8"))
+    np.testing.assert_array_equal(picked, frames[3, 900:960, 250:270])

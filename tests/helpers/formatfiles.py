@@ -208,6 +208,42 @@ def _mib_formats() -> list[Format]:
 
 FORMATS += _mib_formats()
 
+
+def write_seq(folder: Path, data, pad: int = 0):
+    """DE StreamPix ``.seq`` through the SEQ tests' writer (``tests/helpers/seqfiles.py``)."""
+    from helpers.seqfiles import write_seq as write_frames
+
+    path = write_frames(folder / "scan.seq", data.reshape(-1, *data.shape[2:]), pad=pad)
+    return path, dict(nav_shape=data.shape[:2])
+
+
+def write_frms6(folder: Path, data):
+    """pnCCD ``.hdr`` + ``.frms6`` files (binning 1, an all-zero dark file) through the FRMS6
+    tests' writer; opened without the dark correction, so frames read as written."""
+    from helpers.frms6files import write_acquisition
+
+    frames = data.reshape(-1, *data.shape[2:])
+    dark = np.zeros((2, *data.shape[2:]), data.dtype)
+    hdr = write_acquisition(folder, frames, dark, 1, data.shape[:2], splits=(len(frames) // 3,))
+    return hdr, dict(enable_offset_correction=False)
+
+
+def _detector_formats_a() -> list[Format]:
+    """FRMS6 and DE SEQ (issue 17): binary layouts written by the tests' own writers. (K2IS
+    frames are 1860 x 2048: a 5 x 7 scan cut into this table's tiny partitions and chunks
+    takes minutes; tests/formats/test_k2is.py runs the same checks on a few frames.)"""
+    from ltdask.io import open_frms6, open_seq
+
+    return [
+        Format("seq-u16", "<u2", write_seq, open_seq),
+        Format("seq-u8-odd-footer", "<u1", write_seq, open_seq, create=dict(pad=3)),
+        Format("frms6", "<u2", write_frms6, open_frms6, sig=(10, 11)),
+    ]
+
+
+FORMATS += _detector_formats_a()
+
+
 HAVE_H5PY = importlib.util.find_spec("h5py") is not None
 if not HAVE_H5PY:  # h5py is an optional dependency of ltdask
     FORMATS = [f for f in FORMATS if f.opener is not open_hdf5]
