@@ -292,12 +292,8 @@ class DataSet:
             yield data, first, s, flat_of(data)
 
     def default_corrections(self):
-        """The corrections the acquisition itself carries (a detector's stored dark frame,
-        gain map or bad-pixel map) as a `ltdask.CorrectionSet`, or None.
-
-        Runs and :meth:`to_dask` apply them when no ``corrections=`` is given; pass
-        ``corrections=ltdask.CorrectionSet()`` to read the frames as they are stored.
-        """
+        """The `ltdask.CorrectionSet` the acquisition carries (a stored dark frame...) or None:
+        applied where no ``corrections=`` is given (``CorrectionSet()``: none)."""
         return None
 
     def for_task(self) -> DataSet:

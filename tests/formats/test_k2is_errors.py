@@ -78,7 +78,10 @@ def test_sectors_of_other_acquisitions(tmp_path, frames):
         pytest.param(b"\0\0\0\x04", "too short", id="short"),
         pytest.param(dm4({"A": 1})[:-14], "ends early|malformed", id="truncated"),
         pytest.param(
-            struct.pack(">IQI", 4, 0, 1) + struct.pack(">BBQ", 0, 1, 1) + b"\x33\x00\x01A" + bytes(8),
+            struct.pack(">IQI", 4, 0, 1)
+            + struct.pack(">BBQ", 0, 1, 1)
+            + b"\x33\x00\x01A"
+            + bytes(8),
             "type byte 51",
             id="bad-tag-type",
         ),

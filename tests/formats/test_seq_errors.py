@@ -62,7 +62,9 @@ def test_arguments(tmp_path):
 @pytest.mark.parametrize(
     "image, cut, mode, message",
     [
-        pytest.param(np.zeros((4, 3)), 0, 2, r"nx=3, ny=4, nz=1; expected .* nx=4, ny=3, nz=1", id="shape"),
+        pytest.param(
+            np.zeros((4, 3)), 0, 2, r"nx=3, ny=4, nz=1; expected .* nx=4, ny=3, nz=1", id="shape"
+        ),
         pytest.param(np.zeros((3, 4)), 10, 2, "truncated", id="truncated"),
         pytest.param(np.zeros((3, 4)), 0, 4, "MRC mode 4", id="mode"),
         pytest.param(np.zeros((3, 4)), 1000, 2, "shorter than an MRC header", id="no-header"),

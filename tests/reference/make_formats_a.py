@@ -37,8 +37,11 @@ class FramesUDF(UDF):
     """Every frame as the dataset's read path gives it, into a nav buffer."""
 
     def get_result_buffers(self):
-        return {"frames": self.buffer(kind="nav", extra_shape=self.meta.dataset_shape.sig,
-                                      dtype=self.meta.input_dtype)}
+        return {
+            "frames": self.buffer(
+                kind="nav", extra_shape=self.meta.dataset_shape.sig, dtype=self.meta.input_dtype
+            )
+        }
 
     def process_frame(self, frame):
         self.results.frames[:] = frame

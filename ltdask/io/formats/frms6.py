@@ -10,7 +10,6 @@ of UDF runs and ``to_dask()`` by the corrections machinery; a gain map is added 
 from __future__ import annotations
 
 import functools
-import math
 import os
 import re
 from collections.abc import Sequence
@@ -129,7 +128,7 @@ class Frms6DataSet(FileDataSet):
                     f"{first.path!r} has {first.height} x {first.width}; all files of an "
                     "acquisition need the same frame size"
                 )
-        binning = hdr["binning"]
+        binning = self.binning = hdr["binning"]
         natural = (2 * first.height * binning, first.width // 2)
         self.dark_header, signal = headers[0], headers[1:]
         if self.dark_header.num_frames == 0 and enable_offset_correction:
@@ -178,14 +177,14 @@ class Frms6DataSet(FileDataSet):
         super().__init__(fileset, Frms6Decoder(), nav_shape, sync_offset=sync_offset, dims=dims)
 
     def get_base_shape(self, roi=None) -> tuple[int, ...]:
-        return (self.fileset.binning, self.sig_shape[1])
+        return (self.binning, self.sig_shape[1])
 
     def dark_frame(self) -> np.ndarray:
         """The mean of the dark frames (``NAME_000.frms6``), unfolded, float32."""
         h = self.dark_header
         st = os.stat(h.path)
         stamp = (st.st_size, st.st_mtime_ns)
-        return _dark_mean(h.path, h.num_frames, h.height, h.width, self.fileset.binning, stamp)
+        return _dark_mean(h.path, h.num_frames, h.height, h.width, self.binning, stamp)
 
     def default_corrections(self):
         """The dark frame (with ``enable_offset_correction``) and the gain map, if given."""
@@ -209,8 +208,9 @@ def _cut(files: list[File], count: int) -> list[File]:
     for f in files:
         if f.first_frame >= count:
             break
-        out.append(File(f.path, f.first_frame, min(f.num_frames, count - f.first_frame),
-                        f.header_bytes))
+        out.append(
+            File(f.path, f.first_frame, min(f.num_frames, count - f.first_frame), f.header_bytes)
+        )
     return out
 
 
@@ -246,7 +246,9 @@ def read_gain_map(path: str, sig_shape: tuple[int, ...]) -> np.ndarray:
         else:
             raise DataSetError(f"{path!r}: a gain map must be a .mat, .csv or .npy file")
     except (OSError, ValueError, KeyError) as e:
-        raise DataSetError(f"{path!r}: cannot read the gain map ({type(e).__name__}: {e})") from None
+        raise DataSetError(
+            f"{path!r}: cannot read the gain map ({type(e).__name__}: {e})"
+        ) from None
     if gain.shape != tuple(sig_shape):
         raise DataSetError(
             f"{path!r}: gain map of shape {gain.shape}; expected the frame shape {sig_shape}"

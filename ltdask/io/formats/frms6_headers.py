@@ -82,9 +82,7 @@ def read_hdr(path: str) -> dict:
     except (OSError, configparser.Error) as e:
         raise DataSetError(f"{path!r}: cannot read the .hdr file ({e})") from None
     if "measurementInfo" not in parser:
-        raise DataSetError(
-            f"{path!r}: no [measurementInfo] section; sections: {parser.sections()}"
-        )
+        raise DataSetError(f"{path!r}: no [measurementInfo] section; sections: {parser.sections()}")
     info = dict(parser["measurementInfo"])
     out: dict = dict(info)
     for key in ("signalframes", "darkframes", "gain", "dwelltimemicroseconds"):
@@ -92,9 +90,7 @@ def read_hdr(path: str) -> dict:
             try:
                 out[key] = int(info[key])
             except ValueError:
-                raise DataSetError(
-                    f"{path!r}: {key}={info[key]!r} is not an integer"
-                ) from None
+                raise DataSetError(f"{path!r}: {key}={info[key]!r} is not an integer") from None
     if "signalframes" not in out:
         raise DataSetError(f"{path!r}: no signalframes entry in [measurementInfo]")
     mode = _READOUT.match(info.get("readoutmode", "").strip())

@@ -94,7 +94,9 @@ class SeqDataSet(FileDataSet):
         }
         for ref in self.references.values():
             read_mrc_reference(ref, natural, data=False)
-        de_meta = read_metadata(self.side_files["metadata"]) if "metadata" in self.side_files else {}
+        de_meta = (
+            read_metadata(self.side_files["metadata"]) if "metadata" in self.side_files else {}
+        )
         self.metadata = {
             "detector": "Direct Electron (StreamPix .seq)",
             "name": header.name,

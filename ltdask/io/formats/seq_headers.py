@@ -160,7 +160,8 @@ def read_metadata(path: str) -> dict:
     if len(raw) < _METADATA_OFFSET + struct.calcsize(_METADATA_FORMAT):
         return {}
     values = struct.unpack_from(_METADATA_FORMAT, raw, _METADATA_OFFSET)
-    return {k: (bool(v) if k == "OkraMode" else int(v)) for k, v in zip(METADATA_FIELDS, values)}
+    pairs = zip(METADATA_FIELDS, values, strict=True)
+    return {k: (bool(v) if k == "OkraMode" else int(v)) for k, v in pairs}
 
 
 #: MRC ``mode`` -> pixel dtype (little-endian files; MRC2014 modes 0, 1, 2 and 6)
