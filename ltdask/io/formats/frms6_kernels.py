@@ -82,17 +82,22 @@ def frms6_read_ranges(frames, depth, slices, files, sig_shape, binning, frame_he
 @numba.njit(nogil=True, cache=True)
 def decode_frms6(src, file_idx, ranges, out):
     """Copy each uint16 row range of file `file_idx` into `out`, reversed where flagged."""
+    words = src[: src.shape[0] // 2 * 2].view(np.uint16)  # frames start at even offsets
     for i in range(ranges.shape[0]):
         start = ranges[i, 1]
         stop = ranges[i, 2]
         if ranges[i, 0] != file_idx or start == stop:
             continue
-        values = src[start:stop].view(np.uint16)
-        n = values.shape[0]
+        n = (stop - start) // 2
+        values = words[start // 2 : start // 2 + n]
         dest = out[ranges[i, 3] : ranges[i, 3] + n]
+        # loops from 0 over slices vectorise (absolute indices do not); a reversed view
+        # copies 2-4x faster than reversed indices, in its own loop (one variable of both
+        # layouts would make the forward copy strided too)
         if ranges[i, 4]:
+            backwards = values[::-1]
             for k in range(n):
-                dest[k] = values[n - 1 - k]
+                dest[k] = backwards[k]
         else:
             for k in range(n):
                 dest[k] = values[k]
