@@ -415,7 +415,11 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--small", action="store_true", help="nav 16x16, for a quick check")
     parser.add_argument("--only", nargs="*", help="method names to run (default: all)")
+    parser.add_argument("--detectors", action="store_true", help="K2IS, FRMS6, DE SEQ instead")
+    parser.add_argument("--gib", type=float, default=2.0, help="--detectors: GiB of frames")
     args = parser.parse_args(argv)
+    if args.detectors:
+        return main_detectors(args)
     n = 16 if args.small else args.nav
     nav = (n, n)
     paths = write_all(args.dir, nav)
@@ -448,6 +452,31 @@ def main(argv=None) -> None:
         ratio = f"{base / median:7.2f}" if base else "      -"
         print(f"{name:<24} {median:9.3f} {nbytes / median / 1e9:7.2f} {ratio}")
     print_same_frames(times, nbytes)
+
+
+def main_detectors(args) -> None:
+    """K2IS, FRMS6 and DE SEQ (``benchmarks/formats_a.py``), each next to a raw uint16 file of
+    the same frames: GB/s of decoded uint16 frames, ratio to that raw file."""
+    from formats_a import entries, partner
+
+    todo = entries(os.path.join(args.dir, "detectors"), args.gib, args.only)
+    nbytes = {name: open_ds().nbytes for name, open_ds in todo.items()}
+    times: dict[str, list[float]] = {k: [] for k in todo}
+    with dask.config.set(scheduler="threads", num_workers=THREADS):
+        for name, open_ds in todo.items():
+            log(f"  warm-up {name}")
+            run(open_ds)
+        for r in range(args.repeats):
+            for name, open_ds in todo.items():
+                times[name].append(run(open_ds))
+            log(f"  round {r + 1}/{args.repeats} done")
+    print(f"SumUDF, {args.gib:g} GiB of frames each, threads x{THREADS}, median of {args.repeats}")
+    print(f"{'format':<24} {'median s':>9} {'GB/s':>7} {'vs raw':>7}")
+    for name, ts in times.items():
+        median = statistics.median(ts)
+        base = times.get(partner(name))
+        ratio = f"{statistics.median(base) / median:7.2f}" if base else "      -"
+        print(f"{name:<24} {median:9.3f} {nbytes[name] / median / 1e9:7.2f} {ratio}")
 
 
 if __name__ == "__main__":

@@ -306,6 +306,11 @@ class DataSet(Calibrated):
         for data, first, s in self.iter_tiles(positions, scheme, dtype, block):
             yield data, first, s, flat_of(data)
 
+    def default_corrections(self):
+        """The `ltdask.CorrectionSet` the acquisition carries (a stored dark frame...) or None:
+        applied where no ``corrections=`` is given (``CorrectionSet()``: none)."""
+        return None
+
     def for_task(self) -> DataSet:
         """What a task needs of this dataset (small, picklable)."""
         return self
@@ -328,7 +333,8 @@ class DataSet(Calibrated):
         corrections
             A `ltdask.CorrectionSet`: the frames as UDFs see them with it, as floats (at
             least float32); chunks hold whole frames where pixels are repaired. Positions
-            without a frame stay zero.
+            without a frame stay zero. By default the :meth:`default_corrections` of the
+            acquisition, if it has any (``CorrectionSet()``: none).
 
         Examples
         --------
@@ -342,6 +348,8 @@ class DataSet(Calibrated):
         """
         from ltdask.io.dask_array import dataset_to_dask
 
+        if corrections is None:
+            corrections = self.default_corrections()
         if corrections is not None and corrections.have_corrections():
             from ltdask.io.dask_array import corrected_dask
 

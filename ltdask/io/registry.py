@@ -48,6 +48,9 @@ BUILTIN: dict[str, str] = {
     "empad": "ltdask.io.formats.empad:FORMAT",
     "blo": "ltdask.io.formats.blo:FORMAT",
     "tvips": "ltdask.io.formats.tvips:FORMAT",
+    "seq": "ltdask.io.formats.seq:FORMAT",
+    "frms6": "ltdask.io.formats.frms6:FORMAT",
+    "k2is": "ltdask.io.formats.k2is:FORMAT",
 }
 
 

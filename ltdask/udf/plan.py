@@ -101,6 +101,8 @@ def plan_run(
     selection = Selection.of(roi, dataset)
     read_dtype = input_dtype(dataset, udfs)
     prepared = None
+    if corrections is None:
+        corrections = dataset.default_corrections()
     if corrections is not None:
         if not hasattr(corrections, "for_shape"):
             raise UDFError(

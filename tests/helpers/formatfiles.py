@@ -346,6 +346,45 @@ def _empad_blo_tvips_formats() -> list[Format]:
 
 FORMATS += _empad_blo_tvips_formats()
 
+
+def write_seq(folder: Path, data, pad: int = 0):
+    """DE StreamPix ``.seq`` through the SEQ tests' writer (``tests/helpers/seqfiles.py``)."""
+    from helpers.seqfiles import write_seq as write_frames
+
+    path = write_frames(folder / "scan.seq", data.reshape(-1, *data.shape[2:]), pad=pad)
+    return path, dict(nav_shape=data.shape[:2])
+
+
+def write_frms6(folder: Path, data):
+    """pnCCD ``.hdr`` + ``.frms6`` files (binning 1, an all-zero dark file) through the FRMS6
+    tests' writer; opened without the dark correction, so frames read as written."""
+    from helpers.frms6files import write_acquisition
+
+    frames = data.reshape(-1, *data.shape[2:])
+    dark = np.zeros((2, *data.shape[2:]), data.dtype)
+    hdr = write_acquisition(folder, frames, dark, 1, data.shape[:2], splits=(len(frames) // 3,))
+    return hdr, dict(enable_offset_correction=False)
+
+
+def _detector_formats_a() -> list[Format]:
+    """FRMS6 and DE SEQ (issue 17): binary layouts written by the tests' own writers."""
+    from ltdask.io import open_frms6, open_seq
+
+    return [
+        Format("seq-u16", "<u2", write_seq, open_seq, float16=False),
+        Format("seq-u8-odd-footer", "<u1", write_seq, open_seq, create=dict(pad=3), float16=False),
+        Format("frms6", "<u2", write_frms6, open_frms6, sig=(10, 11)),
+    ]
+
+
+FORMATS += _detector_formats_a()
+
+#: formats whose frames are too large for this table (its 5 x 7 scans in tiny chunks), and
+#: the test module that runs the same checks (schedulers, ROI, chunking, pickling) on a few
+#: frames: K2IS frames are 1860 x 2048, a 5 x 7 scan of them 266 MB (2 GB as float64)
+TOO_LARGE_FOR_TABLE = {"k2is": "formats/test_k2is.py"}
+
+
 HAVE_H5PY = importlib.util.find_spec("h5py") is not None
 if not HAVE_H5PY:  # h5py is an optional dependency of ltdask
     FORMATS = [f for f in FORMATS if f.opener is not open_hdf5]

@@ -161,3 +161,17 @@ def test_mib_without_the_mib_reader(tmp_path, monkeypatch, fresh_registry):
         open_dataset(path)
     with pytest.raises(FormatPluginError, match=r"ModuleNotFoundError.*; reinstall ltdask"):
         open_dataset(path, format="mib")
+
+
+def test_hdr_files_go_to_their_detector(tmp_path):
+    """Merlin and pnCCD acquisitions both have ``.hdr`` files: their first bytes decide."""
+    merlin = tmp_path / "merlin.hdr"
+    merlin.write_text("HDR,\t\nFrames in Acquisition (Number):\t4\nEnd\t\n")
+    pnccd = tmp_path / "pnccd.hdr"
+    pnccd.write_text("[measurementInfo]\nframes=4\n")
+    other = tmp_path / "other.hdr"
+    other.write_text("something else\n")
+    assert detect_format(merlin) == "mib"
+    assert detect_format(pnccd) == "frms6"
+    with pytest.raises(DataSetError, match="cannot tell the format"):
+        detect_format(other)

@@ -7,9 +7,10 @@ import inspect
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
-from helpers.formatfiles import FORMATS
+from helpers.formatfiles import FORMATS, TOO_LARGE_FOR_TABLE
 
 import ltdask
 from ltdask import DataSetError
@@ -41,6 +42,9 @@ def test_every_format_has_a_conformance_row(name):
     """Adding a format is its module, its line in BUILTIN and its row in the table of
     ``tests/formatfiles.py`` that ``test_conformance.py`` runs."""
     opener = get_format(name).load_opener()
+    if name in TOO_LARGE_FOR_TABLE:  # its own module runs the table's checks on fewer frames
+        assert (Path(__file__).parents[1] / TOO_LARGE_FOR_TABLE[name]).is_file()
+        return
     assert any(row.opener is opener for row in FORMATS), f"no row of FORMATS opens {name}"
 
 

@@ -269,8 +269,9 @@ FORMAT = Format(
     name="mib",
     opener=open_mib,
     description=".mib/.hdr (Quantum Detectors Merlin)",
-    suffixes=(".mib", ".hdr"),
-    magic=(MIB_MAGIC,),
+    suffixes=(".mib",),
+    # a Merlin .hdr starts with "HDR,"; FRMS6 acquisitions have .hdr files too (INI text)
+    magic=(MIB_MAGIC, b"HDR,"),
     keywords=("nav_shape", "sig_shape", "sync_offset", "dims", "disable_glob"),
     engine_suffixes=(".mib",),
 )

@@ -1,0 +1,175 @@
+"""open_frms6: pnCCD acquisitions read back as the unfolded images the writer folded, with
+the mean of the dark frames subtracted by default (as LiberTEM does) and a gain map applied.
+
+The writer (``tests/helpers/frms6files.py``) folds images with numpy from the published
+layout; the numpy reference of the reader's unfolding (``frms6_kernels.unfold``) must invert
+it. LiberTEM's reading of the same files is compared in ``tests/reference``.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import dask
+import numpy as np
+import pytest
+import scipy.io
+from helpers.frms6files import fold, random_images, write_acquisition
+
+import ltdask
+from ltdask.io.formats.frms6 import open_frms6
+from ltdask.io.formats.frms6_kernels import unfold
+
+SMALL = {"ltdask.partition-bytes": 3000, "ltdask.min-partitions": 1, "ltdask.tile-bytes": 400}
+RAW = ltdask.CorrectionSet()
+
+
+def acquisition(tmp_path, n=12, sig=(8, 6), binning=1, scan=(3, 4), splits=(5,), seed=0, **kw):
+    images = random_images(n, sig, binning, seed=seed)
+    dark = random_images(3, sig, binning, seed=seed + 1, high=60)
+    hdr = write_acquisition(tmp_path, images, dark, binning, scan, splits, **kw)
+    return hdr, images, dark.astype(np.float64).mean(0)
+
+
+@pytest.mark.parametrize("binning", [1, 2, 4])
+def test_unfold_inverts_fold(binning):
+    images = random_images(3, (16, 10), binning, seed=binning)
+    np.testing.assert_array_equal(unfold(fold(images, binning), binning), images)
+
+
+@pytest.mark.parametrize(
+    "binning, sig, splits",
+    [
+        pytest.param(1, (8, 6), (5,), id="bin1-two-files"),
+        pytest.param(2, (8, 6), (), id="bin2-one-file"),
+        pytest.param(4, (16, 10), (3, 4, 9), id="bin4-four-files"),
+        pytest.param(1, (2, 1), (11,), id="bin1-tiny-frames"),
+    ],
+)
+def test_frames_unfolded(tmp_path, binning, sig, splits):
+    hdr, images, dark = acquisition(tmp_path, 12, sig, binning, splits=splits)
+    ds = open_frms6(hdr)
+    assert ds.nav_shape == (3, 4) and ds.sig_shape == sig and ds.dtype == np.uint16
+    raw = ds.to_dask(corrections=RAW).compute(scheduler="sync")
+    np.testing.assert_array_equal(raw.reshape(images.shape), images)
+    # any chunking of the frame, also across the two halves and binned row pairs
+    cut = ds.to_dask(dtype="float64", chunks=(2, 3, 3, 5), corrections=RAW).compute()
+    np.testing.assert_array_equal(cut.reshape(images.shape), images)
+    corrected = ds.to_dask().compute()
+    assert corrected.dtype == np.float32
+    np.testing.assert_allclose(corrected.reshape(images.shape), images - dark, atol=1e-3)
+
+
+@pytest.mark.parametrize("binning", [1, 2])
+def test_udfs_with_dark_and_roi(tmp_path, binning):
+    hdr, images, dark = acquisition(tmp_path, 12, (8, 6), binning, splits=(4, 7))
+    roi = np.random.default_rng(3).random((3, 4)) < 0.5
+    roi[0, 0] = True
+    expected = (images - dark)[roi.reshape(-1)]
+    with dask.config.set(SMALL):
+        ds = open_frms6(hdr)
+        res = ltdask.udf.SumUDF().compute(ds, roi=roi)
+        sums = ltdask.udf.SumSigUDF().compute(ds)
+    np.testing.assert_allclose(res["intensity"].values, expected.sum(0), rtol=1e-5, atol=1e-3)
+    np.testing.assert_allclose(
+        sums["intensity"].values.reshape(-1), (images - dark).sum((1, 2)), rtol=1e-5
+    )
+
+
+def test_gain_map(tmp_path):
+    hdr, images, dark = acquisition(tmp_path)
+    gain = np.random.default_rng(5).random((8, 6)) + 0.5
+    scipy.io.savemat(tmp_path / "gain.mat", {"GainMap": gain})
+    # LiberTEM transposes a CSV gain map after parsing: the file holds the map's columns
+    (tmp_path / "gain.csv").write_text(
+        "\n".join(";".join(f"{v:.17g}" for v in col) + ";" for col in gain.T)
+    )
+    for path in ("gain.mat", "gain.csv"):
+        ds = open_frms6(hdr, gain_map_path=tmp_path / path)
+        got = ds.to_dask().compute().reshape(images.shape)
+        np.testing.assert_allclose(got, (images - dark) * gain, rtol=1e-5, atol=1e-3)
+        plain = open_frms6(hdr, gain_map_path=tmp_path / path, enable_offset_correction=False)
+        got = plain.to_dask().compute().reshape(images.shape)
+        np.testing.assert_allclose(got, images * gain, rtol=1e-5)
+
+
+def test_without_offset_correction(tmp_path):
+    hdr, images, _ = acquisition(tmp_path)
+    ds = open_frms6(hdr, enable_offset_correction=False)
+    assert ds.default_corrections() is None
+    np.testing.assert_array_equal(ds.to_dask().compute().reshape(images.shape), images)
+
+
+@pytest.mark.parametrize(
+    "nav, sync_offset, first, count",
+    [
+        pytest.param(None, 0, 0, 12, id="hdr-scan"),
+        pytest.param((2, 5), 2, 2, 10, id="skip-2"),
+        pytest.param((3, 5), -3, -3, 15, id="insert-3-missing-end"),
+        pytest.param((1,), 11, 11, 1, id="last-frame"),
+        pytest.param((7,), 0, 0, 7, id="odd-line"),
+    ],
+)
+def test_scan_shapes_and_sync(tmp_path, nav, sync_offset, first, count):
+    hdr, images, _ = acquisition(tmp_path)
+    warn = (first < 0) or (first + count > 12)
+    with pytest.warns(ltdask.MissingFramesWarning) if warn else _nothing():
+        ds = open_frms6(hdr, nav_shape=nav, sync_offset=sync_offset)
+    got = ds.to_dask(corrections=RAW).compute().reshape(count, *images.shape[1:])
+    for i in range(count):
+        want = images[first + i] if 0 <= first + i < 12 else 0
+        np.testing.assert_array_equal(got[i], want)
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_partial_last_frame_and_header_counts(tmp_path):
+    """Files without frame counts (older files) and a file cut inside its last frame: the
+    whole frames are read, the cut one is missing."""
+    hdr, images, _ = acquisition(tmp_path, count_in_header=False)
+    last = tmp_path / "scan_002.frms6"
+    last.write_bytes(last.read_bytes()[:-10])
+    with pytest.warns(ltdask.MissingFramesWarning):
+        ds = open_frms6(hdr)
+    assert ds.image_count == 11
+    got = ds.to_dask(corrections=RAW).compute().reshape(images.shape)
+    np.testing.assert_array_equal(got[:11], images[:11])
+    np.testing.assert_array_equal(got[11], 0)
+
+
+def test_signalframes_limits_the_stream(tmp_path):
+    hdr, images, _ = acquisition(tmp_path, scan=None, signal_frames=9)
+    ds = open_frms6(hdr)
+    assert ds.nav_shape == (9,)
+    np.testing.assert_array_equal(ds.to_dask(corrections=RAW).compute(), images[:9])
+
+
+def test_opening_from_any_file_and_metadata(tmp_path):
+    hdr, images, _ = acquisition(tmp_path, binning=2)
+    for path in (hdr, tmp_path / "scan_000.frms6", tmp_path / "scan_002.frms6"):
+        ds = open_frms6(path)
+        np.testing.assert_array_equal(
+            ds.to_dask(corrections=RAW).compute().reshape(images.shape), images
+        )
+    ds = ltdask.open(tmp_path / "scan_001.frms6")
+    assert type(ds).__name__ == "Frms6DataSet"
+    assert ds.metadata["binning"] == 2 and ds.metadata["dark frames"] == 3
+    assert ds.metadata["raw frame"] == (2, 12) and ds.metadata["signal frames"] == 12
+    xr = pytest.importorskip("xarray")
+    xa = xr.open_dataset(tmp_path / "scan_001.frms6", engine="ltdask")
+    arr = next(iter(xa.data_vars.values()))
+    assert arr.shape == (3, 4, 8, 6)
+
+
+def test_pickles_small(tmp_path):
+    hdr, _, _ = acquisition(tmp_path)
+    ds = open_frms6(hdr)
+    assert len(pickle.dumps(ds)) < 4000
+    again = pickle.loads(pickle.dumps(ds))
+    np.testing.assert_array_equal(again.to_dask().compute(), ds.to_dask().compute())
