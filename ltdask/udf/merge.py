@@ -128,15 +128,8 @@ def _merge_all_in_task(graph: PartitionGraph, u: int, stored) -> dict:
     graph of two layers instead of dozens."""
     plan = graph.plan
     todo = graph.to_merge()
-    initial = initial_state(plan.udfs[u], plan.context, stored)
     merge = _MergeAll(
-        plan.udfs[u],
-        u,
-        graph.merge_keys(todo),
-        plan.context,
-        graph.valid_flat,
-        stored,
-        initial,
+        plan.udfs[u], u, graph.merge_keys(todo), plan.context, graph.valid_flat, stored
     )
     merged = task_delayed(
         f"ltdask-merge-all-{u}-{graph.token}",
@@ -153,14 +146,15 @@ def _merge_all_in_task(graph: PartitionGraph, u: int, stored) -> dict:
 class _MergeAll:
     """``merge_all`` of one UDF on the partition tasks' numpy results, in one task."""
 
-    def __init__(self, template, u, keys, context: RunContext, valid_flat, stored, initial):
+    def __init__(self, template, u, keys, context: RunContext, valid_flat, stored):
+        # no initial buffers here: dataset-sized, they would travel in the graph (32 MiB
+        # for a float64 sum of 2048 x 2048 frames); the task makes them where needed
         self.template = template
         self.u = u
         self.keys = keys
         self.context = context
         self.valid_flat = valid_flat
         self.stored = stored
-        self.initial = initial
 
     def __call__(self, *cells):
         context, stored, u = self.context, self.stored, self.u
@@ -171,8 +165,11 @@ class _MergeAll:
             for key, cell in zip(self.keys, cells, strict=True)
         )
         merged = checked_merge_all(udf, ordered, stored)
+        if any(name not in merged for name in stored):
+            initial = initial_state(self.template, context, stored)
+            merged = {name: merged.get(name, initial[name]) for name in stored}
         return {
-            name: np.asarray(merged.get(name, self.initial[name]))
+            name: np.asarray(merged[name])
             .astype(spec.dtype, copy=False)
             .reshape(spec.shape(context.n_sel, context.sig_shape))
             for name, spec in stored.items()

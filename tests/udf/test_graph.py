@@ -21,6 +21,7 @@ from helpers.udf_helpers import (
 )
 
 import ltdask
+from ltdask.udf import StdDevUDF, SumUDF
 
 # the scan of the `data` and `ds` fixtures (conftest.py): 8 partitions
 NAV, SIG, SEED, FRAMES_PER_PARTITION = (5, 6), (3, 4), 31, 4
@@ -338,3 +339,20 @@ def test_partition_results_report_their_size_to_dask():
     assert buffers <= sizeof(cell) < buffers + 1000
     again = pickle.loads(pickle.dumps(cell))
     assert isinstance(again, PartitionCell) and again[0][0].keys() == cell[0][0].keys()
+
+
+@pytest.mark.parametrize(
+    "udf", [SumUDF(dtype="float64"), StdDevUDF()], ids=lambda u: type(u).__name__
+)
+def test_graphs_carry_no_dataset_sized_buffers(tmp_path, udf):
+    """A cluster gets the graph through its scheduler: no task may carry a result-sized
+    array (the merge's initial buffers once did: 32 MiB for 2048 x 2048 float64 frames)."""
+    import pickle
+
+    path = tmp_path / "scan.npy"
+    np.save(path, np.zeros((2, 3, 512, 512), np.uint16))
+    (res,) = ltdask.lazy(ltdask.open(path), [udf])
+    sig_bytes = 512 * 512 * 8
+    for var in res.data_vars.values():
+        for key, task in dict(var.data.__dask_graph__()).items():
+            assert len(pickle.dumps(task, protocol=5)) < sig_bytes / 10, key
