@@ -89,7 +89,9 @@ def block(nav: tuple[int, int], row: int) -> np.ndarray:
     return rng.integers(0, 4096, size=(nav[1], *SIG), dtype=DTYPE)
 
 
-def write_all(folder: str, nav: tuple[int, int]) -> dict[str, str]:
+def write_all(folder: str, nav: tuple[int, int], names=None) -> dict[str, str]:
+    """The files of the methods `names` (all by default), each written once; the raw file
+    always (the reference of every table)."""
     import h5py
     import zarr
 
@@ -112,8 +114,12 @@ def write_all(folder: str, nav: tuple[int, int]) -> dict[str, str]:
             for row in range(nav[0]):
                 block(nav, row).tofile(f)
         os.replace(paths["raw"] + ".part", paths["raw"])
+
+    def wanted(*prefixes: str) -> bool:
+        return names is None or any(n.startswith(prefixes) for n in names)
+
     for key, compression in (("hdf5", None), ("gzip", "gzip")):
-        if os.path.exists(paths[key]):
+        if os.path.exists(paths[key]) or not wanted("hdf5 gzip" if compression else "hdf5 c"):
             continue
         log(f"  writing {paths[key]}")
         with h5py.File(paths[key] + ".part", "w") as f:
@@ -124,7 +130,7 @@ def write_all(folder: str, nav: tuple[int, int]) -> dict[str, str]:
             for row in range(nav[0]):
                 d[row] = block(nav, row)
         os.replace(paths[key] + ".part", paths[key])
-    if not os.path.exists(os.path.join(paths["zarr"], "zarr.json")):
+    if wanted("zarr") and not os.path.exists(os.path.join(paths["zarr"], "zarr.json")):
         log(f"  writing {paths['zarr']}")
         z = zarr.create_array(
             paths["zarr"],
@@ -139,7 +145,8 @@ def write_all(folder: str, nav: tuple[int, int]) -> dict[str, str]:
     for key, raw in (("mib raw", True), ("mib u16", False)):
         # 384 header bytes + 2 bytes per pixel (raw 12-bit: 16-bit fields), per frame
         mib_size = math.prod(nav) * (384 + math.prod(SIG) * 2)
-        if os.path.exists(paths[key]) and os.path.getsize(paths[key]) == mib_size:
+        done = os.path.exists(paths[key]) and os.path.getsize(paths[key]) == mib_size
+        if done or not wanted("mib raw" if raw else "mib U16"):
             continue
         log(f"  writing {paths[key]}")
         row_file = paths[key] + ".row"
@@ -151,9 +158,12 @@ def write_all(folder: str, nav: tuple[int, int]) -> dict[str, str]:
                     f.write(r.read())
         os.remove(row_file)
         os.replace(paths[key] + ".part", paths[key])
-    paths.update(write_mrc_dm(folder, nav, paths["raw"]))
-    paths.update(write_dectris_velox(folder, nav))
-    paths.update(write_empad_blo_tvips(folder, nav))
+    if wanted("mrc", "dm4"):
+        paths.update(write_mrc_dm(folder, nav, paths["raw"]))
+    if wanted("dectris", "velox"):
+        paths.update(write_dectris_velox(folder, nav))
+    if wanted("blo", "tvips", "empad", "raw f32", "raw u16"):
+        paths.update(write_empad_blo_tvips(folder, nav))
     return paths
 
 
@@ -408,13 +418,20 @@ def run(open_ds) -> float:
     return time.perf_counter() - t0
 
 
+def selected(names: list[str], only) -> list[str]:
+    """The methods `only` names: each entry a method's name, or else a part of names."""
+    if not only:
+        return names
+    return [n for n in names if any(o == n or (o not in names and o in n) for o in only)]
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", default="/tmp/ltdask-bench")
     parser.add_argument("--nav", type=int, default=64, help="scan is NAV x NAV frames")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--small", action="store_true", help="nav 16x16, for a quick check")
-    parser.add_argument("--only", nargs="*", help="method names to run (default: all)")
+    parser.add_argument("--only", nargs="*", help="methods: names or parts of names (default: all)")
     parser.add_argument("--detectors", action="store_true", help="K2IS, FRMS6, DE SEQ instead")
     parser.add_argument("--gib", type=float, default=2.0, help="--detectors: GiB of frames")
     args = parser.parse_args(argv)
@@ -422,16 +439,13 @@ def main(argv=None) -> None:
         return main_detectors(args)
     n = 16 if args.small else args.nav
     nav = (n, n)
-    paths = write_all(args.dir, nav)
-    todo = methods(paths, nav)
-    if args.only:
-        todo = {k: v for k, v in todo.items() if any(o in k for o in args.only)}
+    names = selected(list(methods({}, nav)), args.only)
+    paths = write_all(args.dir, nav, names)
+    todo = {k: v for k, v in methods(paths, nav).items() if k in names}
     nbytes = math.prod(nav) * math.prod(SIG) * DTYPE.itemsize
-    ds = open_hdf5(paths["hdf5"], "data")
-    log(
-        f"  scan {nav} x {SIG} {DTYPE} ({nbytes / 2**20:.0f} MiB); {ds!r}: "
-        f"{len(ds.fileset.files)} runs of frames, {len(ds.get_partitions())} partitions"
-    )
+    ds = ltdask.open_raw(paths["raw"], nav, SIG, DTYPE)
+    parts = len(ds.get_partitions())
+    log(f"  scan {nav} x {SIG} {DTYPE} ({nbytes / 2**20:.0f} MiB), {parts} partitions")
     times: dict[str, list[float]] = {k: [] for k in todo}
     with dask.config.set(scheduler="threads", num_workers=THREADS):
         for name, open_ds in todo.items():

@@ -199,11 +199,15 @@ class DataSet(Calibrated):
         return roi is not None or np.dtype(read_dtype) != self.raw_dtype
 
     # -- partitions ------------------------------------------------------------------------
+    def partition_frame_bytes(self) -> int:
+        """The bytes of one frame in a partition's work, which ``ltdask.partition-bytes``
+        divides the scan by: float32 (or wider) pixels; sparse formats, their entries."""
+        return math.prod(self.sig_shape) * max(4, self.dtype.itemsize)
+
     @functools.cached_property
     def nav_chunks(self) -> tuple[tuple[int, ...], ...]:
         """The partition grid: chunk sizes per nav dim."""
-        frame_bytes = math.prod(self.sig_shape) * max(4, self.dtype.itemsize)
-        chunks = nav_grid(self.nav_shape, frame_bytes)
+        chunks = nav_grid(self.nav_shape, self.partition_frame_bytes())
         count = math.prod(len(c) for c in chunks)
         start, stop = self.present_range
         empty = count * (1 - (stop - start) / self.num_frames)
@@ -227,9 +231,12 @@ class DataSet(Calibrated):
         """Nav chunks of :meth:`to_dask`: the partitions, or, where chunks are views of the
         page cache (which cost no memory), blocks of ``ltdask.view-chunk-partitions``
         partitions: fewer, larger tasks make dask reductions faster."""
-        if not self.hands_out_views(dtype):
-            return self.nav_chunks
         frame_bytes = math.prod(self.sig_shape) * max(4, self.dtype.itemsize)
+        if not self.hands_out_views(dtype):
+            # dense chunks: partitions of sparse data would be too large for them
+            if self.partition_frame_bytes() < frame_bytes:
+                return nav_grid(self.nav_shape, frame_bytes)
+            return self.nav_chunks
         target = _config.view_chunk_partitions() * _config.partition_bytes() // frame_bytes
         target = min(max(1, target), max(1, self.num_frames // _config.min_partitions()))
         return nav_grid(self.nav_shape, frame_bytes, target_frames=target)

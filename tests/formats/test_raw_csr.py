@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import dask
 import numpy as np
 import pytest
@@ -206,3 +209,23 @@ def test_file_shrunk_after_opening(scan):
     changed = r"scan_data.raw' changed since it was opened \(its size went from \d+ to \d+ bytes"
     with pytest.raises(DataSetError, match=changed):
         ds.to_dask().compute()
+
+
+@pytest.mark.parametrize("fill", [0.002, 0.05, 1.0])
+def test_partitions_sized_by_stored_entries(tmp_path, fill):
+    """A partition of CSR data holds ``ltdask.partition-bytes`` of entries (float32 values
+    and indices), not of pixels; ``to_dask()`` (dense chunks) keeps pixel-sized chunks."""
+    rng = np.random.default_rng(7)
+    data = np.where(rng.random((16, 32, 32, 32)) < fill, 3.0, 0.0).astype("<f4")
+    path, _ = write_raw_csr(tmp_path, data)
+    config = {"ltdask.partition-bytes": 256 * 1024, "ltdask.min-partitions": 1}
+    with dask.config.set(config):
+        ds = open_raw_csr(path)
+        per_frame = np.count_nonzero(data) * (4 + 4) / (16 * 32) + 16
+        frames = [math.prod(c) for c in itertools.product(*ds.nav_chunks)]
+        assert max(frames) * per_frame <= 2**18  # each partition fits
+        assert max(frames) * per_frame > 2**17 or max(frames) == 16 * 32  # as few as fit
+        assert max(ds.to_dask().chunks[0]) * 32 * 32 * 32 * 4 <= 256 * 1024
+        np.testing.assert_array_equal(
+            ltdask.udf.SumUDF().compute(ds)["intensity"], data.sum((0, 1))
+        )

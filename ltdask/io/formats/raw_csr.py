@@ -133,6 +133,12 @@ class RawCSRDataSet(DataSet):
             dims=dims,
         )
 
+    def partition_frame_bytes(self) -> int:
+        # a partition's tiles are CSR rows: its stored entries (values as float32 or wider,
+        # and their indices), not its frames' pixels
+        per_entry = max(4, self.dtype.itemsize) + np.dtype(self.files.indices_dtype).itemsize
+        return -(-self.nnz * per_entry // max(1, self.image_count)) + 16
+
     # -- negotiation: whole frames only ---------------------------------------------------
     def get_base_shape(self, roi=None) -> tuple[int, ...]:
         return self.sig_shape
