@@ -327,3 +327,38 @@ def test_cuda_udf_without_gpu_workers_is_refused(distributed_client):
             WhereUDF().compute(ltdask.from_array(counts()))
         plan = ltdask.explain(ltdask.from_array(counts()), WhereUDF(("cuda", "numpy"))).backends
         assert plan.device == "cpu"
+
+
+def _gpu() -> bool:
+    try:
+        import cupy
+    except ImportError:
+        return False
+    try:
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # no driver: cupy imports, CUDA calls fail
+        return False
+
+
+@pytest.mark.skipif(not _gpu(), reason="needs cupy and a CUDA device (`ltdask[gpu]`)")
+@pytest.mark.parametrize("source", ["dense", "csr-file"])
+def test_cupy_end_to_end_equals_numpy(tmp_path, source):
+    """On a machine with a GPU: shipped UDFs restricted to CuPy give numpy's results."""
+    data = counts(3)
+    if source == "dense":
+        ds = ltdask.from_array(data)
+    else:
+        path, _ = write_raw_csr(tmp_path, data)
+        ds = ltdask.open_raw_csr(path)
+    mask = np.zeros(SIG, np.float32)
+    mask[2:6, 3:8] = 1
+    udfs = [SumUDF(), SumSigUDF(), StdDevUDF(), ApplyMasksUDF(mask_factories=[lambda: mask])]
+    plan = ltdask.explain(ds, udfs, backends=("cupy",)).backends
+    assert plan.device == "cuda"
+    total, sumsig, std, masked = ltdask.compute(ds, udfs, backends=("cupy",))
+    np.testing.assert_allclose(total["intensity"].values, data.sum((0, 1)), rtol=1e-5)
+    np.testing.assert_allclose(sumsig["intensity"].values, data.sum((2, 3)), rtol=1e-5)
+    np.testing.assert_allclose(std["std"].values, data.std((0, 1)), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        masked["intensity"].values[..., 0], (data * mask).sum((2, 3)), rtol=1e-5
+    )
