@@ -144,6 +144,10 @@ class ChunkedArrayDataSet(DataSet):
         then the frame stream).
     """
 
+    #: the readers of :meth:`open_reader` fill buffers of any dtype (converting as they
+    #: copy), so reading as another dtype needs no native scratch copy in between
+    reader_converts = False
+
     def __init__(
         self,
         array_shape: Sequence[int],
@@ -231,7 +235,7 @@ class ChunkedArrayDataSet(DataSet):
         slots of missing frames (-1) are left alone. `scratch` is a flat native-dtype buffer
         at least as large as `out`, needed when `out` has another dtype."""
         slice_shape = out.shape[1:]
-        native = out if out.dtype == self.dtype else None
+        native = out if out.dtype == self.dtype or self.reader_converts else None
         for i0, i1 in frame_runs(frames):
             n = i1 - i0
             if native is None:

@@ -253,6 +253,9 @@ class DectrisDataSet(ChunkedArrayDataSet):
             depth = (depth // cf) * cf
         return (depth, *tileshape[1:])
 
+    # decoded chunks are copied into the tiles: numpy converts as it copies
+    reader_converts = True
+
     @contextlib.contextmanager
     def open_reader(self):
         reader = ChunkReader(self.files, self.sig_shape, self.dtype, self.codec)
