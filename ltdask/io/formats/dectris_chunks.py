@@ -319,6 +319,13 @@ class ChunkReader:
             self._cached_bytes -= old.nbytes
         return data
 
+    def _whole(self, sig: tuple) -> bool:
+        """Whether the signal slices `sig` are whole frames."""
+        return all(
+            (s.start or 0) == 0 and (s.stop is None or s.stop >= n) and s.step in (None, 1)
+            for s, n in zip(sig, self.frame_shape, strict=True)
+        )
+
     def read(self, index: tuple, out: np.ndarray) -> None:
         """Fill `out` with the frames ``index[0]`` (a slice of the series) cut to the signal
         slices ``index[1:]``."""
@@ -330,7 +337,13 @@ class ChunkReader:
             entry = self.files[i]
             local = pos - entry.first
             c, within = divmod(local, entry.chunk_frames)
-            data = self.chunk(i, c)
+            chunk_len = min(entry.chunk_frames, entry.count - c * entry.chunk_frames)
+            if within == 0 and stop - pos >= chunk_len and self._whole(sig):
+                # all of the chunk, once: not kept, so that the next chunk decodes into the
+                # memory just freed (still in the CPU's cache) rather than into new pages
+                data = self._decode(i, c)
+            else:
+                data = self.chunk(i, c)
             n = min(stop - pos, data.shape[0] - within)
             out[pos - start : pos - start + n] = data[(slice(within, within + n), *sig)]
             pos += n
