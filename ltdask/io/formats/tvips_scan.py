@@ -9,7 +9,7 @@ position (f4 x at 68, f4 y at 72). Only those headers are read, through memory m
 from __future__ import annotations
 
 import math
-import mmap
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,14 +45,16 @@ def read_fields(fileset: FileSet, offset: int, dtype, per_frame: int, start: int
         hi = min(stop, f.first_frame + f.num_frames)
         if lo >= hi:
             continue
-        with open(f.path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            buf = np.frombuffer(mm, np.uint8)
-            first = f.header_bytes + (lo - f.first_frame) * stride + offset
-            view = np.lib.stride_tricks.as_strided(
-                buf[first:], shape=(hi - lo, width), strides=(stride, 1), writeable=False
-            )
-            parts.append(view.copy().view(dt.newbyteorder("<")))
-            del buf, view  # the map closes only when nothing points into it
+        first = f.header_bytes + (lo - f.first_frame) * stride + offset
+        # a few bytes from every frame, one frame stride apart: reads of just those bytes
+        # (a memory map would fault in a page per frame, and unmap them all again)
+        out = bytearray((hi - lo) * width)
+        with open(f.path, "rb", buffering=0) as fh:
+            fd = fh.fileno()
+            for k in range(hi - lo):
+                got = os.pread(fd, width, first + k * stride)
+                out[k * width : k * width + len(got)] = got
+        parts.append(np.frombuffer(out, dtype=dt.newbyteorder("<")).reshape(hi - lo, per_frame))
     return np.concatenate(parts) if parts else np.empty((0, per_frame), dt)
 
 
