@@ -3,7 +3,7 @@
 The known fields of a version 2 frame header (offsets in bytes, little-endian): a counter
 (u4 at 0), the Unix time (u4 at 4) and its milliseconds (u4 at 8), the mode (u4 at 24: 1
 image, 2 diffraction), the rotator index (u4 at 48) and, from newer scan software, the scan
-position (f4 x at 68, f4 y at 72). Only those headers are read, through memory maps.
+position (f4 x at 68, f4 y at 72). Only the bytes 48 to 76 of each header are read, once.
 """
 
 from __future__ import annotations
@@ -89,14 +89,43 @@ def _scan_from_positions(y: np.ndarray, x: np.ndarray, count: int, complete: boo
     return Scan(sync, (rows, width), "scan positions in the frame headers")
 
 
-def _scan_from_positions_of(fileset: FileSet) -> Scan | None:
+class HeaderFields:
+    """Bytes ``ROTATOR_OFFSET .. SCAN_X_OFFSET + 8`` of the frame headers (rotator index and
+    scan position), read once per frame as far as asked for; past the end of the last
+    frame, zeros."""
+
+    WIDTH = SCAN_X_OFFSET + 8 - ROTATOR_OFFSET
+
+    def __init__(self, fileset: FileSet):
+        self.fileset = fileset
+        self.rows = np.empty((0, self.WIDTH), np.uint8)
+
+    def _upto(self, stop: int) -> np.ndarray:
+        have = self.rows.shape[0]
+        if stop > have:
+            more = read_fields(self.fileset, ROTATOR_OFFSET, "u1", self.WIDTH, have, stop)
+            self.rows = np.concatenate([self.rows, more])
+        return self.rows[:stop]
+
+    def positions(self, start: int, stop: int) -> np.ndarray:
+        """``(stop - start, 2)`` float32 scan positions (x, y)."""
+        at = SCAN_X_OFFSET - ROTATOR_OFFSET
+        raw = np.ascontiguousarray(self._upto(stop)[start:, at : at + 8])
+        return raw.view("<f4").reshape(-1, 2)
+
+    def rotator(self, stop: int) -> np.ndarray:
+        """The rotator index of frames ``0 .. stop``."""
+        return np.ascontiguousarray(self._upto(stop)[:, :4]).view("<u4").reshape(-1)
+
+
+def _scan_from_positions_of(fileset: FileSet, fields: HeaderFields) -> Scan | None:
     count = fileset.image_count
     limit = min(count, MAX_POSITION_FRAMES)
     seen, block = 0, 1024
     parts = []
     while seen < limit:
         stop = min(limit, seen + block)
-        parts.append(read_fields(fileset, SCAN_X_OFFSET, "<f4", 2, seen, stop))
+        parts.append(fields.positions(seen, stop))
         seen, block = stop, block * 2
         xy = np.nan_to_num(np.concatenate(parts), nan=-1.0, posinf=-1.0, neginf=-1.0)
         positions = np.clip(xy, -1, 2**31).astype(np.int64)
@@ -108,12 +137,12 @@ def _scan_from_positions_of(fileset: FileSet) -> Scan | None:
     return None
 
 
-def _scan_from_rotator(fileset: FileSet) -> Scan | None:
+def _scan_from_rotator(fileset: FileSet, fields: HeaderFields) -> Scan | None:
     """A scan whose frames carry rotator indices 1, 2, … N, one after the other."""
     count = fileset.image_count
     if count > MAX_ROTATOR_FRAMES:
         return None
-    index = read_fields(fileset, ROTATOR_OFFSET, "<u4", 1, 0, count)[:, 0].astype(np.int64)
+    index = fields.rotator(count).astype(np.int64)
     ones = np.flatnonzero(index == 1)
     if ones.size == 0 or (index[: ones[0]] != 0).any():
         return None
@@ -132,10 +161,12 @@ def _scan_from_rotator(fileset: FileSet) -> Scan | None:
 def detect_scan(fileset: FileSet, header_bytes: int) -> Scan | None:
     """The scan the frame headers describe (of `header_bytes` bytes; 0 for version 1
     files, whose headers hold no scan), or None."""
+    fields = HeaderFields(fileset)
     if header_bytes >= SCAN_X_OFFSET + 8:
-        scan = _scan_from_positions_of(fileset)
+        scan = _scan_from_positions_of(fileset, fields)
         if scan is not None:
             return scan
     if header_bytes >= ROTATOR_OFFSET + 4:
-        return _scan_from_rotator(fileset)
+        # (with shorter headers, the bytes read past the index are pixels, and unused)
+        return _scan_from_rotator(fileset, fields)
     return None
