@@ -27,7 +27,7 @@ from ltdask.exceptions import DataSetError, PerformanceWarning, warn
 from ltdask.io.checks import check_dtype, check_file, check_shape, signature_of
 from ltdask.io.chunked import ChunkedArrayDataSet
 from ltdask.io.formats.dectris_chunks import DATA_KEY, ChunkReader, DataFile, codec_of
-from ltdask.io.formats.hdf5 import check_filters, import_h5py, is_hdf5
+from ltdask.io.formats.hdf5 import check_filters, import_h5py, is_hdf5, open_h5
 from ltdask.io.registry import Format
 
 DETECTOR = "/entry/instrument/detector"
@@ -333,12 +333,7 @@ def open_dectris(
     """
     h5py = import_h5py()
     path = master_for(check_file(path))
-    if not is_hdf5(path):
-        raise DataSetError(f"{path!r} is not an HDF5 file (no HDF5 signature)")
-    try:
-        f = h5py.File(path, "r")
-    except OSError as e:
-        raise DataSetError(f"cannot open {path!r} as HDF5 (truncated or damaged?): {e}") from None
+    f = open_h5(path)
     with f:
         links = _data_links(f, path)
         metadata = _detector_metadata(f)

@@ -134,6 +134,18 @@ def is_hdf5(path: str) -> bool:
     return False
 
 
+def open_h5(path: str):
+    """`path` opened read-only by h5py, after checking it is HDF5 at all (a clear error for
+    other files, and for truncated or damaged ones)."""
+    h5py = import_h5py()
+    if not is_hdf5(path):
+        raise DataSetError(f"{path!r} is not an HDF5 file (no HDF5 signature)")
+    try:
+        return h5py.File(path, "r")
+    except OSError as e:
+        raise DataSetError(f"cannot open {path!r} as HDF5 (truncated or damaged?): {e}") from None
+
+
 def candidate_datasets(f, min_dims: int = 3) -> list[tuple[str, tuple[int, ...], str]]:
     """``(name, shape, dtype)`` of every dataset in the open h5py file with >= `min_dims`."""
     h5py = import_h5py()
@@ -352,12 +364,7 @@ def open_hdf5(
     path = check_file(path)
     # before h5py reads the metadata: a file rewritten while it is read is then caught
     signature = signature_of(stat_regular_file(path))
-    if not is_hdf5(path):
-        raise DataSetError(f"{path!r} is not an HDF5 file (no HDF5 signature)")
-    try:
-        f = h5py.File(path, "r")
-    except OSError as e:
-        raise DataSetError(f"cannot open {path!r} as HDF5 (truncated or damaged?): {e}") from None
+    f = open_h5(path)
     with f:
         sig_dims = check_sig_dims(sig_dims, repr(path))
         dset = find_dataset(f, key, path, sig_dims)

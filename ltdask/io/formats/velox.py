@@ -26,7 +26,7 @@ from ltdask._types import PathLike
 from ltdask.exceptions import DataSetError
 from ltdask.io.checks import check_dtype, check_file, check_shape, signature_of, stat_regular_file
 from ltdask.io.fileset import File
-from ltdask.io.formats.hdf5 import HDF5DataSet, check_filters, import_h5py, is_hdf5
+from ltdask.io.formats.hdf5 import HDF5DataSet, check_filters, import_h5py, is_hdf5, open_h5
 from ltdask.io.formats.hdf5_mapped import MAX_RUNS, HDF5MappedDataSet
 from ltdask.io.registry import Format
 
@@ -322,15 +322,9 @@ def open_emd(
     >>> bool((ds.to_dask().compute().reshape(6, 4, 5) == frames).all())
     True
     """
-    h5py = import_h5py()
     path = check_file(path)
     signature = signature_of(stat_regular_file(path))
-    if not is_hdf5(path):
-        raise DataSetError(f"{path!r} is not an HDF5 file (no HDF5 signature)")
-    try:
-        f = h5py.File(path, "r")
-    except OSError as e:
-        raise DataSetError(f"cannot open {path!r} as HDF5 (truncated or damaged?): {e}") from None
+    f = open_h5(path)
     with f:
         if "Data" not in f:
             raise DataSetError(f"{path!r} is not a Velox EMD file: it has no /Data group")
