@@ -194,9 +194,35 @@ def _version(f):
     return None
 
 
-def frame_runs(dset, path: str) -> list[File] | None:
+#: chunk offsets of the frame stacks opened in this process, by (path, dataset, version of
+#: the file): opening the same file again skips HDF5's walk over every chunk
+_OFFSETS: dict[tuple, np.ndarray] = {}
+
+
+def _chunk_offsets(dset, n: int, key: tuple) -> np.ndarray:
+    """The byte offset of each frame's chunk (-1: none), once per `key`."""
+    hit = _OFFSETS.get(key)
+    if hit is not None:
+        return hit
+    offsets = np.full(n, -1, dtype=np.int64)
+
+    def visit(info):
+        k = info.chunk_offset[2]
+        if info.byte_offset is not None and 0 <= k < n:
+            offsets[k] = info.byte_offset
+
+    dset.id.chunk_iter(visit)
+    if len(_OFFSETS) >= 32:
+        _OFFSETS.pop(next(iter(_OFFSETS)))
+    _OFFSETS[key] = offsets
+    return offsets
+
+
+def frame_runs(dset, path: str, signature=None) -> list[File] | None:
     """Frames stored as uncompressed ``(y, x, 1)`` chunks: runs of frames back to back in
-    the file, in frame order; None where the layout does not allow straight reads."""
+    the file, in frame order; None where the layout does not allow straight reads.
+    `signature`: the file's version (`ltdask.io.checks.signature_of`), to reuse the chunk
+    offsets of an earlier opening."""
     h5py = import_h5py()
     ny, nx, n = dset.shape
     plist = dset.id.get_create_plist()
@@ -208,14 +234,9 @@ def frame_runs(dset, path: str) -> list[File] | None:
         return None  # unwritten frames read as the fill value
     frame_bytes = ny * nx * dset.dtype.itemsize
     size = os.path.getsize(path)
-    offsets = np.full(n, -1, dtype=np.int64)
-
-    def visit(info):
-        k = info.chunk_offset[2]
-        if info.byte_offset is not None and 0 <= k < n:
-            offsets[k] = info.byte_offset
-
-    dset.id.chunk_iter(visit)
+    if signature is None:
+        signature = ("unversioned", object())  # nothing to reuse
+    offsets = _chunk_offsets(dset, n, (path, dset.name, signature))
     if (offsets < 0).any():
         return None
     if int(offsets.max()) + frame_bytes > size:
@@ -335,7 +356,7 @@ def open_emd(
         ny, nx, n = chosen["shape"]
         dtype = check_dtype(dset.dtype, f"{path!r}: {key}")
         check_filters(dset, path, key)
-        files = frame_runs(dset, path)
+        files = frame_runs(dset, path, signature)
         chunks = None if dset.chunks is None else tuple(int(c) for c in dset.chunks)
         version = _version(f)
     meta = chosen["json"]
