@@ -197,3 +197,49 @@ class Calibrated:
 
 
 __all__ = ["Axis", "Calibrated", "axes"]
+
+
+#: the keywords every opener takes to set (or override) the calibrations of the file
+CALIBRATION_KEYWORDS = ("nav_calibration", "sig_calibration")
+
+_CALIBRATION_DOC = """    nav_calibration, sig_calibration
+        The physical calibration of the nav and of the signal dims, over what the file says:
+        ``(scale, units)``, ``(scale, origin, units)``, an `Axis`, or one of those per dim
+        (see :func:`ltdask.calibration.axes`); None keeps the file's.
+"""
+
+
+def calibrated(ds, nav_calibration=None, sig_calibration=None):
+    """`ds` with the calibrations given (None: as it is)."""
+    if nav_calibration is not None or sig_calibration is not None:
+        ds.calibrate(nav=nav_calibration, sig=sig_calibration)
+    return ds
+
+
+def takes_calibration(opener):
+    """`opener` (a function returning a dataset) with the keyword-only arguments
+    ``nav_calibration=`` and ``sig_calibration=`` added to its signature and docstring."""
+    import functools
+    import inspect
+
+    @functools.wraps(opener)
+    def wrapper(*args, nav_calibration=None, sig_calibration=None, **kwargs):
+        return calibrated(opener(*args, **kwargs), nav_calibration, sig_calibration)
+
+    sig = inspect.signature(opener)
+    extra = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None)
+        for name in CALIBRATION_KEYWORDS
+    ]
+    wrapper.__signature__ = sig.replace(parameters=[*sig.parameters.values(), *extra])
+    doc = opener.__doc__ or ""
+    entry = _CALIBRATION_DOC
+    if "\n    Parameters\n    ----------\n" not in doc:
+        entry = "\n    Parameters\n    ----------\n" + entry
+    for section in ("\n    Returns\n", "\n    Raises\n", "\n    Examples\n", "\n    Notes\n"):
+        at = doc.find(section)
+        if at >= 0:
+            doc = doc[:at] + entry + doc[at:]
+            break
+    wrapper.__doc__ = doc
+    return wrapper

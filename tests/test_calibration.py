@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers.formatfiles import FORMAT_PARAMS
 
 import ltdask
+from ltdask import DataSetError
 from ltdask.calibration import Axis, axes
+from ltdask.udf import SumSigUDF, SumUDF
 
 
 @pytest.mark.parametrize(
@@ -83,3 +86,35 @@ def test_calibration_checked_against_dims():
     ds = ltdask.from_array(np.zeros((2, 3, 4, 5), np.float32))
     with pytest.raises(ltdask.DataSetError, match="sig_calibration: 3 calibrations for 2 dims"):
         ds.calibrate(sig=[1, 2, 3])
+
+
+@pytest.mark.parametrize("fmt", FORMAT_PARAMS)
+def test_every_opener_takes_calibrations(tmp_path, fmt):
+    """``nav_calibration=``/``sig_calibration=`` on each format's opener (and
+    ``ltdask.open``) reach ``to_xarray()`` and UDF results as coordinates with units, over
+    what the file says."""
+    data = fmt.data()
+    target, kwargs = fmt.write_to(tmp_path, data)
+    cal = {"nav_calibration": (0.5, 1.0, "nm"), "sig_calibration": [(2.0, "mrad"), (3.0, "mrad")]}
+    openers = [lambda: fmt.opener(target, **kwargs, **cal)]
+    if not fmt.in_memory:
+        openers.append(lambda: ltdask.open(target, **kwargs, **cal))
+    for open_ds in openers:
+        ds = open_ds()
+        ny, nx = ds.sig_shape
+        xa = ds.to_xarray()
+        y, x = ds.dims[-2:]
+        np.testing.assert_allclose(xa[x].values, 3.0 * np.arange(nx))
+        assert xa[y].attrs["units"] == "mrad"
+        first = ds.dims[0]
+        np.testing.assert_allclose(xa[first].values, 1.0 + 0.5 * np.arange(ds.nav_shape[0]))
+        assert xa[first].attrs["units"] == "nm"
+        total, per_frame = ltdask.compute(ds, [SumUDF(), SumSigUDF()])
+        assert total["intensity"][y].attrs["units"] == "mrad"
+        np.testing.assert_allclose(total["intensity"][y].values, 2.0 * np.arange(ny))
+        assert per_frame["intensity"][first].attrs["units"] == "nm"
+
+
+def test_calibration_keywords_checked():
+    with pytest.raises(DataSetError, match="nav_calibration"):
+        ltdask.from_array(np.zeros((2, 3, 4, 5)), nav_calibration=[(1, "nm")] * 3)

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from ltdask.calibration import takes_calibration
 from ltdask.common import Slice
 from ltdask.exceptions import DataSetError
 from ltdask.io.checks import check_shape, check_sig_dims
@@ -244,6 +245,7 @@ class ArrayDataSet(DataSet):
         return (super()._token_fields(), self._array_name)
 
 
+@takes_calibration
 def from_array(
     array, sig_dims: int = 2, dims=None, nav_shape=None, sig_shape=None, sync_offset: int = 0
 ) -> ArrayDataSet:

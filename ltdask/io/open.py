@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+from ltdask.calibration import CALIBRATION_KEYWORDS, calibrated
 from ltdask.exceptions import DataSetError
 from ltdask.io.checks import is_regular_file, stat_regular_file
 from ltdask.io.dataset import DataSet
@@ -106,6 +107,8 @@ def open_dataset(path, /, format: str | None = None, **kwargs) -> DataSet:
     **kwargs
         Passed to the format's ``open_*`` function (e.g. ``key=`` for HDF5, ``nav_shape=``,
         ``sig_shape=``, ``dtype=`` for raw files). For Zarr, ``key=`` is taken as ``path=``.
+        Every format takes ``nav_calibration=`` and ``sig_calibration=`` (see
+        :meth:`~ltdask.io.dataset.DataSet.calibrate`), over what the file says.
 
     Raises
     ------
@@ -126,6 +129,12 @@ def open_dataset(path, /, format: str | None = None, **kwargs) -> DataSet:
     >>> type(ds).__name__, ds.nav_shape, ds.sig_shape
     ('NpyDataSet', (2, 3), (4, 5))
     """
+    # applied here, so that formats from plug-ins take them too
+    calibrations = {k: kwargs.pop(k) for k in CALIBRATION_KEYWORDS if k in kwargs}
+    return calibrated(_open(path, format, kwargs), **calibrations)
+
+
+def _open(path, format: str | None, kwargs: dict) -> DataSet:
     if format is None:
         fmt = get_format(detect_format(path, kwargs))
     else:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Any
 
+from ltdask.calibration import CALIBRATION_KEYWORDS
 from ltdask.exceptions import DataSetError, warn
 
 if TYPE_CHECKING:
@@ -171,13 +172,18 @@ class Format:
             ) from e
 
     def keyword_names(self) -> tuple[str, ...] | None:
-        """The keywords the opener takes besides the path (None: any)."""
+        """The keywords the opener takes besides the path (None: any), less the calibration
+        keywords every format takes through ``ltdask.open``."""
         if self.keywords is not None:
             return self.keywords
         params = list(inspect.signature(self.load_opener()).parameters.values())[1:]
         if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
             return None
-        return tuple(p.name for p in params if p.kind is not inspect.Parameter.VAR_POSITIONAL)
+        return tuple(
+            p.name
+            for p in params
+            if p.kind is not inspect.Parameter.VAR_POSITIONAL and p.name not in CALIBRATION_KEYWORDS
+        )
 
     def open(self, *args, **kwargs) -> DataSet:
         """Call the opener."""

@@ -14,6 +14,7 @@ from helpers.formatfiles import FORMATS, TOO_LARGE_FOR_TABLE
 
 import ltdask
 from ltdask import DataSetError
+from ltdask.calibration import CALIBRATION_KEYWORDS
 from ltdask.io import registry
 from ltdask.io.registry import BUILTIN, Format, FormatPluginError, get_format
 
@@ -31,6 +32,9 @@ def test_builtin_records_load_in_table_order():
 def test_declared_keywords_are_the_openers(name):
     record = get_format(name)
     params = list(inspect.signature(record.load_opener()).parameters)[1:]
+    # every opener takes the calibration keywords, which ltdask.open handles for all formats
+    assert params[-2:] == list(CALIBRATION_KEYWORDS)
+    params = params[:-2]
     assert record.keywords == tuple(params)
     for given, taken in record.keyword_aliases:
         assert taken in params and given not in params

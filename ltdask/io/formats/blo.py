@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ltdask._types import PathLike
+from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError
 from ltdask.io.checks import check_file, signature_of, stat_regular_file
 from ltdask.io.decode import Decoder
@@ -204,6 +205,7 @@ class BloDataSet(FileDataSet):
         return {**super().attrs(), "blo_bit_depth": self.metadata["bit_depth"]}
 
 
+@takes_calibration
 def open_blo(
     path: PathLike,
     nav_shape: Sequence[int] | None = None,

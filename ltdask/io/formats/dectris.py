@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ltdask._types import PathLike
+from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError, PerformanceWarning, warn
 from ltdask.io.checks import check_dtype, check_file, check_shape, signature_of
 from ltdask.io.chunked import ChunkedArrayDataSet
@@ -280,6 +281,7 @@ class DectrisDataSet(ChunkedArrayDataSet):
         return (super()._token_fields(), self.path, self.files, self.codec)
 
 
+@takes_calibration
 def open_dectris(
     path: PathLike,
     nav_shape: Sequence[int] | None = None,

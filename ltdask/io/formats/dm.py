@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ltdask._types import PathLike
+from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError
 from ltdask.io.checks import check_file, check_shape
 from ltdask.io.decode import Decoder
@@ -235,6 +236,7 @@ class DMDataSet(FileDataSet):
         return {**super().attrs(), "dm_format": self.metadata["format"]}
 
 
+@takes_calibration
 def open_dm(
     path: PathLike,
     nav_shape: Sequence[int] | None = None,

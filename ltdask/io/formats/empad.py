@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from ltdask._types import PathLike
+from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError
 from ltdask.io.checks import check_file, is_regular_file, signature_of, stat_regular_file
 from ltdask.io.decode import Decoder
@@ -259,6 +260,7 @@ class EMPADDataSet(FileDataSet):
         return attrs
 
 
+@takes_calibration
 def open_empad(
     path: PathLike,
     nav_shape: Sequence[int] | None = None,

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ltdask._types import PathLike
+from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError
 from ltdask.io.checks import check_file, check_shape
 from ltdask.io.decode import Decoder
@@ -265,6 +266,7 @@ def read_gain_map(path: str, sig_shape: tuple[int, ...]) -> np.ndarray:
     return gain.astype(np.float32)
 
 
+@takes_calibration
 def open_frms6(
     path: PathLike,
     nav_shape: Sequence[int] | None = None,

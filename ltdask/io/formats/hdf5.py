@@ -30,6 +30,7 @@ import stat
 from collections.abc import Sequence
 
 from ltdask._types import PathLike
+from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError
 from ltdask.io.checks import (
     Signature,
@@ -306,6 +307,7 @@ class HDF5DataSet(ChunkedArrayDataSet):
         return super().__repr__()[:-1] + f", {self.key!r} {self.layout}>"
 
 
+@takes_calibration
 def open_hdf5(
     path: PathLike,
     key: str | None = None,

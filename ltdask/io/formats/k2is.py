@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ltdask._types import PathLike
+from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError
 from ltdask.io.checks import check_file, check_shape
 from ltdask.io.decode import Decoder
@@ -164,6 +165,7 @@ class K2ISDataSet(FileDataSet):
         return (super()._token_fields(), self.sync.first_offsets)
 
 
+@takes_calibration
 def open_k2is(
     path: PathLike,
     nav_shape: Sequence[int] | None = None,

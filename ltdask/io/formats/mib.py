@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 
 from ltdask._types import PathLike
+from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError
 from ltdask.io.checks import check_file, check_shape
 from ltdask.io.decode import Decoder
@@ -195,6 +196,7 @@ def _resolve_paths(path, disable_glob: bool = False) -> tuple[list[str], str | N
     return paths, find_hdr(min(paths, key=_natural_key))
 
 
+@takes_calibration
 def open_mib(
     path: PathLike | Sequence[PathLike],
     nav_shape: Sequence[int] | None = None,

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ltdask._types import PathLike
+from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError
 from ltdask.io.checks import Signature, check_file, signature_of
 from ltdask.io.decode import Decoder
@@ -322,6 +323,7 @@ class MrcDataSet(FileDataSet):
         return {**super().attrs(), "mrc_mode": self.header.mode}
 
 
+@takes_calibration
 def open_mrc(
     path: PathLike,
     nav_shape: Sequence[int] | None = None,

@@ -7,6 +7,7 @@ import os
 import numpy as np
 
 from ltdask._types import PathLike
+from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError
 from ltdask.io.checks import Signature, check_dtype, check_file, check_sig_dims, signature_of
 from ltdask.io.decode import Decoder
@@ -63,8 +64,20 @@ class NpyDataSet(FileDataSet):
         super().__init__(fileset, Decoder(dtype), nav, sync_offset=sync_offset, dims=dims)
 
 
+@takes_calibration
 def open_npy(path: PathLike, sig_dims: int = 2, sync_offset: int = 0, dims=None) -> NpyDataSet:
     """Open a ``.npy`` file; its last `sig_dims` dims are the frame.
+
+    Parameters
+    ----------
+    path
+        The ``.npy`` file (memory-mapped, not loaded).
+    sig_dims
+        How many trailing dims are the frame.
+    sync_offset
+        Positive: skip that many frames; negative: insert that many empty frames first.
+    dims
+        Names of the nav and sig dims.
 
     Examples
     --------

@@ -6,6 +6,7 @@ import os
 from collections.abc import Sequence
 
 from ltdask._types import PathLike
+from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError
 from ltdask.io.checks import (
     check_bytes,
@@ -94,6 +95,7 @@ class RawDataSet(FileDataSet):
         super().__init__(fileset, Decoder(native), nav_shape, sync_offset=sync_offset, dims=dims)
 
 
+@takes_calibration
 def open_raw(
     path: PathLike | Sequence[PathLike],
     nav_shape: Sequence[int],

@@ -32,6 +32,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from ltdask._types import PathLike
+from ltdask.calibration import takes_calibration
 from ltdask.common import Slice
 from ltdask.exceptions import DataSetError
 from ltdask.io.checks import Signature, check_file, check_shape, signature_of, stat_regular_file
@@ -314,6 +315,7 @@ class RawCSRDataSet(DataSet):
         )
 
 
+@takes_calibration
 def open_raw_csr(
     path: PathLike,
     nav_shape: Sequence[int] | None = None,

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ltdask._types import PathLike
+from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError
 from ltdask.io.checks import check_file, check_shape
 from ltdask.io.decode import Decoder
@@ -145,6 +146,7 @@ def _reference(path: str, shape: tuple[int, int], stamp) -> np.ndarray:
     return image
 
 
+@takes_calibration
 def open_seq(
     path: PathLike,
     nav_shape: Sequence[int] | None = None,

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ltdask._types import PathLike
+from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError
 from ltdask.io.checks import check_file, signature_of, stat_regular_file
 from ltdask.io.decode import Decoder
@@ -168,6 +169,7 @@ class TVIPSDataSet(FileDataSet):
         return {**super().attrs(), "tvips_scan_detection": self.scan_detection}
 
 
+@takes_calibration
 def open_tvips(
     path: PathLike,
     nav_shape: Sequence[int] | None = None,

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ltdask._types import PathLike
+from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError
 from ltdask.io.checks import check_dtype, check_file, check_shape, signature_of, stat_regular_file
 from ltdask.io.fileset import File
@@ -288,6 +289,7 @@ class VeloxH5DataSet(HDF5DataSet):
             yield read
 
 
+@takes_calibration
 def open_emd(
     path: PathLike,
     dataset: str | None = None,

@@ -13,6 +13,7 @@ import stat
 import sys
 from collections.abc import Sequence
 
+from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError
 from ltdask.io.checks import (
     changed_error,
@@ -240,6 +241,7 @@ class ZarrDataSet(ChunkedArrayDataSet):
         return super().__repr__()[:-1] + f", zarr v{self.zarr_format}>"
 
 
+@takes_calibration
 def open_zarr(
     store,
     path: str | None = None,
