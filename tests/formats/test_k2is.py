@@ -166,3 +166,12 @@ def test_on_scheduler(scheduler, scan, frames):
         picked = ds.to_dask()[3, 900:960, 250:270].compute()
     np.testing.assert_array_equal(res["intensity"].values, frames[roi].sum(0, dtype="f8"))
     np.testing.assert_array_equal(picked, frames[3, 900:960, 250:270])
+
+
+def test_calibration_keywords(scan):
+    """(K2IS is not in the format table that checks them for every other format.)"""
+    ds = open_k2is(scan, nav_calibration=(0.25, "nm"), sig_calibration=(0.1, "mrad"))
+    assert [a.units for a in ds.nav_calibration] == ["nm"] * len(ds.nav_shape)
+    xa = ds.to_xarray()
+    np.testing.assert_allclose(xa[ds.dims[-1]].values, 0.1 * np.arange(ds.sig_shape[-1]))
+    assert xa[ds.dims[0]].attrs["units"] == "nm"
