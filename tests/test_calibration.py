@@ -118,3 +118,16 @@ def test_every_opener_takes_calibrations(tmp_path, fmt):
 def test_calibration_keywords_checked():
     with pytest.raises(DataSetError, match="nav_calibration"):
         ltdask.from_array(np.zeros((2, 3, 4, 5)), nav_calibration=[(1, "nm")] * 3)
+
+
+def test_xarray_engine_takes_calibrations(tmp_path):
+    import xarray as xr
+
+    path = tmp_path / "scan.npy"
+    np.save(path, np.zeros((2, 3, 4, 5), np.float32))
+    xds = xr.open_dataset(
+        path, engine="ltdask", nav_calibration=(0.5, "nm"), sig_calibration=(2, "mrad")
+    )
+    assert xds["scan_x"].attrs["units"] == "nm" and xds["det_y"].attrs["units"] == "mrad"
+    np.testing.assert_allclose(xds["det_x"].values, 2.0 * np.arange(5))
+    np.testing.assert_allclose(xds["scan_y"].values, 0.5 * np.arange(2))
