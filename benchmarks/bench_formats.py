@@ -425,6 +425,21 @@ def selected(names: list[str], only) -> list[str]:
     return [n for n in names if any(o == n or (o not in names and o in n) for o in only)]
 
 
+def interleaved(todo: dict, repeats: int) -> dict[str, list[float]]:
+    """Seconds of each method's runs: one warm-up each, then `repeats` rounds of all of them
+    in turn (the machine's drift hits every method alike)."""
+    times: dict[str, list[float]] = {k: [] for k in todo}
+    with dask.config.set(scheduler="threads", num_workers=THREADS):
+        for name, open_ds in todo.items():
+            log(f"  warm-up {name}")
+            run(open_ds)
+        for r in range(repeats):
+            for name, open_ds in todo.items():
+                times[name].append(run(open_ds))
+            log(f"  round {r + 1}/{repeats} done")
+    return times
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", default="/tmp/ltdask-bench")
@@ -446,15 +461,7 @@ def main(argv=None) -> None:
     ds = ltdask.open_raw(paths["raw"], nav, SIG, DTYPE)
     parts = len(ds.get_partitions())
     log(f"  scan {nav} x {SIG} {DTYPE} ({nbytes / 2**20:.0f} MiB), {parts} partitions")
-    times: dict[str, list[float]] = {k: [] for k in todo}
-    with dask.config.set(scheduler="threads", num_workers=THREADS):
-        for name, open_ds in todo.items():
-            log(f"  warm-up {name}")
-            run(open_ds)
-        for r in range(args.repeats):
-            for name, open_ds in todo.items():
-                times[name].append(run(open_ds))
-            log(f"  round {r + 1}/{args.repeats} done")
+    times = interleaved(todo, args.repeats)
     base = statistics.median(times["raw"]) if "raw" in times else None
     print(
         f"SumUDF, {nav[0]}x{nav[1]} x {SIG[0]}x{SIG[1]} uint16, threads x{THREADS}, "
@@ -475,15 +482,7 @@ def main_detectors(args) -> None:
 
     todo = entries(os.path.join(args.dir, "detectors"), args.gib, args.only)
     nbytes = {name: open_ds().nbytes for name, open_ds in todo.items()}
-    times: dict[str, list[float]] = {k: [] for k in todo}
-    with dask.config.set(scheduler="threads", num_workers=THREADS):
-        for name, open_ds in todo.items():
-            log(f"  warm-up {name}")
-            run(open_ds)
-        for r in range(args.repeats):
-            for name, open_ds in todo.items():
-                times[name].append(run(open_ds))
-            log(f"  round {r + 1}/{args.repeats} done")
+    times = interleaved(todo, args.repeats)
     print(f"SumUDF, {args.gib:g} GiB of frames each, threads x{THREADS}, median of {args.repeats}")
     print(f"{'format':<24} {'median s':>9} {'GB/s':>7} {'vs raw':>7}")
     for name, ts in times.items():

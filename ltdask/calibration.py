@@ -10,6 +10,8 @@ coordinates with a ``units`` attribute.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -219,8 +221,6 @@ def calibrated(ds, nav_calibration=None, sig_calibration=None):
 def takes_calibration(opener):
     """`opener` (a function returning a dataset) with the keyword-only arguments
     ``nav_calibration=`` and ``sig_calibration=`` added to its signature and docstring."""
-    import functools
-    import inspect
 
     @functools.wraps(opener)
     def wrapper(*args, nav_calibration=None, sig_calibration=None, **kwargs):

@@ -100,20 +100,24 @@ class FileSet:
     def file_index(self, frame: int) -> int:
         return int(np.searchsorted(self.table[:, 0], frame, side="right") - 1)
 
+    def _pixels_are_items(self, file_idx: int) -> bool:
+        """Whether the pixels of file `file_idx` are native items of the file's dtype at
+        item-aligned offsets (no packing, no byte swap, headers of whole items)."""
+        dt = self.native_dtype
+        item = dt.itemsize
+        if self.bits_per_px != item * 8 or not dt.isnative and item > 1:
+            return False
+        header = self.files[file_idx].header_bytes
+        return not (self.frame_stride % item or header % item or self.frame_header_bytes % item)
+
     def straight_view(self, buffers: MappedFiles, file_idx: int) -> np.ndarray | None:
         """All frames of one file as a ``(n, *sig)`` view of its bytes, or None when the
         layout does not allow a view (packed pixels, misaligned headers)."""
+        if not self._pixels_are_items(file_idx):
+            return None
         dt = self.native_dtype
         item = dt.itemsize
         f = self.files[file_idx]
-        if self.bits_per_px != item * 8 or not dt.isnative and item > 1:
-            return None
-        if (
-            (self.frame_stride % item)
-            or (f.header_bytes % item)
-            or (self.frame_header_bytes % item)
-        ):
-            return None
         raw = buffers[file_idx]
         stride_px = self.frame_stride // item
         start = f.header_bytes // item + self.frame_header_bytes // item
@@ -135,17 +139,11 @@ class FileSet:
         row; None when the layout does not allow it, or the file ends before the last
         record's footer. Frames with headers or footers between them are no C-contiguous
         ``(n, pixels)`` array, but their rows are: kernels read ``rows[:, p0:p1]``."""
+        if not self._pixels_are_items(file_idx):
+            return None
         dt = self.native_dtype
         item = dt.itemsize
         f = self.files[file_idx]
-        if self.bits_per_px != item * 8 or not dt.isnative and item > 1:
-            return None
-        if (
-            (self.frame_stride % item)
-            or (f.header_bytes % item)
-            or (self.frame_header_bytes % item)
-        ):
-            return None
         raw = buffers[file_idx]
         end = f.header_bytes + f.num_frames * self.frame_stride
         if f.num_frames == 0 or raw.size < end:

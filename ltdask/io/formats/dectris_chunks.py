@@ -333,12 +333,13 @@ class ChunkReader:
         start, stop = frames.start, frames.stop
         i = int(np.searchsorted(self.starts, start, side="right")) - 1
         pos = start
+        whole = self._whole(sig)
         while pos < stop:
             entry = self.files[i]
             local = pos - entry.first
             c, within = divmod(local, entry.chunk_frames)
             chunk_len = min(entry.chunk_frames, entry.count - c * entry.chunk_frames)
-            if within == 0 and stop - pos >= chunk_len and self._whole(sig):
+            if whole and within == 0 and stop - pos >= chunk_len:
                 # all of the chunk, once: not kept, so that the next chunk decodes into the
                 # memory just freed (still in the CPU's cache) rather than into new pages
                 data = self._decode(i, c)

@@ -219,11 +219,11 @@ def _chunk_offsets(dset, n: int, key: tuple) -> np.ndarray:
     return offsets
 
 
-def frame_runs(dset, path: str, signature=None) -> list[File] | None:
+def frame_runs(dset, path: str, signature) -> list[File] | None:
     """Frames stored as uncompressed ``(y, x, 1)`` chunks: runs of frames back to back in
     the file, in frame order; None where the layout does not allow straight reads.
-    `signature`: the file's version (`ltdask.io.checks.signature_of`), to reuse the chunk
-    offsets of an earlier opening."""
+    `signature`: the file's version (`ltdask.io.checks.signature_of`), under which the
+    chunk offsets are kept for the next opening."""
     h5py = import_h5py()
     ny, nx, n = dset.shape
     plist = dset.id.get_create_plist()
@@ -235,8 +235,6 @@ def frame_runs(dset, path: str, signature=None) -> list[File] | None:
         return None  # unwritten frames read as the fill value
     frame_bytes = ny * nx * dset.dtype.itemsize
     size = os.path.getsize(path)
-    if signature is None:
-        signature = ("unversioned", object())  # nothing to reuse
     offsets = _chunk_offsets(dset, n, (path, dset.name, signature))
     if (offsets < 0).any():
         return None
