@@ -86,6 +86,23 @@ def check_bytes(value, what: str, where: str) -> int:
     return n
 
 
+def check_fits_memory(shape: Sequence[int], dtype, where: str) -> None:
+    """Refuse an array of `shape` and `dtype` larger than this machine's memory (sparse
+    data of a few entries can stand for dense frames of any size), naming `where`."""
+    dt = np.dtype(dtype)
+    nbytes = math.prod(shape) * dt.itemsize
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows): numpy says
+        return
+    if nbytes > memory:
+        raise DataSetError(
+            f"{where}: dense frames of shape {tuple(shape)} as {dt} need "
+            f"{nbytes / 2**30:.1f} GiB, more than this machine's {memory / 2**30:.1f} GiB; "
+            "check sig_shape, or process the frames sparse"
+        )
+
+
 def check_sig_dims(sig_dims, where: str, shape: Sequence[int] | None = None) -> int:
     """`sig_dims` as an int: positive and, given the stored `shape`, leaving a nav dim."""
     is_int = isinstance(sig_dims, (int, np.integer))

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ltdask.exceptions import UDFError
+from ltdask.io.checks import check_fits_memory
 from ltdask.udf.interface import UDFBase
 
 NUMPY = UDFBase.BACKEND_NUMPY
@@ -210,6 +211,8 @@ def convert(tile, target: str, sig_shape: tuple[int, ...]):
         if tile.ndim != 2:
             tile = tile.reshape(flat)
         return for_backend(tile, target)
+    if hasattr(tile, "nnz"):  # sparse, made dense
+        check_fits_memory((n, *sig_shape), tile.dtype, "sparse tiles made dense for a UDF")
     out = for_backend(tile, target)
     if out.shape != (n, *sig_shape):
         out = out.reshape((n, *sig_shape))

@@ -240,3 +240,20 @@ def test_fuzz_raw_csr_descriptor(params, section, complete):
 def test_fuzz_raw_csr_random_bytes(content):
     path = fuzz_file("fuzzb.toml", content)
     fuzz("raw-csr-bytes", open_raw_csr, path)
+
+
+def test_dense_frames_larger_than_memory_refused(tmp_path):
+    """A descriptor's sig_shape can make each frame of a few entries terabytes dense: reading
+    dense frames is refused with the sizes (found by the descriptor fuzzer, as a MemoryError);
+    the sparse path still runs."""
+    from ltdask.udf import SumSigUDF
+
+    path = csr_files(tmp_path, sig_shape="[1048576, 1048576]")
+    ds = open_raw_csr(path)
+    with pytest.raises(DataSetError, match=r"dense frames of shape \(\d+, 1048576, 1048576\)"):
+        ds.to_dask()[0, 0].compute(scheduler="sync")
+    with pytest.raises(DataSetError, match="more than this machine's"):
+        SumSigUDF().compute(ds, backends=("numpy",))
+    sums = SumSigUDF().compute(ds)["intensity"].values  # CSR tiles: no dense frame
+    expected = scan_data("<f4").reshape(*NAV, -1).sum(-1)
+    np.testing.assert_allclose(sums, expected, rtol=1e-5)

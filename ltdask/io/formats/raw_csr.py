@@ -35,7 +35,14 @@ from ltdask._types import PathLike
 from ltdask.calibration import takes_calibration
 from ltdask.common import Slice
 from ltdask.exceptions import DataSetError
-from ltdask.io.checks import Signature, check_file, check_shape, signature_of, stat_regular_file
+from ltdask.io.checks import (
+    Signature,
+    check_file,
+    check_fits_memory,
+    check_shape,
+    signature_of,
+    stat_regular_file,
+)
 from ltdask.io.dataset import DataSet
 from ltdask.io.formats.raw_csr_descriptor import is_raw_csr, read_descriptor
 from ltdask.io.formats.raw_csr_kernels import (
@@ -241,6 +248,7 @@ class RawCSRDataSet(DataSet):
         dtype = np.dtype(dtype).newbyteorder("=")
         frames = self.stream_frames(positions)
         sig_px = math.prod(self.sig_shape)
+        check_fits_memory((frames.size, *self.sig_shape), dtype, repr(self.path))
         out = np.zeros((frames.size, sig_px), dtype=dtype)
         present = np.flatnonzero(frames >= 0)
         if present.size:
@@ -296,6 +304,7 @@ class RawCSRDataSet(DataSet):
                 yield self._sparse(rows, dtype), first, 0
                 continue
             if buf is None:
+                check_fits_memory((scheme.depth, *self.sig_shape), dtype, repr(self.path))
                 buf = np.empty(scheme.depth * sig_px, dtype=dtype)
             out = buf[: n * sig_px].reshape((n, sig_px))
             out[...] = 0
