@@ -18,12 +18,8 @@ Codecs the task cannot decode itself (another filter, a chunk shape that cuts fr
 
 from __future__ import annotations
 
-import ctypes
 import functools
-import glob
-import mmap
 import os
-import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -31,7 +27,9 @@ import numpy as np
 
 from ltdask.exceptions import DataSetError
 from ltdask.io.checks import Signature, changed_error, same_version, signature_of
+from ltdask.io.formats.chunk_codecs import decode_bitshuffle, decode_lz4
 from ltdask.io.formats.hdf5 import import_h5py
+from ltdask.io.maps import map_file
 
 #: decoded chunks a reader keeps for the tiles that cut them (several signal slices)
 CACHE_BYTES = 64 << 20
@@ -134,103 +132,10 @@ def chunk_table(path: str, key: str, chunk_frames: int, count: int, signature) -
     return ChunkTable(offsets, sizes, masks)
 
 
-def _header(raw: np.ndarray, expected: int, where: str) -> int:
-    """The block size of a chunk of `expected` decoded bytes, from its 12-byte header."""
-    if raw.size < 12:
-        raise DataSetError(f"{where}: {raw.size} bytes, too short for a chunk header")
-    total = int.from_bytes(raw[:8].tobytes(), "big")
-    block = int.from_bytes(raw[8:12].tobytes(), "big")
-    if total != expected:
-        raise DataSetError(f"{where}: the header says {total} bytes, the chunk holds {expected}")
-    if block <= 0 or block > max(expected, 1 << 30):
-        raise DataSetError(f"{where}: block size {block} in the chunk header is not valid")
-    return block
-
-
-@functools.cache
-def _bitshuffle_openmp():
-    """``omp_set_num_threads`` of the OpenMP runtime that bitshuffle's wheel carries for
-    itself (``bitshuffle.libs/libgomp-*.so``), or None (another build: left alone)."""
-    import bitshuffle
-
-    folder = os.path.join(os.path.dirname(os.path.dirname(bitshuffle.__file__)), "bitshuffle.libs")
-    for path in sorted(glob.glob(os.path.join(folder, "libgomp*.so*"))):
-        try:
-            return ctypes.CDLL(path).omp_set_num_threads
-        except (OSError, AttributeError):
-            continue
-    return None
-
-
-_openmp_set = threading.local()
-
-
-def _one_openmp_thread() -> None:
-    """Decompress on the calling thread only: tasks already decompress in parallel, and an
-    OpenMP team per call oversubscribes the cores (its threads spin while they wait, which
-    made 2 threads decode 4x slower than 1 on a loaded 2-core machine). The setting is per
-    thread and only reaches bitshuffle's private OpenMP runtime."""
-    if getattr(_openmp_set, "done", False):
-        return
-    setter = _bitshuffle_openmp()
-    if setter is not None:
-        setter(1)
-    _openmp_set.done = True
-
-
-def decode_bitshuffle(raw: np.ndarray, nelems: int, dtype: np.dtype, zstd: bool, where: str):
-    """A bitshuffle chunk (HDF5 filter 32008) decoded to `nelems` items of `dtype`."""
-    import bitshuffle
-
-    _one_openmp_thread()
-
-    block = _header(raw, nelems * dtype.itemsize, where)
-    if block % dtype.itemsize or (block // dtype.itemsize) % 8:
-        raise DataSetError(f"{where}: block size {block} bytes does not fit {dtype} items")
-    decompress = bitshuffle.decompress_zstd if zstd else bitshuffle.decompress_lz4
-    try:
-        return decompress(raw[12:], (nelems,), dtype, block // dtype.itemsize)
-    except (ValueError, RuntimeError) as e:
-        raise DataSetError(f"{where}: the chunk does not decompress: {e}") from None
-
-
-def decode_lz4(raw: np.ndarray, nelems: int, dtype: np.dtype, where: str) -> np.ndarray:
-    """An LZ4 chunk (HDF5 filter 32004) decoded to `nelems` items of `dtype`."""
-    import lz4.block
-
-    expected = nelems * dtype.itemsize
-    block = _header(raw, expected, where)
-    out = np.empty(expected, dtype=np.uint8)
-    pos, done = 12, 0
-    view = memoryview(raw.data)
-    while done < expected:
-        want = min(block, expected - done)
-        if pos + 4 > raw.size:
-            raise DataSetError(f"{where}: the chunk ends inside block {done // block}")
-        length = int.from_bytes(raw[pos : pos + 4].tobytes(), "big")
-        pos += 4
-        if length <= 0 or pos + length > raw.size:
-            raise DataSetError(f"{where}: block {done // block} claims {length} bytes")
-        if length == want:
-            out[done : done + want] = raw[pos : pos + length]
-        else:
-            try:
-                data = lz4.block.decompress(view[pos : pos + length], uncompressed_size=want)
-            except lz4.block.LZ4BlockError as e:
-                raise DataSetError(
-                    f"{where}: block {done // block} does not decompress: {e}"
-                ) from None
-            if len(data) != want:
-                raise DataSetError(f"{where}: block {done // block} decompresses to {len(data)}")
-            out[done : done + want] = np.frombuffer(data, dtype=np.uint8)
-        pos += length
-        done += want
-    return out.view(dtype)
-
-
 class ChunkReader:
     """``read(index, out)`` over the series' frames, for one task: decoded chunks are kept
-    (up to `CACHE_BYTES`) while tiles cut them into signal slices."""
+    (those of about two reads, up to `CACHE_BYTES`) while tiles cut them into signal slices
+    or a read ends inside a chunk."""
 
     def __init__(self, files, frame_shape, dtype, codec: str):
         self.files = files
@@ -242,6 +147,9 @@ class ChunkReader:
         self._h5: dict[int, tuple] = {}
         self._cache: OrderedDict = OrderedDict()
         self._cached_bytes = 0
+        #: bytes of decoded chunks kept: those of two reads (see `read`), at most CACHE_BYTES
+        self._budget = CACHE_BYTES
+        self._free: list[np.ndarray] = []
 
     def close(self) -> None:
         for f, _ in self._h5.values():
@@ -249,20 +157,13 @@ class ChunkReader:
         self._h5.clear()
         self._maps.clear()
         self._cache.clear()
+        self._free.clear()
 
     def _map(self, i: int) -> np.ndarray:
         if i not in self._maps:
             entry = self.files[i]
-            try:
-                with open(entry.path, "rb") as fh:
-                    st = os.fstat(fh.fileno())
-                    if not same_version(entry.signature, signature_of(st)):
-                        raise changed_error(entry.path, entry.signature, signature_of(st))
-                    mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-            except (OSError, ValueError) as e:
-                why = getattr(e, "strerror", None) or e
-                raise DataSetError(f"cannot read {entry.path!r}: {why}") from None
-            self._maps[i] = np.frombuffer(mm, dtype=np.uint8)
+            # (the process's map cache: repeated runs find the pages mapped)
+            self._maps[i] = map_file(entry.path, signature=entry.signature)
         return self._maps[i]
 
     def _through_h5py(self, i: int, c: int) -> np.ndarray:
@@ -281,7 +182,7 @@ class ChunkReader:
         except OSError as e:
             raise DataSetError(f"cannot read {entry.path!r} chunk {c}: {e}") from e
 
-    def _decode(self, i: int, c: int) -> np.ndarray:
+    def _decode(self, i: int, c: int, into: np.ndarray | None = None) -> np.ndarray:
         entry = self.files[i]
         if self.codec == "h5py":
             return self._through_h5py(i, c)
@@ -301,22 +202,42 @@ class ChunkReader:
         elif self.codec == "lz4":
             flat = decode_lz4(raw, nelems, self.dtype, where)
         else:
-            flat = decode_bitshuffle(raw, nelems, self.dtype, self.codec == "bszstd", where)
+            zstd = self.codec == "bszstd"
+            flat = decode_bitshuffle(raw, nelems, self.dtype, zstd, where, into)
         n = min(entry.chunk_frames, entry.count - c * entry.chunk_frames)
         return flat.reshape((entry.chunk_frames, *self.frame_shape))[:n]
+
+    def _spare(self, entry: DataFile) -> np.ndarray | None:
+        """A buffer for one decoded chunk of `entry` (bitshuffle codecs decode into it):
+        one given back by :meth:`_give_back` where there is one, whose memory is mapped and
+        likely in the CPU's cache, rather than new pages to fault in for every chunk."""
+        if self.codec not in ("bslz4", "bszstd"):
+            return None
+        nbytes = entry.chunk_frames * int(np.prod(self.frame_shape)) * self.dtype.itemsize
+        while self._free:
+            buf = self._free.pop()
+            if buf.size == nbytes:
+                return buf
+        return np.empty(nbytes, dtype=np.uint8)
+
+    def _give_back(self, buf: np.ndarray | None) -> None:
+        if buf is not None and len(self._free) < 4:
+            self._free.append(buf)
 
     def chunk(self, i: int, c: int) -> np.ndarray:
         key = (i, c)
         hit = self._cache.get(key)
         if hit is not None:
             self._cache.move_to_end(key)
-            return hit
-        data = self._decode(i, c)
-        self._cache[key] = data
+            return hit[0]
+        buf = self._spare(self.files[i])
+        data = self._decode(i, c, buf)
+        self._cache[key] = (data, buf)
         self._cached_bytes += data.nbytes
-        while self._cached_bytes > CACHE_BYTES and len(self._cache) > 1:
-            _, old = self._cache.popitem(last=False)
+        while self._cached_bytes > self._budget and len(self._cache) > 1:
+            _, (old, old_buf) = self._cache.popitem(last=False)
             self._cached_bytes -= old.nbytes
+            self._give_back(old_buf)
         return data
 
     def _whole(self, sig: tuple) -> bool:
@@ -334,19 +255,40 @@ class ChunkReader:
         i = int(np.searchsorted(self.starts, start, side="right")) - 1
         pos = start
         whole = self._whole(sig)
+        # the chunks of this read and the next (the signal slices of a tile read the same
+        # frames one after another): decoded once, in buffers that are then reused
+        frame_bytes = int(np.prod(self.frame_shape)) * self.dtype.itemsize
+        chunk_bytes = max(f.chunk_frames for f in self.files) * frame_bytes
+        self._budget = min(CACHE_BYTES, 2 * (stop - start) * frame_bytes + 2 * chunk_bytes)
         while pos < stop:
             entry = self.files[i]
             local = pos - entry.first
             c, within = divmod(local, entry.chunk_frames)
             chunk_len = min(entry.chunk_frames, entry.count - c * entry.chunk_frames)
             if whole and within == 0 and stop - pos >= chunk_len:
-                # all of the chunk, once: not kept, so that the next chunk decodes into the
-                # memory just freed (still in the CPU's cache) rather than into new pages
-                data = self._decode(i, c)
+                # all of the chunk, once: not kept; decoded straight into `out` where it is
+                # the chunk's dtype, else into a reused buffer (in the CPU's cache, no new
+                # pages to fault in for each chunk)
+                direct = (
+                    chunk_len == entry.chunk_frames
+                    and out.dtype == self.dtype
+                    and out.flags.c_contiguous
+                    and self.codec in ("bslz4", "bszstd")
+                )
+                if direct:
+                    self._decode(i, c, out[pos - start : pos - start + chunk_len])
+                    pos += chunk_len
+                    if pos - entry.first >= entry.count:
+                        i += 1
+                    continue
+                buf = self._spare(entry)
+                data = self._decode(i, c, buf)
             else:
+                buf = None  # (kept in the cache)
                 data = self.chunk(i, c)
             n = min(stop - pos, data.shape[0] - within)
             out[pos - start : pos - start + n] = data[(slice(within, within + n), *sig)]
+            self._give_back(buf)
             pos += n
             if pos - entry.first >= entry.count:
                 i += 1
