@@ -84,16 +84,18 @@ class ResultBuffer:
 
 def result_buffers(result, udf: UDF, dataset, roi) -> dict[str, ResultBuffer]:
     """The variables of one UDF's results (an `xarray.Dataset`) as `ResultBuffer` objects,
-    each with its kind (nav, sig or single) told from its dims."""
+    each with its kind (nav, sig or single) told from its leading dims."""
     roi_flat = None if roi is None else np.asarray(roi, dtype=bool).reshape(-1)  # normalized
     nav_dims = len(dataset.nav_shape)
-    nav_names = set(dataset.dims[:nav_dims])
+    nav_names = tuple(dataset.dims[:nav_dims])
+    sig_names = tuple(dataset.dims[nav_dims:])
     out = {}
     for name, var in result.data_vars.items():
-        dims = set(var.dims)
-        if nav_names and nav_names <= dims:
+        # nav and sig buffers lead with those dims (extra dims, e.g. PickUDF's stack of
+        # frames, may come before the signal dims of a single buffer)
+        if nav_names and var.dims[:nav_dims] == nav_names:
             kind = "nav"
-        elif set(dataset.dims[nav_dims:]) <= dims:
+        elif var.dims[: len(sig_names)] == sig_names:
             kind = "sig"
         else:
             kind = "single"

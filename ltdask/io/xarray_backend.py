@@ -1,8 +1,10 @@
 """The ``ltdask`` engine for xarray: ``xarray.open_dataset(path, engine="ltdask")``.
 
-A thin layer over :func:`ltdask.open`: the dataset's variable ``data`` is the lazy dask array
-of :meth:`DataSet.to_dask` (one chunk per partition and signal slice) with named dims, and
-its ``preferred_chunks`` encoding repeats those chunks, so ``chunks={}`` keeps them.
+A thin layer over :func:`ltdask.open`: the dataset's variable ``data`` is the scan with named
+dims, lazily indexed as xarray's own backends do it: with ``chunks=None`` (the default) an
+access reads just what it selects, as numpy; with ``chunks={}`` it is a dask array of the
+chunks of :meth:`DataSet.to_dask` (one per partition and signal slice), which its
+``preferred_chunks`` encoding repeats; other ``chunks=`` as xarray takes them.
 """
 
 from __future__ import annotations
@@ -10,12 +12,33 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from xarray.backends import BackendEntrypoint
+import numpy as np
+from xarray.backends import BackendArray, BackendEntrypoint
+from xarray.core import indexing
 
 from ltdask.io.open import open_dataset
 from ltdask.io.registry import BUILTIN, formats
 
 VARIABLE = "data"
+
+
+class ScanArray(BackendArray):
+    """The scan for xarray's lazy indexing: each access computes that part of the dask
+    array of :meth:`DataSet.to_dask` on the calling thread (also inside a dask task of a
+    chunked variable, on any scheduler)."""
+
+    def __init__(self, arr):
+        self.array = arr
+        self.shape = arr.shape
+        self.dtype = arr.dtype
+
+    def __getitem__(self, key):
+        return indexing.explicit_indexing_adapter(
+            key, self.shape, indexing.IndexingSupport.OUTER_1VECTOR, self._read
+        )
+
+    def _read(self, key: tuple) -> np.ndarray:
+        return np.asarray(self.array[key].compute(scheduler="sync"))
 
 
 class LtdaskBackendEntrypoint(BackendEntrypoint):
@@ -60,7 +83,10 @@ class LtdaskBackendEntrypoint(BackendEntrypoint):
         ds = open_dataset(filename_or_obj, format=format, **kwargs)
         arr = ds.to_dask(dtype=read_dtype)
         preferred = dict(zip(ds.dims, arr.chunks, strict=True))
-        variable = xr.Variable(ds.dims, arr, encoding={"preferred_chunks": preferred})
+        # lazily indexed, as xarray's own backends: numpy on access with chunks=None (the
+        # default), dask arrays of the preferred chunks with chunks={}
+        data = indexing.LazilyIndexedArray(ScanArray(arr))
+        variable = xr.Variable(ds.dims, data, encoding={"preferred_chunks": preferred})
         if isinstance(drop_variables, str):
             drop_variables = [drop_variables]
         data_vars = {} if VARIABLE in set(drop_variables or ()) else {VARIABLE: variable}

@@ -97,8 +97,28 @@ def to_zarr(results, store, mode: str = "w-", progress: bool = False):
             )
         # one graph for all groups: the UDFs of one run share their partition tasks
         compute(*writes, progress=progress)
+        if None not in named:
+            _point_to_groups(target, list(named))
         _consolidate(target)
     return store
+
+
+def _point_to_groups(store, groups: list[str]) -> None:
+    """Root attributes naming the groups: ``xarray.open_zarr(store)`` of a store of several
+    results shows them (its root holds no variables)."""
+    import zarr
+
+    root = zarr.open_group(store, mode="a")
+    root.attrs.update(
+        {
+            "ltdask_groups": groups,
+            "ltdask_note": (
+                "one group per UDF: xarray.open_zarr(store, group=NAME) reads one, "
+                "xarray.open_datatree(store, engine='zarr') all of them"
+            ),
+            "ltdask_version": __version__,
+        }
+    )
 
 
 def _consolidate(store) -> None:

@@ -8,6 +8,7 @@ import numpy as np
 
 from ltdask._progress import compute as run_compute
 from ltdask._version import __version__
+from ltdask.exceptions import UDFError
 from ltdask.udf.buffers import BufferSpec
 from ltdask.udf.graph import PartitionGraph
 from ltdask.udf.merge import merged
@@ -24,8 +25,9 @@ def to_datasets(graph: PartitionGraph) -> list:
     for u, udf in enumerate(plan.mains):
         data_vars = {}
         coords = {}
+        names = udf.get_extra_dims()
         for name, (value, valid) in result_arrays(graph, u, merged(graph, u)).items():
-            dims = _dims(dataset, name, plan.specs[u][name], value.ndim)
+            dims = _dims(dataset, udf, name, plan.specs[u][name], value.shape, names.get(name))
             data_vars[name] = xr.Variable(dims, value)
             if isinstance(valid, np.ndarray):
                 # chunked like the data, so that writing to Zarr streams it as well
@@ -45,6 +47,8 @@ def to_datasets(graph: PartitionGraph) -> list:
         for name, coord in dataset.calibrated_coords().items():
             if set(coord.dims) <= used and name not in data_vars:
                 coords.setdefault(name, coord)
+        sizes = {d: n for var in data_vars.values() for d, n in var.sizes.items()}
+        coords.update(_extra_coords(udf, sizes))
         out.append(xr.Dataset(data_vars, coords=coords, attrs=attrs))
     return out
 
@@ -80,7 +84,9 @@ def compute_datasets(
     return out
 
 
-def _dims(dataset, name: str, spec: BufferSpec, ndim: int) -> tuple[str, ...]:
+def _dims(dataset, udf, name: str, spec: BufferSpec, shape, names) -> tuple[str, ...]:
+    """The dims of result `name`: the dataset's nav or signal dims, then the `names` that
+    ``udf.get_extra_dims()`` gives (``...``: the signal dims), or ``NAME_0``, ... ."""
     nav_dims = dataset.dims[: len(dataset.nav_shape)]
     sig_dims = dataset.dims[len(dataset.nav_shape) :]
     if spec.kind == "nav":
@@ -89,7 +95,37 @@ def _dims(dataset, name: str, spec: BufferSpec, ndim: int) -> tuple[str, ...]:
         lead = sig_dims
     else:
         lead = ()
-    return tuple(lead) + tuple(f"{name}_{i}" for i in range(ndim - len(lead)))
+    extra = len(shape) - len(lead)
+    if names is None:
+        return tuple(lead) + tuple(f"{name}_{i}" for i in range(extra))
+    given = tuple(names)
+    expanded: tuple[str, ...] = ()
+    for n in given:
+        expanded += tuple(sig_dims) if n is Ellipsis else (str(n),)
+    if len(expanded) != extra or len(set(lead + expanded)) != len(shape):
+        raise UDFError(
+            f"{type(udf).__name__}.get_extra_dims(): result {name!r} of shape {tuple(shape)} "
+            f"has {extra} dims besides {tuple(lead) or 'none'}; got the names {given}"
+        )
+    return tuple(lead) + expanded
+
+
+def _extra_coords(udf, sizes: dict) -> dict:
+    """``udf.get_extra_coords()`` for the dims the results have, checked against their sizes."""
+    out = {}
+    for dim, values in udf.get_extra_coords().items():
+        if dim not in sizes:
+            continue
+        values = np.asarray(values)
+        if values.shape != (sizes[dim],):
+            raise UDFError(
+                f"{type(udf).__name__}.get_extra_coords(): {values.shape[0] if values.ndim else 0}"
+                f" coordinates for dim {dim!r} of size {sizes[dim]}"
+            )
+        # text as Python strings: Zarr v3 has a specification for those, not for numpy's
+        # fixed-width unicode (which warns when written)
+        out[dim] = values.astype(object) if values.dtype.kind in "US" else values
+    return out
 
 
 def _lazy_mask(valid: np.ndarray, chunks, name: str):

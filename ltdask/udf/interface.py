@@ -283,6 +283,18 @@ class UDFBase:
                 )
             dest_arr[...] = src_arr
 
+    def get_extra_dims(self) -> dict[str, tuple]:
+        """Names of the dims a result buffer has besides its nav or signal dims (those of
+        its ``extra_shape``), by buffer name, e.g. ``{"intensity": ("mask",)}``; ``...``
+        stands for the dataset's signal dims. Unnamed ones are ``NAME_0``, ``NAME_1``, ...
+        (an ltdask addition: LiberTEM's results have no dim names)."""
+        return {}
+
+    def get_extra_coords(self) -> dict[str, Any]:
+        """Coordinates of the dims named by :meth:`get_extra_dims`, by dim name, e.g.
+        ``{"yx": ["y", "x"]}``."""
+        return {}
+
     def get_results(self) -> dict:
         """Results computed from the merged buffers; names not returned pass through.
 

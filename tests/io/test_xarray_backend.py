@@ -1,4 +1,5 @@
-"""The ``ltdask`` xarray engine: lazy, dask-backed arrays with named dims for every format."""
+"""The ``ltdask`` xarray engine: lazily indexed arrays with named dims for every format (numpy
+on access with ``chunks=None``, dask with ``chunks={}``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 import xarray as xr
 from helpers.formatfiles import FILE_FORMAT_PARAMS, make_data, write_npy, write_raw_csr, write_zarr
 
+import ltdask
 from ltdask.io.xarray_backend import LtdaskBackendEntrypoint
 
 DIMS = ("scan_y", "scan_x", "det_y", "det_x")
@@ -26,19 +28,44 @@ def test_every_format(fmt, tmp_path):
     result = xr.open_dataset(target, engine="ltdask", **kwargs)
     var = result["data"]
     assert var.dims == DIMS and var.shape == data.shape
-    assert isinstance(var.data, da.Array)  # lazy: nothing read yet
     assert var.dtype == data.dtype.newbyteorder("=")
+    assert var.chunks is None  # chunks=None: numpy, read on access
+    np.testing.assert_array_equal(var[1, 2:5, :, 3].values, data[1, 2:5, :, 3])
     np.testing.assert_array_equal(var.values, data)
-    # the data array, and dask's reductions over named dims
-    arr = xr.open_dataarray(target, engine="ltdask", **kwargs)
+    # chunks={}: dask, and dask's reductions over named dims
+    arr = xr.open_dataarray(target, engine="ltdask", chunks={}, **kwargs)
+    assert isinstance(arr.data, da.Array)
     sums = arr.astype("float64").sum(dim=("det_y", "det_x")).compute()
     np.testing.assert_allclose(sums.values, data.astype("float64").sum(axis=(2, 3)))
+
+
+def test_reads_only_what_is_selected(tmp_path, monkeypatch):
+    """chunks=None (xarray's default): opening reads nothing; a selection reads its part."""
+    from ltdask.io import xarray_backend
+
+    data = make_data("<f4", nav=(6, 8), sig=(9, 11))
+    path, _ = write_npy(tmp_path, data)
+    reads = []
+    real = xarray_backend.ScanArray._read
+
+    def spy(self, key):
+        out = real(self, key)
+        reads.append(out.shape)
+        return out
+
+    monkeypatch.setattr(xarray_backend.ScanArray, "_read", spy)
+    var = xr.open_dataset(path, engine="ltdask")["data"]
+    assert reads == []
+    np.testing.assert_array_equal(var.isel(scan_y=[1, 4], det_x=3).values, data[[1, 4], :, :, 3])
+    assert reads == [(2, 8, 9)]
+    np.testing.assert_array_equal(var[5, 7].values, data[5, 7])
+    assert reads[-1] == (9, 11)
 
 
 def test_chunks_keep_the_native_ones(tmp_path):
     data = make_data("<u2", nav=(6, 8), sig=(9, 11))
     path, kw = write_zarr(tmp_path, data, chunks=(2, 4, 9, 11))
-    native = xr.open_dataset(path, engine="ltdask", **kw)["data"].data.chunks
+    native = ltdask.open_zarr(path, **kw).to_dask().chunks
     assert xr.open_dataset(path, engine="ltdask", chunks={}, **kw)["data"].data.chunks == native
     encoding = xr.open_dataset(path, engine="ltdask", **kw)["data"].encoding
     assert encoding["preferred_chunks"] == dict(zip(DIMS, native, strict=True))

@@ -208,7 +208,7 @@ def test_apply_masks(kind, count, roi_kind, dtype, source, tmp_path):
     res = ApplyMasksUDF(factories).compute(open_dataset(source, data, tmp_path), roi=roi)
     frames = selected(data, roi, 2).astype(np.float64)
     expected = nav_expected(frames.reshape(len(frames), -1) @ dense.reshape(count, -1).T, roi, nav)
-    assert res["intensity"].dims == ("scan_y", "scan_x", "intensity_0")
+    assert res["intensity"].dims == ("scan_y", "scan_x", "mask")
     np.testing.assert_allclose(res["intensity"].values, expected, rtol=1e-4, atol=1e-3)
 
 
@@ -461,3 +461,52 @@ def test_integer_sum_overflow_names_the_dtype_that_fits():
     data = np.full((30, 1, 2, 2), 200, dtype=np.uint8)
     with pytest.raises(OverflowError, match=r"from 6000 to 6000.*SumUDF\(dtype='uint16'\)"):
         SumUDF(dtype="uint8").compute(ltdask.from_array(data))
+
+
+@pytest.mark.parametrize("how", ["dict", "mask_names"])
+def test_apply_masks_named(how):
+    """Masks given by name: the ``mask`` coordinate selects each one's virtual image."""
+    data = make_data((4, 5), (6, 7), "uint16")
+    ring = np.zeros((6, 7), dtype=np.float32)
+    ring[1:5, 1:6] = 1
+    ring[2:4, 2:5] = 0
+    masks = {"bf": lambda: np.eye(6, 7, dtype=np.float32), "ring": lambda: ring}
+    if how == "dict":
+        udf = ApplyMasksUDF(masks)
+    else:
+        udf = ApplyMasksUDF(list(masks.values()), mask_names=list(masks))
+    res = udf.compute(ltdask.from_array(data))
+    assert res["intensity"].dims == ("scan_y", "scan_x", "mask")
+    assert res["mask"].values.tolist() == ["bf", "ring"]
+    frames = data.astype(np.float64)
+    np.testing.assert_allclose(
+        res["intensity"].sel(mask="ring").values, (frames * ring).sum(axis=(2, 3)), rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        res["intensity"].sel(mask="bf").values,
+        np.trace(frames, axis1=2, axis2=3),
+        rtol=1e-6,
+    )
+
+
+def test_apply_masks_names_must_match():
+    with pytest.raises(ValueError, match="1 mask_names for 2 masks"):
+        ApplyMasksUDF([lambda: np.ones((2, 2)), lambda: np.ones((2, 2))], mask_names=["a"])
+
+
+def test_com_dims_and_pick_dims():
+    """CoM's vectors along a ``yx`` dim (coordinates "y", "x"), the regression's rows along
+    ``term``; PickUDF's frames along ``pick`` and the dataset's signal dims."""
+    data = make_data((4, 5), (8, 8), "float32")
+    ds = ltdask.from_array(data)
+    com = CoMUDF.with_params(cy=4, cx=4, r=3).compute(ds)
+    assert com["field"].dims == ("scan_y", "scan_x", "yx")
+    assert com["yx"].values.tolist() == ["y", "x"]
+    assert com["regression"].dims == ("term", "yx")
+    np.testing.assert_array_equal(com["field"].sel(yx="y").values, com["field_y"].values)
+    np.testing.assert_array_equal(com["field"].sel(yx="x").values, com["field_x"].values)
+    roi = np.zeros((4, 5), dtype=bool)
+    roi[1, 2] = roi[3, 0] = True
+    pick = PickUDF().compute(ds, roi=roi)
+    assert pick["intensity"].dims == ("pick", "det_y", "det_x")
+    np.testing.assert_array_equal(pick["intensity"].values, data[roi])

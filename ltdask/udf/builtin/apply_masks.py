@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import threading
+from collections.abc import Mapping
 
 import numpy as np
 import scipy.sparse
@@ -253,9 +254,10 @@ class ApplyMasksUDF(FlatTileUDF):
 
     Parameters
     ----------
-    mask_factories : callable or list of callables
+    mask_factories : callable, list of callables or dict
         A function returning a stack ``(n, *sig)`` or a list of functions each returning
-        one mask (numpy, scipy.sparse or ``sparse`` arrays).
+        one mask (numpy, scipy.sparse or ``sparse`` arrays); a dict of them by name names
+        the masks (the ``mask`` coordinate of ``intensity``; by default 0, 1, ...).
     use_sparse : None, bool or str
         Apply the masks as a sparse matrix (default: when the factories return sparse
         masks).
@@ -268,6 +270,9 @@ class ApplyMasksUDF(FlatTileUDF):
     shifts : array-like (2,) or aux data, optional
         Shift ``(y, x)`` of the masks relative to the frame, constant or per frame
         (``UDF.aux_data(..., kind="nav", extra_shape=(2,), dtype=int)``).
+    mask_names : list of str, optional
+        Names of the masks (the ``mask`` coordinate of ``intensity``), as the keys of a
+        dict of factories give them.
 
     Examples
     --------
@@ -288,6 +293,7 @@ class ApplyMasksUDF(FlatTileUDF):
         preferred_dtype=None,
         backends=None,
         shifts=None,
+        mask_names=None,
     ):
         # checked when made, as LiberTEM does
         if (
@@ -302,7 +308,17 @@ class ApplyMasksUDF(FlatTileUDF):
             given = [backends] if isinstance(backends, str) else list(backends)
             if not any(b in self.BACKEND_ALL for b in given):
                 raise ValueError(f"No compatible backend found in {backends!r}")
+        names = None if mask_names is None else [str(n) for n in mask_names]
+        if isinstance(mask_factories, Mapping):
+            names = [str(k) for k in mask_factories]
+            mask_factories = list(mask_factories.values())
+        if names is not None and isinstance(mask_factories, (list, tuple)):
+            if len(names) != len(mask_factories):
+                raise ValueError(
+                    f"ApplyMasksUDF: {len(names)} mask_names for {len(mask_factories)} masks"
+                )
         super().__init__(
+            mask_names=names,
             mask_factories=mask_factories,
             use_torch=use_torch,
             use_sparse=use_sparse,
@@ -315,6 +331,13 @@ class ApplyMasksUDF(FlatTileUDF):
 
     def get_method(self):
         return self.UDF_METHOD.FRAME if self.params.shifts is not None else self.UDF_METHOD.TILE
+
+    def get_extra_dims(self):
+        return {"intensity": ("mask",)}
+
+    def get_extra_coords(self):
+        names = self.params.mask_names
+        return {} if names is None else {"mask": names}
 
     def get_backends(self):
         if self.params.shifts is not None:

@@ -110,6 +110,15 @@ class CoMUDF(UDF):
     def _dtype(self) -> np.dtype:
         return np.dtype(np.result_type(self.meta.input_dtype, np.float32))
 
+    def get_extra_dims(self):
+        yx = ("yx",)
+        return {"raw_com": yx, "raw_shifts": yx, "field": yx, "regression": ("term", "yx")}
+
+    def get_extra_coords(self):
+        # the regression's rows: the shift at scan position (0, 0), and its change per scan
+        # row and per scan column
+        return {"yx": ["y", "x"], "term": ["offset", "per_scan_y", "per_scan_x"]}
+
     def get_result_buffers(self):
         self._validate()
         # as LiberTEM: the results in the input dtype, at least float32

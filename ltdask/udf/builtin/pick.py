@@ -26,6 +26,9 @@ class PickUDF(UDF):
     def get_preferred_input_dtype(self):
         return self.USE_NATIVE_DTYPE
 
+    def get_extra_dims(self):
+        return {"intensity": ("pick", ...)}
+
     def get_result_buffers(self):
         roi = self.meta.roi
         count = int(np.prod(self.meta.dataset_shape.nav)) if roi is None else int(roi.sum())
