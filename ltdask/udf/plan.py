@@ -161,7 +161,11 @@ def plan_run(
             f"negotiated tiles cut the frame into {len(scheme)} slices"
         )
     dataset_token = tokenize(dataset)
-    token = tokenize(dataset_token, udfs, selection.flat, context.input_dtype.str, scheme, prepared)
+    sizes = tuple(p.num_frames for p in partitions)
+    # the partitions too: an iterated run cuts the same dataset finer (`with_min_partitions`)
+    token = tokenize(
+        dataset_token, udfs, selection.flat, context.input_dtype.str, scheme, prepared, sizes
+    )
     return RunPlan(
         dataset=dataset,
         udfs=udfs,
@@ -169,7 +173,7 @@ def plan_run(
         corrections=corrections,
         prepared=prepared,
         partitions=partitions,
-        sizes=tuple(p.num_frames for p in partitions),
+        sizes=sizes,
         counts=counts,
         valid_flat=selection.restrict(dataset.valid_nav_mask().reshape(-1)),
         mains=mains,
