@@ -2,7 +2,7 @@
 
 # _config first: importing it registers the ltdask.* dask config defaults
 from ltdask import _config  # noqa: F401  # isort: skip
-from ltdask import compat, masks, udf
+from ltdask import compat, masks, plot, udf
 from ltdask._version import __version__
 from ltdask.common import Shape, Slice
 from ltdask.corrections import CorrectionSet
@@ -74,6 +74,7 @@ __all__ = [
     "lazy",
     "map",
     "masks",
+    "plot",
     "to_zarr",
     "udf",
     "from_array",
