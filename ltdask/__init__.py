@@ -38,6 +38,7 @@ from ltdask.io import (
     open_zarr,
 )
 from ltdask.io import open_dataset as open  # noqa: A004  (the documented name)
+from ltdask.live import live
 from ltdask.store import StoreReplaceError, to_zarr, write_dataset
 from ltdask.udf import UDF
 from ltdask.udf.api import compute, lazy
@@ -72,6 +73,7 @@ __all__ = [
     "explain",
     "iter",
     "lazy",
+    "live",
     "map",
     "masks",
     "plot",

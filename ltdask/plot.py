@@ -316,10 +316,8 @@ def _frame_image(source, index):
         from ltdask.udf.builtin.pick import PickUDF
 
         roi = np.zeros(source.num_frames, dtype=bool)
-        roi[
-            int(index) if np.ndim(index) == 0 else np.ravel_multi_index(index, source.nav_shape)
-        ] = 1
-
+        flat = index if np.ndim(index) == 0 else np.ravel_multi_index(index, source.nav_shape)
+        roi[int(flat)] = True
         picked = PickUDF().compute(source, roi=roi)["intensity"].values[0]
         sig_dims = source.dims[len(source.nav_shape) :]
         coords = {d: c for d, c in source.calibrated_coords().items() if d in sig_dims}
