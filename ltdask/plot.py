@@ -69,6 +69,14 @@ def _axes(ax):
     return ax
 
 
+def _two_dims(array):
+    """`array` without dims of size 1, from the last, while it has more than two."""
+    for dim in reversed(array.dims):
+        if array.ndim > 2 and array.sizes[dim] == 1:
+            array = array.squeeze(dim, drop=True)
+    return array
+
+
 def _as_image(source, name: str | None, what: str):
     """A 2-D `xarray.DataArray` from a DataArray, a result Dataset (its variable `name`,
     or the only 2-D one) or an array."""
@@ -77,7 +85,7 @@ def _as_image(source, name: str | None, what: str):
     if isinstance(source, xr.Dataset):
         key: Hashable = name
         if key is None:
-            names = [n for n, v in source.data_vars.items() if v.squeeze(drop=True).ndim == 2]
+            names = [n for n, v in source.data_vars.items() if _two_dims(v).ndim == 2]
             if len(names) != 1:
                 names = list(source.data_vars)
             if len(names) != 1:
@@ -89,7 +97,7 @@ def _as_image(source, name: str | None, what: str):
     if not isinstance(source, xr.DataArray):
         array = np.asarray(source)
         source = xr.DataArray(array, dims=[f"dim_{i}" for i in range(array.ndim)])
-    image = source.squeeze(drop=True)
+    image = _two_dims(source)
     if image.ndim != 2:
         raise ValueError(
             f"{what}: {source.name or 'the data'} has dims {dict(source.sizes)}, expected two "
@@ -152,11 +160,13 @@ def _scale_bar(ax, x_extent) -> None:
         f"{length:g} {units}",
         "lower right",
         color="white",
-        frameon=False,
+        frameon=True,
         size_vertical=0,
-        pad=0.5,
-        sep=4,
+        pad=0.3,
+        sep=3,
     )
+    # on a dark box, to show on bright images too
+    bar.patch.set(facecolor="black", alpha=0.5, edgecolor="none")
     ax.add_artist(bar)
 
 
@@ -181,7 +191,7 @@ def virtual_image(
     Parameters
     ----------
     image : xarray.DataArray, xarray.Dataset or array
-        A result variable (dims of size 1 are dropped), a UDF's result Dataset (its
+        A result variable (extra dims of size 1 are dropped), a UDF's result Dataset (its
         variable `name`, or its only 2-D one) or a plain array (axes in pixels).
     ax : matplotlib.axes.Axes, optional
         Where to draw; by default a new pyplot figure.
