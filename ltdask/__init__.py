@@ -2,7 +2,7 @@
 
 # _config first: importing it registers the ltdask.* dask config defaults
 from ltdask import _config  # noqa: F401  # isort: skip
-from ltdask import compat, masks, udf
+from ltdask import compat, masks, plot, udf
 from ltdask._version import __version__
 from ltdask.common import Shape, Slice
 from ltdask.corrections import CorrectionSet
@@ -38,6 +38,7 @@ from ltdask.io import (
     open_zarr,
 )
 from ltdask.io import open_dataset as open  # noqa: A004  (the documented name)
+from ltdask.live import live
 from ltdask.store import StoreReplaceError, to_zarr, write_dataset
 from ltdask.udf import UDF
 from ltdask.udf.api import compute, lazy
@@ -72,8 +73,10 @@ __all__ = [
     "explain",
     "iter",
     "lazy",
+    "live",
     "map",
     "masks",
+    "plot",
     "to_zarr",
     "udf",
     "from_array",

@@ -11,6 +11,10 @@ key                        default     meaning
                                        CPU core of this machine)
 ``ltdask.tile-bytes``      ``auto``    tile size the negotiator aims for (``auto``: half
                                        the L3 cache per core, 1 to 8 MiB)
+``ltdask.iter-updates``     10          iterated runs (``ltdask.iter``, ``run_udf_iter``,
+                                       live plots) cut the scan into partitions small
+                                       enough for at least this many updates (where it has
+                                       the frames); ``compute`` and ``lazy`` keep theirs
 ``ltdask.view-chunk-       4           partitions per ``to_dask()`` chunk where chunks
 partitions``                           are views of the files (no copy, no memory)
 ``ltdask.map-cache-bytes`` ``auto``    memory maps of files kept for reuse in a process,
@@ -40,6 +44,7 @@ DEFAULTS = {
     "ltdask": {
         "partition-bytes": "128MiB",
         "min-partitions": "auto",
+        "iter-updates": 10,
         "tile-bytes": "auto",
         "view-chunk-partitions": 4,
         "map-cache-bytes": "auto",
@@ -118,6 +123,10 @@ def min_partitions() -> int:
     if value == "auto":
         return os.cpu_count() or 1
     return value
+
+
+def iter_updates() -> int:
+    return _setting("iter-updates", _integer, "a positive integer", minimum=1)
 
 
 @functools.cache

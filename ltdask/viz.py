@@ -132,7 +132,9 @@ class Dummy2DPlot(Live2DPlot):
 class MPLLive2DPlot(Live2DPlot):
     """A live matplotlib image of the channel, its colour range from the processed part.
 
-    Keyword arguments beyond `Live2DPlot`'s go to ``imshow``.
+    In a Jupyter notebook the figure shows when the run starts and changes as partitions
+    finish: with ipympl (``%matplotlib widget``) as a widget, with the inline backend by
+    redrawing its picture. Keyword arguments beyond `Live2DPlot`'s go to ``imshow``.
     """
 
     def __init__(
@@ -149,6 +151,7 @@ class MPLLive2DPlot(Live2DPlot):
         super().__init__(dataset, udf, roi, channel, title, min_delta, udfresult)
         self.kwargs = kwargs
         self.fig = self.axes = self.im_obj = None
+        self._handle = None  # a notebook's display of the figure, with the inline backend
 
     def display(self):
         try:
@@ -162,6 +165,7 @@ class MPLLive2DPlot(Live2DPlot):
         self.im_obj = self.axes.imshow(np.ma.filled(self.data, np.nan), **self.kwargs)
         self.axes.set_title(self.title)
         self.fig.colorbar(self.im_obj, ax=self.axes)
+        self._handle = show_now(self.fig)
 
     def update(self, damage, force=False):
         if self.im_obj is None:
@@ -172,5 +176,33 @@ class MPLLive2DPlot(Live2DPlot):
         if shown.size:
             low, high = float(np.nanmin(shown)), float(np.nanmax(shown))
             self.im_obj.set_clim(low, high if high > low else np.nextafter(low, np.inf))
-        self.fig.canvas.draw_idle()
-        self.fig.canvas.flush_events()
+        if self._handle is not None:
+            self._handle.update(self.fig)
+        else:
+            self.fig.canvas.draw_idle()
+            self.fig.canvas.flush_events()
+
+
+def show_now(fig):
+    """Show `fig` now, not when the notebook cell ends; returns the display handle to
+    update where it is a static picture (the inline backend), else None (a widget, a window
+    or no screen: the canvas redraws itself)."""
+    import sys
+
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    if shell is None or not hasattr(shell, "kernel"):  # not in a Jupyter kernel
+        return None
+    import matplotlib
+    from IPython.display import display
+
+    backend = matplotlib.get_backend().lower()
+    if "ipympl" in backend or "widget" in backend:
+        display(fig.canvas)
+        return None
+    if "inline" in backend:
+        import matplotlib.pyplot as plt
+
+        handle = display(fig, display_id=True)
+        plt.close(fig)  # shown through the handle, not once more when the cell ends
+        return handle
+    return None

@@ -15,6 +15,7 @@ from test_cli import ltdask_cmd, ok, one_error_line
 from test_store_safety import snapshot
 
 from ltdask.cli import main
+from ltdask.cli._demo import DEMO_FILES
 
 #: case -> (arguments, substrings of the one error line; None: the command succeeds)
 CASES = {
@@ -64,8 +65,12 @@ CASES = {
     ),
     "demo-zero-nav": (["demo", "--nav", "0,0", "--out", "demo"], ["--nav", "'0,0'"]),
     "demo-over-user-files": (
-        ["demo", "--nav", "2,2", "--sig", "8,8", "--out", "data"],
-        ["--out", "'data'", "already holds scan.raw", "would overwrite"],
+        ["demo", "--nav", "2,2", "--sig", "8,8", "--out", "pictures"],
+        ["--out", "'pictures'", "already holds bright_field.png", "would overwrite"],
+    ),
+    "demo-overwrite-user-files": (
+        ["demo", "--nav", "2,2", "--sig", "8,8", "--out", "pictures", "--overwrite"],
+        ["--out", "'pictures'", "already holds bright_field.png", "would overwrite"],
     ),
     "demo-tiny": (["demo", "--nav", "1,1", "--sig", "4,4", "--out", "demo"], None),
     "info-missing-frames": (
@@ -89,6 +94,8 @@ def setup(folder):
     (folder / "mine").mkdir()
     (folder / "mine" / "notes.txt").write_text("my notes")
     (folder / "notes.txt").write_text("my notes")
+    (folder / "pictures").mkdir()
+    (folder / "pictures" / "bright_field.png").write_bytes(b"my picture")
     np.zeros(10 * 16, np.uint16).tofile(folder / "short.raw")
 
 
@@ -140,8 +147,45 @@ def test_demo_on_tiny_frames(runs):
     folder, _, proc = runs["demo-tiny"]
     ok(proc)
     assert (folder / "demo" / "results.zarr" / "zarr.json").exists()
-    # a second demo into the same folder rewrites the first one's files
-    ok(invoke(["demo", "--nav", "1,1", "--sig", "4,4", "--out", "demo", "--no-progress"], folder))
+    # a second demo into the same folder replaces the first one's files with --overwrite
+    again = ["demo", "--nav", "1,1", "--sig", "4,4", "--out", "demo", "--no-progress"]
+    line = one_error_line(invoke(again, folder))
+    assert "holds an earlier demo's results.zarr" in line and "pass --overwrite" in line
+    ok(invoke([*again, "--overwrite"], folder))
+    assert sorted(os.listdir(folder / "demo")) == sorted(DEMO_FILES)
+
+
+def everything(folder) -> set[str]:
+    """Every file and folder under `folder`."""
+    out = set()
+    for root, dirs, files in os.walk(folder):
+        out.update(os.path.relpath(os.path.join(root, n), folder) for n in dirs + files)
+    return out
+
+
+@pytest.mark.parametrize("fault", ["to_zarr", "com_field"])
+@pytest.mark.parametrize("out_exists", [False, True], ids=["new-out", "own-out"])
+def test_demo_failing_midway_cleans_up_only_its_own(tmp_path, monkeypatch, fault, out_exists):
+    """An error while the demo runs (writing the results; drawing, after some pictures are
+    written) leaves neither its scratch scan nor partial results, and all else as it was."""
+    import ltdask
+    import ltdask.plot
+
+    setup(tmp_path)
+    if out_exists:
+        (tmp_path / "demo").mkdir()
+        (tmp_path / "demo" / "notes.txt").write_text("mine, beside the demo's")
+    before, paths = snapshot(tmp_path), everything(tmp_path)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("injected fault")
+
+    monkeypatch.setattr(ltdask.plot if fault == "com_field" else ltdask, fault, broken)
+    args = ["demo", "--nav", "4,4", "--sig", "16,16", "--out", "demo", "--no-progress"]
+    with pytest.raises(RuntimeError, match="injected fault"):
+        invoke(args, tmp_path)
+    assert everything(tmp_path) == paths
+    assert snapshot(tmp_path) == before
 
 
 def test_info_flags_missing_frames(runs):

@@ -17,6 +17,7 @@ GOOD = [
     ("min-partitions", 7, _config.min_partitions, 7),
     ("tile-bytes", "16KiB", _config.tile_bytes, 16384),
     ("view-chunk-partitions", 2, _config.view_chunk_partitions, 2),
+    ("iter-updates", "25", _config.iter_updates, 25),
     ("map-cache-bytes", 0, _config.map_cache_bytes, 0),
     ("map-cache-bytes", "1MiB", _config.map_cache_bytes, 2**20),
 ]
@@ -37,6 +38,7 @@ BAD = [
     ("tile-bytes", "huge", "'auto' or a positive size"),
     ("tile-bytes", -1, "'auto' or a positive size"),
     ("view-chunk-partitions", "four", "a positive integer"),
+    ("iter-updates", 0, "a positive integer"),
     ("map-cache-bytes", -5, "'auto', 0 or a size"),
     ("map-cache-bytes", "half", "'auto', 0 or a size"),
 ]
@@ -49,6 +51,9 @@ def test_bad_values_name_the_setting(key, value, expected):
     with dask.config.set({f"ltdask.{key}": value}):
         with pytest.raises(ConfigError, match=message):
             getattr(_config, key.replace("-", "_"))()
+        run = ltdask.compute
+        if key == "iter-updates":  # read by iterated runs only
+            run = lambda ds, udfs: list(ltdask.iter(ds, udfs))  # noqa: E731
         if key not in ("map-cache-bytes", "view-chunk-partitions"):
             with pytest.raises(ConfigError, match=message):
-                ltdask.udf.SumUDF().compute(ltdask.from_array(np.ones((4, 5, 6, 7), np.float32)))
+                run(ltdask.from_array(np.ones((4, 5, 6, 7), np.float32)), [ltdask.udf.SumUDF()])

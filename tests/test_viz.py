@@ -119,6 +119,28 @@ def test_matplotlib_plot(scan):
     plt.close("all")
 
 
+def test_plots_true_draws_with_matplotlib(scan):
+    """LiberTEM's ``run_udf(..., plots=True)`` with the default class: a figure per 2-D
+    result, made when the run starts, showing the final results when it ends."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data, ds = scan
+    before = set(plt.get_fignums())
+    ctx = Context.make_with("inline")
+    frames, total = ctx.run_udf(dataset=ds, udf=[SumSigUDF(), SumUDF()], plots=True)
+    figures = [plt.figure(n) for n in sorted(set(plt.get_fignums()) - before)]
+    shown = {f.axes[0].get_title(): f.axes[0].images[0].get_array() for f in figures}
+    assert set(shown) == {"SumSigUDF: intensity", "SumUDF: intensity"}
+    np.testing.assert_allclose(shown["SumSigUDF: intensity"], data.sum(axis=(2, 3)), rtol=1e-5)
+    np.testing.assert_allclose(shown["SumUDF: intensity"], data.sum(axis=(0, 1)), rtol=1e-5)
+    np.testing.assert_allclose(frames["intensity"].data, data.sum(axis=(2, 3)), rtol=1e-5)
+    for f in figures:
+        plt.close(f)
+
+
 def test_display_lists_the_buffers(scan):
     _, ds = scan
     info = Context.make_with("inline").display(ds, SumSigUDF())

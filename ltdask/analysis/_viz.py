@@ -2,9 +2,9 @@
 
 `scaled_image` gives what LiberTEM's ``visualize_simple`` gives (its robust auto-range,
 matplotlib's ``gist_earth`` by default). matplotlib is imported only when a picture is made;
-without it the picture is a grey ramp of the same scaling. `vector_image` is a numpy-only
-colour wheel (hue: direction, brightness: length); LiberTEM's wheel needs colorcet and
-scikit-image, so its colours differ.
+without it the picture is a grey ramp of the same scaling. `vector_image` is the numpy-only
+colour wheel of :func:`ltdask.plot.field_colours` (hue: direction, brightness: length);
+LiberTEM's wheel needs colorcet and scikit-image, so its colours differ.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from ltdask.plot import field_colours
 
 __all__ = ["scaled_image", "vector_image"]
 
@@ -135,15 +137,8 @@ def vector_image(x, y, vmax: float | None = None) -> np.ndarray:
     """
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    length = np.hypot(x, y)
     if vmax is None:
+        length = np.hypot(x, y)
         finite = length[np.isfinite(length)]
         vmax = float(finite.max()) if finite.size else 1.0
-    if not vmax:
-        vmax = 1.0
-    value = np.clip(np.nan_to_num(length / vmax), 0, 1)
-    hue = (np.nan_to_num(np.arctan2(y, x)) / (2 * np.pi)) % 1.0
-    # HSV (saturation 1) to RGB: each channel a triangle wave of the hue
-    channels = [np.clip(np.abs((hue * 6 + shift) % 6 - 3) - 1, 0, 1) for shift in (0.0, 4.0, 2.0)]
-    rgb = np.stack(channels, axis=-1) * value[..., None]
-    return (rgb * 255).astype(np.uint8)
+    return (field_colours(y, x, vmax=vmax or 1.0) * 255).astype(np.uint8)

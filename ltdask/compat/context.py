@@ -12,13 +12,19 @@ import numpy as np
 
 from ltdask.analysis import AnalysisMixin
 from ltdask.compat.results import Damage, UDFInfo, UDFResults, dry_run, result_buffers
-from ltdask.compat.steps import ResultGenerator, async_steps, in_thread, update_plots
+from ltdask.compat.steps import (
+    ResultGenerator,
+    async_steps,
+    in_thread,
+    prepare_plots,
+    update_plots,
+)
 from ltdask.corrections import CorrectionSet
-from ltdask.exceptions import DataSetError, LtdaskError, warn
+from ltdask.exceptions import DataSetError, LtdaskError
 from ltdask.udf.api import RunControl, compute, compute_datasets, iter_steps
 from ltdask.udf.builtin.pick import AutoUDF
 from ltdask.udf.roi import normalize_roi
-from ltdask.viz import MPLLive2DPlot, plottable_channels
+from ltdask.viz import MPLLive2DPlot
 
 _IGNORED_LOAD_KEYS = ("num_partitions", "io_backend", "tileshape", "enable_direct")
 
@@ -274,39 +280,7 @@ class Context(AnalysisMixin):
                 update_plots(plots, udfs, step, force=True)
 
     def _prepare_plots(self, udfs, dataset, roi_flat, plots) -> list:
-        """LiberTEM's three forms of ``plots``: True, channels per UDF, plot objects."""
-        if plots is True:
-            channels = None
-        elif isinstance(plots, (list, tuple)) and all(
-            isinstance(p, (list, tuple))
-            and all(isinstance(c, (str, list, tuple)) or callable(c) for c in p)
-            for p in plots
-        ):
-            channels = plots
-        else:
-            return list(plots)
-        before = dry_run(dataset, udfs, roi_flat)
-        if channels is None:
-            channels = [plottable_channels(b) for b in before.buffers]
-            for udf, chans in zip(udfs, channels, strict=True):
-                if not chans:
-                    warn(
-                        f"No plottable channels found for {type(udf).__name__}, not plotting",
-                        UserWarning,
-                    )
-        out = []
-        for u, (udf, chans) in enumerate(zip(udfs, channels, strict=True)):
-            for channel in chans:
-                plot = self.plot_class(
-                    dataset,
-                    udf=udf,
-                    roi=roi_flat,
-                    channel=channel,
-                    udfresult=UDFResults((before.buffers[u],), before.damage),
-                )
-                plot.display()
-                out.append(plot)
-        return out
+        return prepare_plots(self.plot_class, udfs, dataset, roi_flat, plots)
 
     def display(self, dataset, udf, roi=None):
         """What `udf` would give on `dataset`: its result buffers (name, kind, extra shape,

@@ -12,7 +12,7 @@ import functools
 import numpy as np
 
 from ltdask.udf.api import compute_datasets, initial_datasets
-from ltdask.udf.base import UDF
+from ltdask.udf.interface import UDFBase
 from ltdask.udf.roi import normalize_roi
 
 
@@ -82,7 +82,7 @@ class ResultBuffer:
         return f"<ResultBuffer kind={self.kind} shape={self.shape} dtype={self.data.dtype}>"
 
 
-def result_buffers(result, udf: UDF, dataset, roi) -> dict[str, ResultBuffer]:
+def result_buffers(result, udf: UDFBase, dataset, roi) -> dict[str, ResultBuffer]:
     """The variables of one UDF's results (an `xarray.Dataset`) as `ResultBuffer` objects,
     each with its kind (nav, sig or single) told from its leading dims."""
     roi_flat = None if roi is None else np.asarray(roi, dtype=bool).reshape(-1)  # normalized

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 
-from ltdask.compat.results import UDFResults
+from ltdask.compat.results import UDFResults, dry_run
+from ltdask.exceptions import warn
 from ltdask.udf.api import RunControl
+from ltdask.viz import plottable_channels
 
 
 class ResultGenerator:
@@ -30,6 +32,46 @@ class ResultGenerator:
     def update_parameters_experimental(self, parameters: list[dict]) -> None:
         """One dict per UDF of the parameters to change (LiberTEM's experimental API)."""
         self._control.update_parameters(parameters)
+
+
+def prepare_plots(plot_class, udfs, dataset, roi_flat, plots, **plot_kwargs) -> list:
+    """The live plots of a run, from LiberTEM's three forms of ``plots``: True (a plot of
+    `plot_class` per 2-D result of each UDF), channels per UDF (buffer names, ``(name,
+    function)`` pairs or functions; see `ltdask.viz.Live2DPlot`), or plot objects (shown by
+    their maker). The plots made here are shown (``display()``); `plot_kwargs` go to them."""
+    if plots is True:
+        channels = None
+    elif isinstance(plots, (list, tuple)) and all(
+        isinstance(p, (list, tuple))
+        and all(isinstance(c, (str, list, tuple)) or callable(c) for c in p)
+        for p in plots
+    ):
+        channels = plots
+    else:
+        return list(plots)
+    before = dry_run(dataset, udfs, roi_flat)
+    if channels is None:
+        channels = [plottable_channels(b) for b in before.buffers]
+        for udf, chans in zip(udfs, channels, strict=True):
+            if not chans:
+                warn(
+                    f"No plottable channels found for {type(udf).__name__}, not plotting",
+                    UserWarning,
+                )
+    out = []
+    for u, (udf, chans) in enumerate(zip(udfs, channels, strict=True)):
+        for channel in chans:
+            plot = plot_class(
+                dataset,
+                udf=udf,
+                roi=roi_flat,
+                channel=channel,
+                udfresult=UDFResults((before.buffers[u],), before.damage),
+                **plot_kwargs,
+            )
+            plot.display()
+            out.append(plot)
+    return out
 
 
 def update_plots(plots, udfs, step, force: bool):

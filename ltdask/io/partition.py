@@ -93,3 +93,34 @@ def partitions_for_grid(nav_chunks: Sequence[Sequence[int]]) -> list[Partition]:
         size = math.prod(s.stop - s.start for s in slices)
         parts.append(Partition(index, block, slices, start, start + size))
     return parts
+
+
+def with_min_partitions(dataset, count: int):
+    """`dataset`, or a shallow copy of it cut into at least `count` partitions where it has
+    the frames: its own partition grid (file chunk alignment and all), made as with
+    ``ltdask.min-partitions`` at least `count`. Runs that report as partitions finish
+    (``ltdask.iter``) take it; ``compute`` and ``lazy`` keep the dataset's partitions.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> from ltdask.io.partition import with_min_partitions
+    >>> ds = ltdask.from_array(np.zeros((16, 16, 8, 8), np.float32))
+    >>> len(with_min_partitions(ds, 20).get_partitions()) >= 20
+    True
+    """
+    import dask
+
+    from ltdask.exceptions import DataSetError
+
+    if len(dataset.get_partitions()) >= min(count, dataset.num_frames):
+        return dataset
+    finer = object.__new__(type(dataset))
+    finer.__dict__.update(dataset.__dict__)
+    finer.__dict__.pop("nav_chunks", None)  # the cached grid
+    with dask.config.set({"ltdask.min-partitions": max(count, _config.min_partitions())}):
+        try:
+            finer.nav_chunks  # noqa: B018  (made and cached under this setting)
+        except DataSetError:  # far more partitions without frames than planning accepts
+            return dataset
+    return finer

@@ -33,6 +33,9 @@ def to_datasets(graph: PartitionGraph) -> list:
                 # chunked like the data, so that writing to Zarr streams it as well
                 valid = _lazy_mask(valid, value.chunks, f"ltdask-valid-{name}-{u}-{graph.token}")
             coords[f"{name}_valid"] = xr.Variable(dims, valid)
+        for name, var_attrs in udf.get_result_attrs().items():
+            if name in data_vars:
+                data_vars[name].attrs.update(var_attrs)
         attrs = {
             "udf": type(udf).__name__,
             "udf_module": type(udf).__module__,

@@ -41,6 +41,9 @@ class RunContext:
     backends: BackendPlan | None = None
     #: a fresh id per run (see `UDFMeta.run_id`)
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    #: the dataset's calibrations (`UDFMeta.nav_calibration`, ``sig_calibration``)
+    nav_calibration: tuple = ()
+    sig_calibration: tuple = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -82,6 +85,8 @@ def make_meta(
         slice_origin=origin,
         corrections=context.corrections,
         run_id=run_id,
+        nav_calibration=context.nav_calibration,
+        sig_calibration=context.sig_calibration,
     )
     if backend is not None:
         meta.array_backend = backend

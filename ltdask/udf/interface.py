@@ -304,6 +304,11 @@ class UDFBase:
         """
         return {}
 
+    def get_result_attrs(self) -> dict[str, dict]:
+        """ltdask extension: attributes of result variables, by result name, such as
+        ``{"units": "mrad"}`` (called after :meth:`get_results`, with ``self.meta`` set)."""
+        return {}
+
     def cleanup(self):
         pass
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ltdask.calibration import Axis
 from ltdask.common import Shape, Slice
 
 
@@ -35,6 +36,8 @@ class UDFMeta:
         ltdask extension: an id of the run, fresh for each run, while its partitions are
         processed (None elsewhere): a key for per-process caches of what a UDF derives from
         its parameters (so nothing leaks into a later run).
+    nav_calibration, sig_calibration : tuple of ltdask.calibration.Axis
+        ltdask extension: the dataset's physical calibration of each nav and signal dim.
 
     Made by the engine (:func:`ltdask.udf.bind.make_meta`), one per UDF instance.
     """
@@ -51,6 +54,8 @@ class UDFMeta:
         slice_origin: int = 0,
         corrections=None,
         run_id: str | None = None,
+        nav_calibration: tuple[Axis, ...] | None = None,
+        sig_calibration: tuple[Axis, ...] | None = None,
     ):
         self.dataset_shape = dataset_shape
         self.dataset_dtype = np.dtype(dataset_dtype)
@@ -68,6 +73,8 @@ class UDFMeta:
         self.threads_per_worker = 1
         self.corrections = corrections
         self.run_id = run_id
+        self.nav_calibration = nav_calibration or (Axis(),) * len(dataset_shape.nav)
+        self.sig_calibration = sig_calibration or (Axis(),) * len(dataset_shape.sig)
         # flat nav positions (true coordinates) of the partition's selected frames
         self._positions = positions
         self._slice_origin = slice_origin

@@ -134,6 +134,8 @@ def plan_run(
         sum(counts),
         corrections,
         backend_plan,
+        nav_calibration=dataset.nav_calibration,
+        sig_calibration=dataset.sig_calibration,
     )
     mains = [bind(u, context, backend=b) for u, b in zip(udfs, backend_plan.targets, strict=True)]
     for template, main in zip(udfs, mains, strict=True):
@@ -161,7 +163,20 @@ def plan_run(
             f"negotiated tiles cut the frame into {len(scheme)} slices"
         )
     dataset_token = tokenize(dataset)
-    token = tokenize(dataset_token, udfs, selection.flat, context.input_dtype.str, scheme, prepared)
+    sizes = tuple(p.num_frames for p in partitions)
+    # the partitions too: an iterated run cuts the same dataset finer (`with_min_partitions`);
+    # and the calibrations, which UDFs may use (``meta.sig_calibration``)
+    calibration = (dataset.nav_calibration, dataset.sig_calibration)
+    token = tokenize(
+        dataset_token,
+        udfs,
+        selection.flat,
+        context.input_dtype.str,
+        scheme,
+        prepared,
+        sizes,
+        calibration,
+    )
     return RunPlan(
         dataset=dataset,
         udfs=udfs,
@@ -169,7 +184,7 @@ def plan_run(
         corrections=corrections,
         prepared=prepared,
         partitions=partitions,
-        sizes=tuple(p.num_frames for p in partitions),
+        sizes=sizes,
         counts=counts,
         valid_flat=selection.restrict(dataset.valid_nav_mask().reshape(-1)),
         mains=mains,

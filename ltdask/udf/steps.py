@@ -10,6 +10,7 @@ import numpy as np
 from ltdask import _config
 from ltdask.exceptions import UDFError
 from ltdask.io.dataset import DataSet
+from ltdask.io.partition import with_min_partitions
 from ltdask.udf.assemble import to_datasets
 from ltdask.udf.buffers import filled
 from ltdask.udf.graph import PartitionGraph, Run
@@ -45,15 +46,20 @@ def iter_steps(
     whose partitions are done. Nav positions not done yet hold fill values
     (``unprocessed="fill"``) or the buffers' values after ``preprocess`` on the whole
     dataset (``"initial"``, as LiberTEM shows them); their valid masks are False.
-    Parameters given to `control` between steps apply to the partitions after them."""
+    Parameters given to `control` between steps apply to the partitions after them.
+
+    The scan is cut into partitions small enough for ``ltdask.iter-updates`` steps at least
+    (see :func:`~ltdask.io.partition.with_min_partitions`)."""
     import dask
 
     if isinstance(udfs, UDFBase):
         udfs = [udfs]
+    step = max(1, _config.min_partitions())
+    # one step computes `step` partitions (one per core): enough of them for the updates
+    dataset = with_min_partitions(dataset, step * _config.iter_updates())
     run = Run(dataset, list(udfs), roi, corrections, backends)
     initial = _initial_states(run.plan, unprocessed)
     n = len(run.partitions)
-    step = max(1, _config.min_partitions())
     done = np.zeros(n, dtype=bool)
     cells = np.empty(n, dtype=object)
     for first in range(0, n, step):

@@ -251,7 +251,8 @@ def test_iter_partial_results(ds):
     for valid in done:
         assert not (valid & ~mask).any()
     _assert_equal_datasets(steps[-1], ex.TileSumUDF().compute(ds, roi=roi))
-    with dask.config.set({"ltdask.min-partitions": 1}):
+    # one partition a step, and the dataset's own partitions (no finer cut for updates)
+    with dask.config.set({"ltdask.min-partitions": 1, "ltdask.iter-updates": 1}):
         steps = list(ltdask.iter(ds, [ex.TileSumUDF(), ex.MergeOnlyUDF()], roi=roi))
     assert len(steps) == len(ds.get_partitions())
     final = ltdask.compute(ds, [ex.TileSumUDF(), ex.MergeOnlyUDF()], roi=roi)

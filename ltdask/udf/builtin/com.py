@@ -24,6 +24,8 @@ class CoMParams(NamedTuple):
     scan_rotation: float = 0.0
     flip_y: bool = False
     regression: int | np.ndarray = NO_REGRESSION
+    #: ltdask extension (LiberTEM gives detector pixels): shifts in the sig calibration's units
+    physical_units: bool = False
 
 
 def apply_correction(y, x, scan_rotation: float, flip_y: bool):
@@ -58,6 +60,14 @@ class CoMUDF(UDF):
     ``divergence`` and ``curl`` of the field; and ``regression`` (3×2: offset and changes
     per scan row and column of the (y, x) shifts that were subtracted).
 
+    With ``physical_units=True`` (an ltdask extension), the detector pixels are scaled by
+    the dataset's signal calibration before the field is rotated: ``raw_com`` is then a
+    detector coordinate (``origin + scale * pixel``), the shifts, ``field``, ``magnitude``
+    and a given ``regression`` are in the signal units, and ``divergence`` and ``curl`` are
+    per scan unit where the scan is calibrated (per scan step where not); the variables
+    carry ``units`` attributes. ``cy``, ``cx``, ``r`` and ``ri`` stay in detector pixels.
+    Without a signal calibration the units are pixels (``"px"``).
+
     Parameters
     ----------
     com_params : CoMParams, optional
@@ -70,6 +80,10 @@ class CoMUDF(UDF):
     >>> res = ltdask.udf.CoMUDF.with_params(cy=4, cx=4).compute(ltdask.from_array(data))
     >>> res["raw_shifts"].values[0, 0].tolist()
     [1.0, -2.0]
+    >>> ds = ltdask.from_array(data, sig_calibration=(0.5, "mrad"))
+    >>> res = ltdask.udf.CoMUDF.with_params(cy=4, cx=4, physical_units=True).compute(ds)
+    >>> res["raw_shifts"].values[0, 0].tolist(), res["raw_shifts"].attrs["units"]
+    ([0.5, -1.0], 'mrad')
     """
 
     def __init__(self, com_params: CoMParams | None = None, **kwargs):
@@ -91,8 +105,9 @@ class CoMUDF(UDF):
         scan_rotation=0.0,
         flip_y=False,
         regression=NO_REGRESSION,
+        physical_units=False,
     ) -> CoMUDF:
-        return cls(CoMParams(cy, cx, r, ri, scan_rotation, flip_y, regression))
+        return cls(CoMParams(cy, cx, r, ri, scan_rotation, flip_y, regression, physical_units))
 
     def _validate(self):
         shape = self.meta.dataset_shape
@@ -203,16 +218,45 @@ class CoMUDF(UDF):
             name: (extra, np.float64) if name == "regression" else (nav_shape + extra, dtype)
             for name, extra in _FIELDS.items()
         }
+        p = self.params.com_params
+        axes = (self.meta.sig_calibration, self.meta.nav_calibration) if p.physical_units else None
         return apply_whole(
             com_fields,
             raw,
             self._center(),
             valid,
-            self.params.com_params,
+            p,
             dtype,
+            axes,
             outputs=outputs,
             name="ltdask-com-fields",
         )
+
+    def get_result_attrs(self):
+        if not self.params.com_params.physical_units:
+            return {}
+        sig, nav = (
+            _units(a, what)
+            for a, what in (
+                (self.meta.sig_calibration, "px"),
+                (self.meta.nav_calibration, "scan step"),
+            )
+        )
+        shift = {"units": sig}
+        gradient = {"units": f"{sig}/{nav}"}
+        names = ("raw_com", "raw_shifts", "field", "field_y", "field_x", "magnitude")
+        return {**dict.fromkeys(names, shift), "divergence": gradient, "curl": gradient}
+
+
+def _units(axes, uncalibrated: str) -> str:
+    """The units of `axes` (``uncalibrated`` where they have none)."""
+    units = {a.units for a in axes}
+    if len(units) > 1:
+        raise ValueError(
+            f"CoMUDF: physical_units=True needs one unit for both dims, the calibration has "
+            f"{sorted(units)}"
+        )
+    return units.pop() or uncalibrated
 
 
 #: CoMUDF's results and their shapes after the nav dims (``regression``: its whole shape)
@@ -229,11 +273,12 @@ _FIELDS = {
 }
 
 
-def com_fields(raw: np.ndarray, center, valid: np.ndarray, p: CoMParams, dtype) -> dict:
+def com_fields(raw: np.ndarray, center, valid: np.ndarray, p: CoMParams, dtype, axes=None) -> dict:
     """CoMUDF's results from the per-frame ``(sum I, sum I*y, sum I*x)`` (nav-shaped), as
     LiberTEM computes them: a frame without intensity in the mask has its centre of mass at
     the reference point (shift 0); the regression is fitted to the rotated field at the
-    valid positions and subtracted there."""
+    valid positions and subtracted there. `axes`: ``(sig, nav)`` calibrations (`Axis` per
+    dim) to give the results in physical units (see `CoMUDF`), or None for pixels."""
     raw = np.asarray(raw, dtype=np.float64)
     total = raw[..., 0]
     has = total != 0
@@ -247,6 +292,13 @@ def com_fields(raw: np.ndarray, center, valid: np.ndarray, p: CoMParams, dtype) 
         axis=-1,
     )
     com = shifts + center
+    spacing = (1.0, 1.0)
+    if axes is not None:
+        sig, nav = axes
+        scale = np.array([a.scale for a in sig])
+        shifts = shifts * scale
+        com = np.array([a.origin for a in sig]) + com * scale
+        spacing = tuple(a.scale for a in nav)
     fy, fx = apply_correction(shifts[..., 0], shifts[..., 1], p.scan_rotation, p.flip_y)
     field = np.stack([fy, fx], axis=-1)
     regression = _regression(field, valid, p.regression)
@@ -265,8 +317,8 @@ def com_fields(raw: np.ndarray, center, valid: np.ndarray, p: CoMParams, dtype) 
         "field_y": fy.astype(dtype),
         "field_x": fx.astype(dtype),
         "magnitude": np.sqrt(fy**2 + fx**2).astype(dtype),
-        "divergence": (_gradient(fy, 0) + _gradient(fx, 1)).astype(dtype),
-        "curl": (_gradient(fy, 1) - _gradient(fx, 0)).astype(dtype),
+        "divergence": (_gradient(fy, 0, spacing) + _gradient(fx, 1, spacing)).astype(dtype),
+        "curl": (_gradient(fy, 1, spacing) - _gradient(fx, 0, spacing)).astype(dtype),
         "regression": regression,
     }
 
@@ -289,10 +341,10 @@ def _regression(field: np.ndarray, valid: np.ndarray, reg) -> np.ndarray:
     return np.linalg.lstsq(design, values, rcond=None)[0]
 
 
-def _gradient(arr: np.ndarray, axis: int) -> np.ndarray:
+def _gradient(arr: np.ndarray, axis: int, spacing=(1.0, 1.0)) -> np.ndarray:
     if arr.shape[axis] < 2:
         return np.zeros_like(arr)
-    return np.gradient(arr, axis=axis)
+    return np.gradient(arr, spacing[axis], axis=axis)
 
 
 def _row_intervals(mask: np.ndarray):
