@@ -38,6 +38,7 @@ from ltdask.io import (
     open_zarr,
 )
 from ltdask.io import open_dataset as open  # noqa: A004  (the documented name)
+from ltdask.kernel_cache import warmup
 from ltdask.store import StoreReplaceError, to_zarr, write_dataset
 from ltdask.udf import UDF
 from ltdask.udf.api import compute, lazy
@@ -76,6 +77,7 @@ __all__ = [
     "masks",
     "to_zarr",
     "udf",
+    "warmup",
     "from_array",
     "open",
     "open_dm",
