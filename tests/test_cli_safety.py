@@ -47,8 +47,12 @@ CASES = {
         ["--out", "mine", "a folder holding notes.txt", "not a Zarr store"],
     ),
     "convert-out-is-user-file": (
+        ["convert", "data/scan.npy", "notes", "--overwrite"],
+        ["OUTPUT", "notes is a file", "not a Zarr store"],
+    ),
+    "convert-out-is-user-text-file": (
         ["convert", "data/scan.npy", "notes.txt", "--overwrite"],
-        ["OUTPUT", "notes.txt is a file", "not a Zarr store"],
+        ["OUTPUT 'notes.txt'", "ltdask writes Zarr stores, not .txt files"],
     ),
     "convert-bad-out-dtype": (
         ["convert", "data/scan.npy", "x.zarr", "--out-dtype", "foo"],
@@ -89,6 +93,7 @@ def setup(folder):
     (folder / "mine").mkdir()
     (folder / "mine" / "notes.txt").write_text("my notes")
     (folder / "notes.txt").write_text("my notes")
+    (folder / "notes").write_text("my notes")
     np.zeros(10 * 16, np.uint16).tofile(folder / "short.raw")
 
 
