@@ -13,6 +13,28 @@ def _help(command: click.Command, name: str, parent: click.Context | None = None
         return ctx.get_help()
 
 
+def _commands(group: click.Group, parent: click.Context, path: str, level: str) -> list[str]:
+    """The help of every command of `group`, and of the commands of its groups one level
+    deeper (``ltdask run sum``)."""
+    lines = []
+    for name in group.list_commands(parent):
+        command = group.get_command(parent, name)
+        if command is None:
+            continue
+        lines += [
+            f"{level} `{path} {name}`",
+            "",
+            "```text",
+            _help(command, name, parent),
+            "```",
+            "",
+        ]
+        if isinstance(command, click.Group):
+            with click.Context(command, info_name=name, parent=parent) as ctx:
+                lines += _commands(command, ctx, f"{path} {name}", level + "#")
+    return lines
+
+
 def cli_reference() -> str:
     from ltdask.cli import main
 
@@ -27,9 +49,7 @@ def cli_reference() -> str:
         "",
     ]
     with click.Context(main, info_name="ltdask") as parent:
-        for name in main.list_commands(parent):
-            command = main.get_command(parent, name)
-            lines += [f"## `ltdask {name}`", "", "```text", _help(command, name, parent), "```", ""]
+        lines += _commands(main, parent, "ltdask", "##")
     return "\n".join(lines)
 
 

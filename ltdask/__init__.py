@@ -38,6 +38,7 @@ from ltdask.io import (
     open_zarr,
 )
 from ltdask.io import open_dataset as open  # noqa: A004  (the documented name)
+from ltdask.kernel_cache import warmup
 from ltdask.live import live
 from ltdask.store import StoreReplaceError, to_zarr, write_dataset
 from ltdask.udf import UDF
@@ -79,6 +80,7 @@ __all__ = [
     "plot",
     "to_zarr",
     "udf",
+    "warmup",
     "from_array",
     "open",
     "open_dm",

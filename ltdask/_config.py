@@ -23,6 +23,9 @@ partitions``                           are views of the files (no copy, no memor
                                        (up to 2x faster), but the mapped pages count in
                                        RSS; ``auto``: half the RAM, none in a distributed
                                        worker; 0: keep none
+``ltdask.compile-notice``  True        print one line to stderr when a process first
+                                       compiles ltdask's numba kernels (an empty cache;
+                                       see :mod:`ltdask.kernel_cache`); False: silent
 =========================  ==========  ==================================================
 
 Set them like any dask option: ``dask.config.set({"ltdask.partition-bytes": "256MiB"})``
@@ -48,6 +51,7 @@ DEFAULTS = {
         "tile-bytes": "auto",
         "view-chunk-partitions": 4,
         "map-cache-bytes": "auto",
+        "compile-notice": True,
     }
 }
 

@@ -27,6 +27,11 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ltdask"))
 # tests/io/test_raw.py::test_view_chunks_join_partitions checks that)
 dask.config.set({"ltdask.view-chunk-partitions": 1})
 
+# no "compiling kernels" line on stderr, here or in the commands the tests start
+# (tests/test_kernel_cache.py checks the notice in processes of its own)
+os.environ["DASK_LTDASK__COMPILE_NOTICE"] = "False"
+dask.config.set({"ltdask.compile-notice": False})
+
 
 SCHEDULERS = [
     pytest.param("sync", id="sync"),

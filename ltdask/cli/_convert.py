@@ -8,9 +8,11 @@ import click
 import numpy as np
 
 from ltdask.cli._app import run_context
+from ltdask.cli._errors import UserError
 from ltdask.cli._options import (
     _open,
     check_output,
+    check_suffix,
     correction_options,
     exists_message,
     input_files,
@@ -32,11 +34,7 @@ def convert(
     ctx,
     source,
     output,
-    nav_shape,
-    sig_shape,
-    dtype,
-    sync_offset,
-    key,
+    opening,
     dark,
     gain,
     excluded,
@@ -48,16 +46,16 @@ def convert(
     --dark/--gain/--excluded, as floats)."""
     from ltdask.store import StoreReplaceError
 
-    ds = _open(source, nav_shape, sig_shape, dtype, sync_offset, key)
+    ds = _open(source, opening)
     check_output(output, "OUTPUT", input_files(ds, source, dark, gain, excluded))
+    check_suffix(output, "OUTPUT")
     corrections = load_corrections(dark, gain, excluded, ds.sig_shape)
     if out_dtype is not None:
         try:
             np.dtype(out_dtype)
         except TypeError:
-            raise click.BadParameter(
-                f"{out_dtype!r} is not a numpy dtype such as float32 or uint16",
-                param_hint="--out-dtype",
+            raise UserError(
+                f"--out-dtype {out_dtype!r}: not a numpy dtype such as float32 or uint16"
             ) from None
     t0 = time.perf_counter()
     with run_context(ctx):
@@ -70,9 +68,9 @@ def convert(
                 corrections=corrections,
             )
         except FileExistsError:
-            raise click.ClickException(exists_message(output)) from None
+            raise UserError(exists_message(output)) from None
         except StoreReplaceError as e:
-            raise click.ClickException(f"OUTPUT: {e}") from None
+            raise UserError(f"OUTPUT: {e}") from None
     click.echo(
         f"wrote {output}: {ds.shape.to_tuple()} {out_dtype or ds.dtype} "
         f"in {time.perf_counter() - t0:.1f} s"

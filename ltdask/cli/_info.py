@@ -11,16 +11,20 @@ from ltdask.cli._options import _open, open_options
 @click.command()
 @click.argument("path", type=click.Path(exists=True))
 @open_options
-def info(path, nav_shape, sig_shape, dtype, sync_offset, key):
+def info(path, opening):
     """Format, shapes, dtype, size, partitions and tiling of PATH."""
     from ltdask.io.open import detect_format
 
-    ds = _open(path, nav_shape, sig_shape, dtype, sync_offset, key)
+    ds = _open(path, opening)
+    nav_shape = opening["nav_shape"]
     parts = ds.get_partitions()
     scheme = ds.negotiate([], np.float32)
     rows = [
         ("path", path),
-        ("format", detect_format(path, {"nav_shape": nav_shape} if nav_shape else {})),
+        (
+            "format",
+            opening["format"] or detect_format(path, {"nav_shape": nav_shape} if nav_shape else {}),
+        ),
         ("class", type(ds).__name__),
         ("nav shape", ds.nav_shape),
         ("sig shape", ds.sig_shape),

@@ -4,10 +4,13 @@ ROIs, ``key=value`` parameters, and the checks that keep outputs off the inputs.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 
 import click
 import numpy as np
+
+from ltdask.cli._errors import OPTION_OF_KEYWORD, UserError, cli_terms
 
 
 def parse_shape(value: str | None) -> tuple[int, ...] | None:
@@ -15,40 +18,82 @@ def parse_shape(value: str | None) -> tuple[int, ...] | None:
     if value is None:
         return None
     try:
-        return tuple(int(v) for v in value.replace("x", ",").split(",") if v.strip())
+        shape = tuple(int(v) for v in value.replace("x", ",").split(",") if v.strip())
     except ValueError:
-        raise click.BadParameter(f"{value!r} is not a shape like 128,128") from None
+        shape = ()
+    if not shape:
+        raise click.BadParameter(f"{value!r} is not a shape like 128,128")
+    return shape
 
 
-def open_path(path: str, nav_shape=None, sig_shape=None, dtype=None, sync_offset=0, key=None):
-    """Open `path` with `ltdask.open`, passing only the options that were given."""
-    from ltdask.io.open import open_dataset
-
-    kwargs = {}
-    if nav_shape:
-        kwargs["nav_shape"] = nav_shape
-    if sig_shape:
-        kwargs["sig_shape"] = sig_shape
-    if dtype:
-        kwargs["dtype"] = dtype
-    if sync_offset:
-        kwargs["sync_offset"] = sync_offset
-    if key:
-        kwargs["key"] = key
-    return open_dataset(path, **kwargs)
+#: the options that open a dataset, by the keyword of `ltdask.open` they set
+OPEN_OPTIONS = ("nav_shape", "sig_shape", "dtype", "sync_offset", "key", "format")
 
 
-def _open(path, nav_shape, sig_shape, dtype, sync_offset, key):
+def open_path(
+    path: str, nav_shape=None, sig_shape=None, dtype=None, sync_offset=0, key=None, format=None
+):
+    """Open `path` with `ltdask.open`, passing only the options that were given; a format
+    that cannot be told, lacks an option or does not take one is a `UserError` that names
+    the options."""
+    from ltdask.exceptions import DataSetError
+    from ltdask.io.open import detect_format, open_dataset
+    from ltdask.io.registry import format_names, get_format
+
+    given = {
+        "nav_shape": nav_shape,
+        "sig_shape": sig_shape,
+        "dtype": dtype,
+        "sync_offset": sync_offset,
+        "key": key,
+    }
+    kwargs = {k: v for k, v in given.items() if v}
+    try:
+        fmt = get_format(format or detect_format(path, kwargs), where=path)
+    except DataSetError as e:
+        if format is not None or "cannot tell the format" not in str(e):
+            raise
+        raise UserError(
+            f"{path}: cannot tell its format from its name or first bytes; give --format "
+            f"({', '.join(format_names())}; raw also needs --nav-shape, --sig-shape, --dtype)"
+        ) from None
+    aliases = {given for given, _ in fmt.keyword_aliases}
+    accepted = fmt.keyword_names()
+    unknown = [k for k in kwargs if accepted is not None and k not in {*accepted, *aliases}]
+    if unknown:
+        takes = [
+            OPTION_OF_KEYWORD[k] for k in OPEN_OPTIONS if k in (accepted or ()) or k in aliases
+        ]
+        raise UserError(
+            f"{_options(unknown)}: {path} is read as {fmt.name} data, which does not take "
+            f"{'it' if len(unknown) == 1 else 'them'}"
+            + (f" (it takes {', '.join(takes)})" if takes else "")
+        )
+    missing = [k for k in fmt.required if k not in kwargs]
+    if missing:
+        raise UserError(
+            f"{path} is read as {fmt.name} data, which has no header: give {_options(missing)}"
+        )
+    return open_dataset(path, format=fmt.name, **kwargs)
+
+
+def _options(keywords) -> str:
+    names = [OPTION_OF_KEYWORD.get(k, k) for k in keywords]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _open(path, opening: dict):
     from ltdask.exceptions import DataSetError
 
     try:
-        return open_path(path, nav_shape, sig_shape, dtype, sync_offset, key)
+        return open_path(path, **opening)
     except (DataSetError, FileNotFoundError, ValueError) as e:
-        raise click.ClickException(str(e)) from None
+        raise UserError(cli_terms(str(e))) from None
 
 
 def open_options(f):
-    """The options every command that opens a dataset takes."""
+    """The options every command that opens a dataset takes, handed to it as one dict,
+    ``opening`` (for :func:`_open`)."""
     options = [
         click.option(
             "--nav-shape",
@@ -69,10 +114,21 @@ def open_options(f):
             help="frames to skip (negative: to insert) at the start",
         ),
         click.option("--key", help="dataset path inside an HDF5 file"),
+        click.option(
+            "--format",
+            help="the file's format, e.g. raw, npy, hdf5, mib (default: told from the name "
+            "and first bytes)",
+        ),
     ]
+
+    @functools.wraps(f)
+    def command(*args, **kwargs):
+        opening = {k: kwargs.pop(k) for k in OPEN_OPTIONS}
+        return f(*args, opening=opening, **kwargs)
+
     for option in reversed(options):
-        f = option(f)
-    return f
+        command = option(command)
+    return command
 
 
 def correction_options(f):
@@ -114,13 +170,17 @@ def _frame(path: str, option: str, sig_shape) -> np.ndarray:
             series = open_path(path)
             arr = series.to_dask(dtype="float64").mean(axis=tuple(range(len(series.nav_shape))))
             arr = arr.compute()
+    except UserError:
+        raise UserError(
+            f"{option} {path}: neither a .npy file nor a series in a format ltdask can tell "
+            "from its name"
+        ) from None
     except (DataSetError, OSError, ValueError) as e:
-        raise click.BadParameter(f"{path}: {e}", param_hint=option) from None
+        raise UserError(f"{option} {path}: {cli_terms(str(e))}") from None
     if arr.shape != tuple(sig_shape):
-        raise click.BadParameter(
-            f"{path} holds frames of shape {arr.shape}; expected the scan's frame shape "
-            f"{tuple(sig_shape)}",
-            param_hint=option,
+        raise UserError(
+            f"{option} {path} holds frames of shape {arr.shape}; expected the scan's frame "
+            f"shape {tuple(sig_shape)}"
         )
     return arr
 
@@ -147,7 +207,7 @@ def load_corrections(dark, gain, excluded, sig_shape):
         cs.for_shape(sig_shape)
     except DataSetError as e:
         hint = next((o for o in ("--gain", "--dark", "--excluded") if o[2:] in str(e)), None)
-        raise click.BadParameter(str(e), param_hint=hint) from None
+        raise UserError(f"{hint}: {e}" if hint else str(e)) from None
     return cs
 
 
@@ -167,18 +227,18 @@ def parse_roi(spec: str | None, nav_shape):
         try:
             roi = np.load(spec)
         except (OSError, ValueError):
-            raise click.BadParameter(f"--roi {spec!r}: not a .npy file of booleans") from None
+            raise UserError(f"--roi {spec!r}: not a .npy file of booleans") from None
         if roi.shape != tuple(nav_shape) and roi.shape != (int(np.prod(nav_shape)),):
-            raise click.BadParameter(
+            raise UserError(
                 f"--roi {spec!r}: an array of shape {roi.shape}; expected the nav shape "
                 f"{tuple(nav_shape)}"
             )
         roi = roi.astype(bool)
         if not roi.any():
-            raise click.BadParameter(f"--roi {spec!r}: the array selects no positions")
+            raise UserError(f"--roi {spec!r}: the array selects no positions")
         return roi
     if spec.lower().endswith(".npy"):
-        raise click.BadParameter(f"--roi {spec!r}: no such file")
+        raise UserError(f"--roi {spec!r}: no such file")
     roi = np.zeros(nav_shape, dtype=bool)
     try:
         index = tuple(
@@ -187,11 +247,12 @@ def parse_roi(spec: str | None, nav_shape):
         )
         roi[index] = True
     except (ValueError, IndexError) as e:
-        raise click.BadParameter(f"--roi {spec!r}: {e}") from None
+        raise UserError(
+            f"--roi {spec!r}: not slices of the nav shape {tuple(nav_shape)} such as "
+            f"10:20,0:64 ({e})"
+        ) from None
     if not roi.any():
-        raise click.BadParameter(
-            f"--roi {spec!r} selects no positions of the nav shape {tuple(nav_shape)}"
-        )
+        raise UserError(f"--roi {spec!r} selects no positions of the nav shape {tuple(nav_shape)}")
     return roi
 
 
@@ -215,7 +276,7 @@ def check_output(output: str, option: str, inputs) -> None:
             same = os.path.samefile(output, path)
         if same or real.startswith(out.rstrip(os.sep) + os.sep):
             what = "is" if same else "contains"
-            raise click.UsageError(
+            raise UserError(
                 f"{option} {output!r} {what} the input file {path!r}; writing there would "
                 f"destroy the input; choose another {option}"
             )
@@ -224,3 +285,17 @@ def check_output(output: str, option: str, inputs) -> None:
 def exists_message(path: str) -> str:
     """The error for an output that exists without ``--overwrite``."""
     return f"{path} already exists; pass --overwrite to replace it, or choose another path"
+
+
+#: what the commands write, by the suffix of the output path (none: a Zarr store too)
+OUTPUT_SUFFIXES = {".zarr": "a Zarr store", "": "a Zarr store"}
+
+
+def check_suffix(output: str, option: str) -> None:
+    """Refuse an output whose suffix names a format the commands do not write."""
+    suffix = os.path.splitext(os.path.normpath(output))[1].lower()
+    if suffix not in OUTPUT_SUFFIXES:
+        raise UserError(
+            f"{option} {output!r}: ltdask writes Zarr stores, not {suffix} files; give a path "
+            "ending in .zarr (or without a suffix)"
+        )

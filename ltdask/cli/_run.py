@@ -1,4 +1,8 @@
-"""``ltdask run``: one of the shipped UDFs over a dataset, its results to a Zarr store."""
+"""``ltdask run``: one of the shipped analyses over a dataset, its results to a Zarr store.
+
+``ltdask run`` is a group with one command per analysis of :mod:`ltdask.cli._analyses`
+(``ltdask run ANALYSIS PATH ...``), so that ``ltdask run --help`` lists the analyses and
+``ltdask run ANALYSIS --help`` the typed ``-p NAME=VALUE`` parameters of one."""
 
 from __future__ import annotations
 
@@ -7,95 +11,111 @@ import time
 
 import click
 
+from ltdask.cli._analyses import ANALYSES, Analysis, find
 from ltdask.cli._app import run_context
+from ltdask.cli._errors import UserError
 from ltdask.cli._options import (
     _open,
     check_output,
+    check_suffix,
     correction_options,
     exists_message,
     input_files,
     load_corrections,
     open_options,
     parse_roi,
-    parse_value,
 )
 
-UDF_NAMES = ("sum", "sumsig", "stddev", "com", "pick", "disk", "ring")
+UDF_NAMES = tuple(ANALYSES)
 
 
 def make_udf(name: str, params: dict, sig_shape):
-    """A shipped UDF from its command-line name and ``key=value`` parameters."""
-    from ltdask import masks
-    from ltdask.udf import ApplyMasksUDF, CoMUDF, PickUDF, StdDevUDF, SumSigUDF, SumUDF
-
-    sy, sx = sig_shape[-2], sig_shape[-1]
-    cy, cx = params.pop("cy", sy / 2), params.pop("cx", sx / 2)
-    if name == "sum":
-        return SumUDF(**params)
-    if name == "sumsig":
-        return SumSigUDF(**params)
-    if name == "stddev":
-        return StdDevUDF(**params)
-    if name == "pick":
-        return PickUDF(**params)
-    if name == "com":
-        return CoMUDF.with_params(cy=cy, cx=cx, **params)
-    r = params.pop("r", min(sy, sx) / 4)
-    if name == "disk":
-        return ApplyMasksUDF([lambda: masks.circular(cx, cy, sx, sy, r)], **params)
-    if name == "ring":
-        ri = params.pop("ri", r / 2)
-        return ApplyMasksUDF([lambda: masks.ring(cx, cy, sx, sy, r, ri)], **params)
-    raise click.BadParameter(f"unknown UDF {name!r}; choose from {', '.join(UDF_NAMES)}")
+    """A shipped UDF from its analysis name and parameter values."""
+    return find(name, ANALYSES).build(dict(params), tuple(sig_shape))
 
 
-@click.command()
-@click.argument("udf_name", metavar="UDF", type=click.Choice(UDF_NAMES))
-@click.argument("path", type=click.Path(exists=True))
-@open_options
-@correction_options
-@click.option("--param", "-p", multiple=True, help="UDF parameter key=value (repeatable)")
-@click.option("--roi", help="a .npy file of booleans, or slices such as 10:20,0:64")
-@click.option("--out", required=True, type=click.Path(), help="results Zarr store")
-@click.option("--overwrite", is_flag=True, help="replace --out if it exists")
-@click.option("--progress/--no-progress", default=True, show_default=True)
-@click.pass_context
-def run(
-    ctx,
-    udf_name,
-    path,
-    nav_shape,
-    sig_shape,
-    dtype,
-    sync_offset,
-    key,
-    dark,
-    gain,
-    excluded,
-    param,
-    roi,
-    out,
-    overwrite,
-    progress,
-):
-    """Run a shipped UDF on PATH and write its results to a Zarr store."""
+class AnalysisCommand(click.Command):
+    """``ltdask run NAME``: its help ends with the analysis's parameters."""
+
+    def __init__(self, analysis: Analysis, **kwargs):
+        super().__init__(analysis.name, **kwargs)
+        self.analysis = analysis
+
+    def format_epilog(self, ctx, formatter):
+        params = [p.describe() for p in self.analysis.parameters]
+        with formatter.section("Parameters (-p NAME=VALUE)"):
+            if params:
+                formatter.write_dl(params)
+            else:
+                formatter.write_text("none")
+        super().format_epilog(ctx, formatter)
+
+
+class RunGroup(click.Group):
+    """The analyses in catalogue order; an unknown name gets the closest as a hint."""
+
+    def list_commands(self, ctx):
+        return list(ANALYSES)
+
+    def get_command(self, ctx, cmd_name):
+        analysis = ANALYSES.get(cmd_name)
+        return None if analysis is None else _command(analysis)
+
+    def resolve_command(self, ctx, args):
+        if args and not args[0].startswith("-"):
+            find(args[0], ANALYSES)  # a UserError with a suggestion
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=RunGroup, subcommand_metavar="ANALYSIS PATH [OPTIONS]", options_metavar="")
+def run():
+    """Run an analysis on PATH and write its results to a Zarr store (--out). Each
+    analysis takes its parameters as -p NAME=VALUE; ltdask run ANALYSIS --help lists them."""
+
+
+def _command(analysis: Analysis) -> click.Command:
+    @click.pass_context
+    def callback(ctx, **kwargs):
+        return _run(analysis, ctx, **kwargs)
+
+    decorators = [
+        click.argument("path", type=click.Path(exists=True)),
+        open_options,
+        correction_options,
+        click.option(
+            "--param", "-p", multiple=True, help="a parameter NAME=VALUE (repeatable; below)"
+        ),
+        click.option("--roi", help="a .npy file of booleans, or slices such as 10:20,0:64"),
+        click.option("--out", required=True, type=click.Path(), help="results Zarr store"),
+        click.option("--overwrite", is_flag=True, help="replace --out if it exists"),
+        click.option("--progress/--no-progress", default=True, show_default=True),
+    ]
+    for decorate in reversed(decorators):
+        callback = decorate(callback)
+    params = callback.__click_params__  # type: ignore[attr-defined]
+    return AnalysisCommand(
+        analysis,
+        callback=callback,
+        params=list(reversed(params)),  # in the order @click.command gives them
+        help=f"{analysis.summary}\n\nWrites its results to the Zarr store --out.",
+        short_help=analysis.summary,
+    )
+
+
+def _run(analysis, ctx, path, opening, dark, gain, excluded, param, roi, out, overwrite, progress):
     import ltdask
     from ltdask.store import StoreReplaceError
 
-    ds = _open(path, nav_shape, sig_shape, dtype, sync_offset, key)
-    params = {}
-    for p in param:
-        if "=" not in p:
-            raise click.BadParameter(f"--param {p!r}: expected key=value")
-        k, v = p.split("=", 1)
-        params[k.strip()] = parse_value(v.strip())
+    values = analysis.parse(param)
+    ds = _open(path, opening)
     try:
-        udf = make_udf(udf_name, params, ds.sig_shape)
+        udf = analysis.build(values, tuple(ds.sig_shape))
     except (TypeError, ValueError) as e:
-        raise click.BadParameter(f"--param for {udf_name}: {e}") from None
+        raise UserError(f"-p for {analysis.name}: {e}") from None
     roi_mask = parse_roi(roi, ds.nav_shape)
     roi_file = roi if roi is not None and os.path.exists(roi) else None
     check_output(out, "--out", input_files(ds, path, roi_file, dark, gain, excluded))
+    check_suffix(out, "--out")
     corrections = load_corrections(dark, gain, excluded, ds.sig_shape)
     t0 = time.perf_counter()
     with run_context(ctx):
@@ -103,9 +123,9 @@ def run(
             lazy = udf.lazy(ds, roi=roi_mask, corrections=corrections)
             ltdask.to_zarr(lazy, out, mode="w" if overwrite else "w-", progress=progress)
         except FileExistsError:
-            raise click.ClickException(exists_message(out)) from None
+            raise UserError(exists_message(out)) from None
         except StoreReplaceError as e:
-            raise click.ClickException(f"--out: {e}") from None
+            raise UserError(f"--out: {e}") from None
         except (ltdask.UDFError, TypeError, ValueError) as e:
-            raise click.ClickException(f"{type(udf).__name__}: {e}") from None
+            raise UserError(f"{analysis.name} ({type(udf).__name__}): {e}") from None
     click.echo(f"wrote {out}: {', '.join(lazy.data_vars)} in {time.perf_counter() - t0:.1f} s")

@@ -107,6 +107,28 @@ class CoMUDF(UDF):
         regression=NO_REGRESSION,
         physical_units=False,
     ) -> CoMUDF:
+        """A `CoMUDF` from its parameters as keywords (LiberTEM's ``CoMUDF.with_params``).
+
+        Parameters
+        ----------
+        cy : float, optional
+            Row of the disk's centre on the detector (default: the frame's centre).
+        cx : float, optional
+            Column of the disk's centre (default: the frame's centre).
+        r : float
+            Outer radius of the disk or ring the centre of mass is taken in.
+        ri : float
+            Inner radius (0: a disk).
+        scan_rotation : float
+            Rotation of the scan against the detector, in degrees.
+        flip_y : bool
+            Negate the y shifts before rotating them.
+        regression : int
+            Subtract a fit of the shifts across the scan: -1 none, 0 their mean, 1 a plane.
+        physical_units : bool
+            Shifts and field in the units of the detector's calibration (an ltdask
+            extension; LiberTEM's are in pixels).
+        """
         return cls(CoMParams(cy, cx, r, ri, scan_rotation, flip_y, regression, physical_units))
 
     def _validate(self):
