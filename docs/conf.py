@@ -36,7 +36,7 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
 }
-html_static_path: list[str] = []
+html_static_path = ["_static"]
 
 autosummary_generate = True
 autodoc_typehints = "none"
