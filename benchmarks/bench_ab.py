@@ -1,0 +1,221 @@
+"""ltdask against the best plain-dask expression and the numba read limit, A/B (issue 15).
+
+Run as ``.venv/bin/python benchmarks/bench_ab.py`` (``--small`` for a quick check).
+
+Uses the scans of ``bench_read.py`` (4 GiB float32 and 2 GiB uint16, nav 128x128, sig
+256x256, page-cached). For each scan, every method below runs once to warm up, then all of
+them run interleaved, round by round, ``--repeats`` times in this one process (memory
+bandwidth here drifts by +-20 % within minutes: only ratios measured this way mean
+anything). GB/s are of file bytes, threaded scheduler, 2 threads.
+
+* ``limit``: numba kernels that read the memory-mapped file and sum it on 2 threads without
+  dask or copies (over nav: 4 frames at a time into a per-thread float32 frame; over sig:
+  each frame in float32 lanes) -- what reading this file costs on this machine;
+* ``dask``: ``da.from_array(memmap).sum(axis, dtype=float32)`` at the chunking that was
+  fastest in the warm-up (the best plain-dask expression);
+* ``to_dask``: ``ltdask.open_raw(...).to_dask().sum(axis, dtype=float32)``;
+* the shipped UDFs: Sum, SumSig, StdDev, ApplyMasks (1 ring, 16 dense), CoM and
+  Sum+SumSig+StdDev in one pass.
+
+The table gives each method's GB/s, its ratio to the dask expression of the same reduction
+(sums only), and its ratio to the limit of that reduction.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import dask
+import dask.array as da
+import numba
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_read import (  # noqa: E402
+    AXES,
+    SIG,
+    THREADS,
+    MemmapArray,
+    cache_file,
+    gbps,
+    log,
+    measure,
+    memmap_candidates,
+    scan_path,
+    write_scan,
+)
+from bench_udfs import ring_masks  # noqa: E402
+
+import ltdask  # noqa: E402
+from ltdask.udf import ApplyMasksUDF, CoMUDF, StdDevUDF, SumSigUDF, SumUDF  # noqa: E402
+
+
+@numba.njit(nogil=True, cache=True)
+def _limit_nav(frames, out):
+    """``out += frames.sum(axis=0)`` over (n, pixels) frames, 4 frames per pass of `out`."""
+    n = frames.shape[0]
+    i = 0
+    while i + 4 <= n:
+        a, b, c, d = frames[i], frames[i + 1], frames[i + 2], frames[i + 3]
+        for k in range(out.shape[0]):
+            out[k] += (np.float32(a[k]) + np.float32(b[k])) + (np.float32(c[k]) + np.float32(d[k]))
+        i += 4
+    while i < n:
+        a = frames[i]
+        for k in range(out.shape[0]):
+            out[k] += np.float32(a[k])
+        i += 1
+
+
+@numba.njit(nogil=True, cache=True, fastmath=True)
+def _limit_sig(frames, out):
+    """``out[i] = frames[i].sum()``, each frame in float32 lanes (fastmath: vectorised)."""
+    for i in range(frames.shape[0]):
+        row = frames[i]
+        total = np.float32(0)
+        for k in range(row.shape[0]):
+            total += np.float32(row[k])
+        out[i] = total
+
+
+def limit_method(path, dtype, nav, axis, pool: ThreadPoolExecutor):
+    """The numba read limit of a sum over `axis`, on the pool's threads, fresh map each run
+    (as the other methods open the file each run)."""
+    n = nav[0] * nav[1]
+    px = SIG[0] * SIG[1]
+    halves = [(0, n // 2), (n // 2, n)]
+
+    def run():
+        flat = np.memmap(path, dtype=dtype, mode="r", shape=(n, px))
+        if axis == AXES["nav"]:
+            outs = [np.zeros(px, dtype=np.float32) for _ in halves]
+            jobs = [(flat[a:b], o) for (a, b), o in zip(halves, outs, strict=True)]
+            list(pool.map(lambda job: _limit_nav(*job), jobs))
+            return (outs[0] + outs[1]).reshape(SIG)
+        out = np.empty(n, dtype=np.float64)
+        list(pool.map(lambda h: _limit_sig(flat[h[0] : h[1]], out[h[0] : h[1]]), halves))
+        return out.reshape(nav)
+
+    return run
+
+
+def dask_method(path, dtype, nav, axis, chunks, std=False):
+    def run():
+        arr = da.from_array(MemmapArray(path, dtype, (*nav, *SIG)), chunks=chunks)
+        if std:
+            return arr.astype(np.float32).std(axis=axis).compute()
+        return arr.sum(axis=axis, dtype=np.float32).compute()
+
+    return run
+
+
+def best_dask(path, dtype, nav, axis, nbytes, std=False) -> tuple[str, object]:
+    """The chunking of the dask expression that was fastest (best of 2 runs each)."""
+    import time
+
+    best = None
+    for chunks in memmap_candidates(nav):
+        fn = dask_method(path, dtype, nav, axis, chunks, std)
+        fn()
+        t0 = time.perf_counter()
+        fn()
+        fn()
+        t = (time.perf_counter() - t0) / 2
+        log(f"    dask chunks {chunks}: {nbytes / t / 1e9:.1f} GB/s")
+        if best is None or t < best[0]:
+            best = (t, chunks, fn)
+    assert best is not None
+    return str(best[1]), best[2]
+
+
+def methods_for(path, dtype, nav, nbytes, pool) -> tuple[dict, dict]:
+    """The methods of one scan, and for each the reduction it does ('nav', 'sig' or None)."""
+
+    def open_ds():
+        return ltdask.open_raw(path, nav_shape=nav, sig_shape=SIG, dtype=dtype)
+
+    def udf(*make):
+        return lambda: ltdask.compute(open_ds(), [m() for m in make])
+
+    def to_dask(axis):
+        return lambda: open_ds().to_dask().sum(axis=axis, dtype=np.float32).compute()
+
+    ring = ring_masks(1)
+    dense16 = np.random.default_rng(0).random((16, *SIG)).astype(np.float32)
+    out, kind = {}, {}
+    for red, axis in AXES.items():
+        out[f"limit sum/{red}"] = limit_method(path, dtype, nav, axis, pool)
+        label, fn = best_dask(path, dtype, nav, axis, nbytes)
+        out[f"dask sum/{red}"] = fn
+        log(f"  best dask expression over {red}: chunks {label}")
+        out[f"to_dask sum/{red}"] = to_dask(axis)
+        kind.update({f"{m} sum/{red}": red for m in ("limit", "dask", "to_dask")})
+    label, out["dask std/nav"] = best_dask(path, dtype, nav, AXES["nav"], nbytes, std=True)
+    log(f"  best dask std over nav: chunks {label}")
+    out["SumUDF"] = udf(SumUDF)
+    out["SumSigUDF"] = udf(SumSigUDF)
+    out["StdDevUDF"] = udf(StdDevUDF)
+    out["ApplyMasks (1 ring)"] = udf(lambda: ApplyMasksUDF(lambda: ring))
+    out["ApplyMasks (16 dense)"] = udf(lambda: ApplyMasksUDF(lambda: dense16))
+    out["CoMUDF"] = udf(lambda: CoMUDF.with_params(cy=SIG[0] / 2, cx=SIG[1] / 2, r=SIG[0] / 4))
+    out["Sum+SumSig+StdDev"] = udf(SumUDF, SumSigUDF, StdDevUDF)
+    for name in out:
+        kind.setdefault(name, "sig" if name == "SumSigUDF" else "nav")
+    return out, kind
+
+
+#: the dask expression each method is compared with
+BASELINE = {
+    "SumUDF": "dask sum/nav",
+    "to_dask sum/nav": "dask sum/nav",
+    "SumSigUDF": "dask sum/sig",
+    "to_dask sum/sig": "dask sum/sig",
+    "StdDevUDF": "dask std/nav",
+}
+
+
+def report(dtype, times: dict, kind: dict, nbytes: int) -> None:
+    rate = {name: gbps(nbytes, ts) for name, ts in times.items()}
+    print(f"\n{np.dtype(dtype)} scan, {nbytes / 2**30:.0f} GiB, threads x{THREADS}, medians")
+    print(f"{'method':<24} {'GB/s':>7} {'/ dask':>7} {'/ limit':>8}")
+    for name, r in rate.items():
+        base = rate.get(BASELINE.get(name, ""))
+        vs_dask = f"{r / base:7.2f}" if base else "      -"
+        limit = rate[f"limit sum/{kind[name]}"]
+        print(f"{name:<24} {r:7.2f} {vs_dask} {r / limit:8.2f}")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", default="/tmp/ltdask-bench-read")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--small", action="store_true", help="nav 32x32, for a quick check")
+    parser.add_argument("--dtypes", nargs="*", default=["float32", "uint16"])
+    args = parser.parse_args(argv)
+    nav = (32, 32) if args.small else (128, 128)
+    os.makedirs(args.dir, exist_ok=True)
+    dask.config.set(scheduler="threads", num_workers=THREADS)
+    with ThreadPoolExecutor(THREADS) as pool:
+        for name in args.dtypes:
+            dtype = np.dtype(name)
+            path = scan_path(args.dir, dtype, nav)
+            if not os.path.exists(path):
+                write_scan(path, dtype, nav)
+            cache_file(path)
+            nbytes = os.path.getsize(path)
+            log(f"{dtype}: {path}")
+            methods, kind = methods_for(path, dtype, nav, nbytes, pool)
+            ref = methods["limit sum/nav"]()
+            got = methods["SumUDF"]()[0]["intensity"].values
+            assert np.allclose(got, ref, rtol=1e-3), "SumUDF differs from the limit's sum"
+            times, load, rounds = measure(methods, args.repeats, nbytes)
+            report(dtype, times, kind, nbytes)
+            print(f"(other processes used {load:.0%} of the CPUs in the kept rounds of {rounds})")
+
+
+if __name__ == "__main__":
+    main()
