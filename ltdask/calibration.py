@@ -126,7 +126,17 @@ def axes(value, ndim: int, what: str) -> tuple[Axis, ...]:
 
 class Calibrated:
     """The calibration part of `ltdask.io.dataset.DataSet` (which has the dims, shapes and
-    coordinates these methods read)."""
+    coordinates these methods read).
+
+    Examples
+    --------
+    >>> import ltdask, numpy as np
+    >>> ds = ltdask.from_array(np.zeros((2, 3, 4, 4), np.float32), nav_calibration=(0.5, "nm"))
+    >>> isinstance(ds, ltdask.calibration.Calibrated), ds.nav_calibration[1].units
+    (True, 'nm')
+    >>> ds.to_xarray().coords["scan_x"].values.tolist()
+    [0.0, 0.5, 1.0]
+    """
 
     path: str
     dims: tuple[str, ...]

@@ -9,15 +9,50 @@ if TYPE_CHECKING:
 
 
 class LtdaskError(Exception):
-    """Base class of ltdask's own errors."""
+    """Base class of ltdask's own errors.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> ds = ltdask.from_array(np.zeros((2, 2, 4, 4), dtype=np.float32))
+    >>> try:
+    ...     ltdask.compute(ds, [])
+    ... except ltdask.LtdaskError as e:  # any of ltdask's own errors
+    ...     print(type(e).__name__, e)
+    UDFError empty list of UDFs - nothing to do!
+    """
 
 
 class DataSetError(LtdaskError, ValueError):
-    """A dataset cannot be opened or read as described (bad path, size, shape, dtype...)."""
+    """A dataset cannot be opened or read as described (a path that is not a file, size,
+    shape, dtype...). A file that does not exist raises `FileNotFoundError`.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.raw")
+    >>> np.zeros((4, 8, 8), dtype=np.float32).tofile(path)
+    >>> try:
+    ...     ltdask.open_raw(path, nav_shape=(2, -2), sig_shape=(8, 8), dtype="float32")
+    ... except ltdask.DataSetError as e:
+    ...     print(str(e).removeprefix(path + ": "))
+    nav_shape=(2, -2) has zero or negative dims; all must be >= 1
+    """
 
 
 class UDFError(LtdaskError, ValueError):
-    """A UDF is used in a way its contract does not allow."""
+    """A UDF is used in a way its contract does not allow.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> ds = ltdask.from_array(np.zeros((2, 2, 4, 4), dtype=np.float32))
+    >>> try:
+    ...     ltdask.udf.SumUDF().compute(ds, roi=np.ones((3, 3), dtype=bool))
+    ... except ltdask.UDFError as e:
+    ...     print(e)
+    roi of shape (3, 3) does not fit the dataset's nav shape (2, 2) (or its flat size 4)
+    """
 
 
 class ConfigError(LtdaskError, ValueError):
@@ -25,7 +60,23 @@ class ConfigError(LtdaskError, ValueError):
 
 
 class UseDiscouragedWarning(FutureWarning):
-    """A feature kept for LiberTEM compatibility that invites mistakes (as LiberTEM's)."""
+    """A feature kept for LiberTEM compatibility that invites mistakes (as LiberTEM's).
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask, warnings
+    >>> class MaxUDF(ltdask.UDF):
+    ...     def get_result_buffers(self):
+    ...         return {"maximum": self.buffer(kind="nav")}
+    ...     def process_frame(self, frame):  # self.results.maximum is the way
+    ...         self.results["maximum"][:] = frame.max()
+    >>> ds = ltdask.from_array(np.ones((2, 2, 4, 4), dtype=np.float32))
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = MaxUDF().compute(ds)
+    >>> caught[0].category.__name__, str(caught[0].message)[:41]
+    ('UseDiscouragedWarning', "dict-like access to buffers (['maximum'])")
+    """
 
 
 class UndeclaredResultError(UDFError, KeyError):
@@ -37,11 +88,42 @@ class UndeclaredResultError(UDFError, KeyError):
 
 
 class PerformanceWarning(UserWarning):
-    """Work will complete, but much slower than it could."""
+    """Work will complete, but much slower than it could; silence it with
+    ``warnings.simplefilter("ignore", ltdask.PerformanceWarning)``.
+
+    Examples
+    --------
+    Chunks of different sizes are copied onto a regular grid before they are written to
+    Zarr (``ltdask.partition-bytes`` is lowered here: smaller copies are silent):
+
+    >>> import numpy as np, ltdask, tempfile, os, warnings, dask
+    >>> ds = ltdask.from_array(np.zeros((4, 4, 8, 8), dtype=np.float32))
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.zarr")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     with dask.config.set({"ltdask.partition-bytes": 1024}):
+    ...         _ = ds.to_zarr(path, chunks=((1, 3), 4, 8, 8))
+    >>> caught[0].category.__name__
+    'PerformanceWarning'
+    """
 
 
 class MissingFramesWarning(UserWarning):
-    """The nav shape asks for more frames than the files hold; those positions are invalid."""
+    """The nav shape asks for more frames than the files hold; those positions are invalid.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask, tempfile, os, warnings
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.raw")
+    >>> np.ones((3, 8, 8), dtype=np.float32).tofile(path)  # an interrupted 2 x 2 scan
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     ds = ltdask.open_raw(path, nav_shape=(2, 2), sig_shape=(8, 8), dtype="float32")
+    >>> caught[0].category.__name__
+    'MissingFramesWarning'
+    >>> ltdask.udf.SumSigUDF().compute(ds)["intensity_valid"].values.tolist()
+    [[True, True], [True, False]]
+    """
 
 
 def warn(message: str, category: type[Warning]) -> None:

@@ -24,6 +24,18 @@ class Analysis:
         The data the analysis works on.
     parameters : dict
         The parameters given; `get_parameters` fills in the defaults for those left out.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> ctx = Context()
+    >>> ds = ctx.load("memory", data=np.ones((2, 3, 8, 8), dtype=np.float32), sig_dims=2)
+    >>> analysis = ctx.create_sum_analysis(dataset=ds)
+    >>> type(analysis.get_udf()).__name__
+    'SumUDF'
+    >>> ctx.run(analysis).intensity_lin.raw_data.shape
+    (8, 8)
     """
 
     def __init__(self, dataset, parameters: dict):

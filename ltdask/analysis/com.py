@@ -21,7 +21,19 @@ __all__ = ["COMAnalysis"]
 
 class COMAnalysis(BaseMasksAnalysis):
     """Centre of mass of each frame relative to ``(cy, cx)``, within ``r`` (or the ring
-    ``ri``..``r``), with ``flip_y`` and ``scan_rotation`` applied."""
+    ``ri``..``r``), with ``flip_y`` and ``scan_rotation`` applied.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> ctx = Context()
+    >>> data = np.zeros((2, 3, 8, 8), dtype=np.float32); data[..., 5, 2] = 1  # a spot
+    >>> ds = ctx.load("memory", data=data, sig_dims=2)
+    >>> result = ctx.run(ctx.create_com_analysis(dataset=ds, cx=4, cy=4))
+    >>> result.x.raw_data[0, 0].item(), result.y.raw_data[0, 0].item()
+    (-2.0, 1.0)
+    """
 
     def get_parameters(self, parameters: dict) -> dict:
         height, width = self.sig_shape

@@ -42,7 +42,18 @@ def _frame_results(frame: np.ndarray, title: str, desc: str, complex_desc: str, 
 
 class SumAnalysis(Analysis):
     """The sum of all frames (in the ROI), in the data's dtype when it is floating point
-    or complex, otherwise float32."""
+    or complex, otherwise float32.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> ctx = Context()
+    >>> ds = ctx.load("memory", data=np.ones((2, 3, 8, 8), dtype=np.uint16), sig_dims=2)
+    >>> result = ctx.run(ctx.create_sum_analysis(dataset=ds))
+    >>> result.intensity_lin.raw_data.dtype, result.intensity_lin.raw_data[0, 0].item()
+    (dtype('float32'), 6.0)
+    """
 
     def get_udf(self) -> SumUDF:
         dtype = np.dtype(self.dataset.dtype)
@@ -58,7 +69,20 @@ class SumAnalysis(Analysis):
 
 class PickFrameAnalysis(Analysis):
     """The frame at nav position ``(z, y, x)`` (as many coordinates as nav axes; 1 to 3),
-    in the data's dtype."""
+    in the data's dtype.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> ctx = Context()
+    >>> ds = ctx.load("memory", data=np.arange(2 * 3 * 8 * 8.0).reshape(2, 3, 8, 8), sig_dims=2)
+    >>> analysis = ctx.create_pick_analysis(dataset=ds, x=2, y=1)
+    >>> analysis.get_roi().tolist()  # only that frame is read
+    [[False, False, False], [False, False, True]]
+    >>> ctx.run(analysis).intensity_lin.raw_data[0, :4].tolist()
+    [320.0, 321.0, 322.0, 323.0]
+    """
 
     def origin(self) -> tuple[int, ...]:
         """The picked position, one index per nav axis."""

@@ -23,7 +23,18 @@ __all__ = [
 
 class BaseMasksAnalysis(Analysis):
     """An analysis that applies a mask stack with `ApplyMasksUDF`; subclasses give
-    `get_mask_factories` and the results."""
+    `get_mask_factories` and the results.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> ctx = Context()
+    >>> ds = ctx.load("memory", data=np.ones((2, 3, 8, 8), dtype=np.float32), sig_dims=2)
+    >>> analysis = ctx.create_disk_analysis(dataset=ds, r=2)
+    >>> type(analysis.get_udf()).__name__, len(analysis.get_mask_factories())
+    ('ApplyMasksUDF', 1)
+    """
 
     def get_mask_factories(self):
         """The mask factories (a list of functions, or one function making a stack)."""
@@ -43,7 +54,19 @@ class BaseMasksAnalysis(Analysis):
 
 
 class SingleMaskAnalysis(BaseMasksAnalysis):
-    """One mask: results ``intensity`` (linear picture) and ``intensity_log``."""
+    """One mask: results ``intensity`` (linear picture) and ``intensity_log``; the base of
+    the ring, disk and point analyses.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> ctx = Context()
+    >>> ds = ctx.load("memory", data=np.ones((2, 3, 8, 8), dtype=np.float32), sig_dims=2)
+    >>> result = ctx.run(ctx.create_point_analysis(dataset=ds, x=2, y=5))
+    >>> result.keys()
+    ['intensity', 'intensity_log']
+    """
 
     description = ""
 
@@ -79,7 +102,18 @@ class SingleMaskAnalysis(BaseMasksAnalysis):
 
 class RingMaskAnalysis(SingleMaskAnalysis):
     """Integration over the ring ``ri <= r <= ro`` around ``(cy, cx)``
-    (defaults: the frame centre, ``ro`` half the shorter side, ``ri = 0.8 * ro``)."""
+    (defaults: the frame centre, ``ro`` half the shorter side, ``ri = 0.8 * ro``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> ctx = Context()
+    >>> ds = ctx.load("memory", data=np.ones((2, 3, 8, 8), dtype=np.float32), sig_dims=2)
+    >>> result = ctx.run(ctx.create_ring_analysis(dataset=ds, ri=2, ro=3))
+    >>> result.intensity.raw_data.tolist()  # 16 pixels in the ring
+    [[16.0, 16.0, 16.0], [16.0, 16.0, 16.0]]
+    """
 
     description = "intensity of the integration over the selected ring"
 
@@ -107,7 +141,20 @@ class RingMaskAnalysis(SingleMaskAnalysis):
 
 class DiskMaskAnalysis(SingleMaskAnalysis):
     """Integration over the disk of radius ``r`` around ``(cy, cx)``
-    (defaults: the frame centre, ``r`` 0.3 times half the shorter side)."""
+    (defaults: the frame centre, ``r`` 0.3 times half the shorter side).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> ctx = Context()
+    >>> ds = ctx.load("memory", data=np.ones((2, 3, 8, 8), dtype=np.float32), sig_dims=2)
+    >>> analysis = ctx.create_disk_analysis(dataset=ds, r=2)
+    >>> analysis.parameters["cx"], analysis.parameters["cy"]
+    (4.0, 4.0)
+    >>> ctx.run(analysis).intensity.raw_data.tolist()  # 13 pixels in the disk
+    [[13.0, 13.0, 13.0], [13.0, 13.0, 13.0]]
+    """
 
     description = "intensity of the integration over the selected disk"
 
@@ -133,7 +180,18 @@ class DiskMaskAnalysis(SingleMaskAnalysis):
 
 class PointMaskAnalysis(SingleMaskAnalysis):
     """The value of pixel ``(int(cy), int(cx))`` of each frame (default: the frame
-    centre)."""
+    centre).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> ctx = Context()
+    >>> ds = ctx.load("memory", data=np.full((2, 3, 8, 8), 10, dtype=np.float32), sig_dims=2)
+    >>> result = ctx.run(ctx.create_point_analysis(dataset=ds, x=2, y=5))
+    >>> result.intensity.raw_data.tolist()
+    [[10.0, 10.0, 10.0], [10.0, 10.0, 10.0]]
+    """
 
     description = "intensity of the integration over the selected point"
 
@@ -155,7 +213,19 @@ class PointMaskAnalysis(SingleMaskAnalysis):
 
 
 class MasksAnalysis(BaseMasksAnalysis):
-    """Arbitrary masks: one result ``mask_<i>`` per mask (nav-shaped)."""
+    """Arbitrary masks: one result ``mask_<i>`` per mask (nav-shaped).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> ctx = Context()
+    >>> ds = ctx.load("memory", data=np.ones((2, 3, 8, 8), dtype=np.float32), sig_dims=2)
+    >>> factories = [lambda: np.ones((8, 8)), lambda: np.eye(8)]
+    >>> result = ctx.run(ctx.create_mask_analysis(factories=factories, dataset=ds))
+    >>> result.mask_0.raw_data[0, 0].item(), result.mask_1.raw_data[0, 0].item()
+    (64.0, 8.0)
+    """
 
     def get_mask_factories(self):
         return self.parameters["factories"]

@@ -71,7 +71,20 @@ def radial_fourier_masks(
 
 class RadialFourierAnalysis(BaseMasksAnalysis):
     """Fourier coefficients up to ``max_order`` of ``n_bins`` rings between ``ri`` and
-    ``ro`` around ``(cy, cx)``."""
+    ``ro`` around ``(cy, cx)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> ctx = Context()
+    >>> ds = ctx.load("memory", data=np.ones((2, 3, 8, 8), dtype=np.float32), sig_dims=2)
+    >>> analysis = ctx.create_radial_fourier_analysis(dataset=ds, ro=4, n_bins=2, max_order=1)
+    >>> analysis.parameters["mask_count"]  # a complex mask per bin and order
+    4
+    >>> ctx.run(analysis).raw_results.shape  # bins, orders, nav
+    (2, 2, 2, 3)
+    """
 
     def get_parameters(self, parameters: dict) -> dict:
         height, width = self.sig_shape

@@ -168,32 +168,111 @@ class AnalysisResultSet:
 
 class SingleMaskResultSet(AnalysisResultSet):
     """Ring, disk and point analyses: ``intensity`` and ``intensity_log`` (nav-shaped);
-    for complex data also ``intensity_real``, ``_imag``, ``_angle`` and ``_complex``."""
+    for complex data also ``intensity_real``, ``_imag``, ``_angle`` and ``_complex``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> ctx = Context()
+    >>> ds = ctx.load("memory", data=np.ones((2, 3, 8, 8), dtype=np.float32), sig_dims=2)
+    >>> result = ctx.run(ctx.create_ring_analysis(dataset=ds, ri=2, ro=3))
+    >>> type(result).__name__, result.keys()
+    ('SingleMaskResultSet', ['intensity', 'intensity_log'])
+    >>> result.intensity.visualized.shape  # an RGBA picture
+    (2, 3, 4)
+    """
 
 
 class MasksResultSet(AnalysisResultSet):
     """Mask analysis: ``mask_0`` … ``mask_<n>`` (nav-shaped); for complex data also
-    ``mask_<i>_log``, ``_real``, ``_imag``, ``_angle`` and ``_complex``."""
+    ``mask_<i>_log``, ``_real``, ``_imag``, ``_angle`` and ``_complex``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> ctx = Context()
+    >>> ds = ctx.load("memory", data=np.ones((2, 3, 8, 8), dtype=np.float32), sig_dims=2)
+    >>> factories = [lambda: np.ones((8, 8)), lambda: np.eye(8)]
+    >>> result = ctx.run(ctx.create_mask_analysis(factories=factories, dataset=ds))
+    >>> type(result).__name__, result.keys()
+    ('MasksResultSet', ['mask_0', 'mask_1'])
+    """
 
 
 class SumResultSet(AnalysisResultSet):
     """Sum analysis: ``intensity`` (log-scaled picture) and ``intensity_lin``
-    (sig-shaped)."""
+    (sig-shaped).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> ctx = Context()
+    >>> ds = ctx.load("memory", data=np.ones((2, 3, 8, 8), dtype=np.float32), sig_dims=2)
+    >>> result = ctx.run(ctx.create_sum_analysis(dataset=ds))
+    >>> type(result).__name__, result.keys()
+    ('SumResultSet', ['intensity', 'intensity_lin'])
+    >>> result.intensity_lin.raw_data.shape
+    (8, 8)
+    """
 
 
 class PickResultSet(AnalysisResultSet):
     """Pick analysis: ``intensity`` (log-scaled picture) and ``intensity_lin``
     (sig-shaped). LiberTEM 0.16 returns a plain `AnalysisResultSet` here; this subclass
-    is one."""
+    is one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> ctx = Context()
+    >>> ds = ctx.load("memory", data=np.arange(2 * 3 * 8 * 8.0).reshape(2, 3, 8, 8), sig_dims=2)
+    >>> result = ctx.run(ctx.create_pick_analysis(dataset=ds, x=2, y=1))
+    >>> type(result).__name__, result.keys()
+    ('PickResultSet', ['intensity', 'intensity_lin'])
+    >>> result.intensity_lin.raw_data[0, :4].tolist()
+    [320.0, 321.0, 322.0, 323.0]
+    """
 
 
 class COMResultSet(AnalysisResultSet):
     """CoM analysis: ``field`` (the tuple ``(x, y)``), ``magnitude``, ``divergence`` and
     ``curl`` (when both nav axes are longer than 1), ``x``, ``y``; for complex data
-    ``x_real``, ``y_real``, ``x_imag`` and ``y_imag`` instead."""
+    ``x_real``, ``y_real``, ``x_imag`` and ``y_imag`` instead.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> ctx = Context()
+    >>> data = np.zeros((2, 3, 8, 8), dtype=np.float32); data[..., 5, 2] = 1  # a spot
+    >>> ds = ctx.load("memory", data=data, sig_dims=2)
+    >>> result = ctx.run(ctx.create_com_analysis(dataset=ds, cx=4, cy=4))
+    >>> type(result).__name__, result.keys()
+    ('COMResultSet', ['field', 'magnitude', 'divergence', 'curl', 'x', 'y'])
+    >>> round(result.magnitude.raw_data[0, 0].item() ** 2, 6)  # shift (1, -2)
+    5.0
+    """
 
 
 class RadialFourierResultSet(AnalysisResultSet):
     """Radial Fourier analysis: per bin ``b`` and order ``o``: ``dominant_<b>``,
     ``absolute_<b>_<o>``, ``phase_<b>_<o>`` and ``complex_<b>_<o>``; ``raw_results`` is the
-    complex array of shape ``(n_bins, max_order + 1, *nav)``."""
+    complex array of shape ``(n_bins, max_order + 1, *nav)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> ctx = Context()
+    >>> ds = ctx.load("memory", data=np.ones((2, 3, 8, 8), dtype=np.float32), sig_dims=2)
+    >>> analysis = ctx.create_radial_fourier_analysis(dataset=ds, ro=4, n_bins=1, max_order=1)
+    >>> result = ctx.run(analysis)
+    >>> type(result).__name__, result.keys()[:4]
+    ('RadialFourierResultSet', ['dominant_0', 'absolute_0_0', 'absolute_0_1', 'phase_0_0'])
+    >>> result.raw_results.shape
+    (1, 2, 2, 3)
+    """

@@ -30,7 +30,17 @@ _IGNORED_LOAD_KEYS = ("num_partitions", "io_backend", "tileshape", "enable_direc
 
 
 class UnsupportedError(LtdaskError, NotImplementedError):
-    """A LiberTEM argument that ltdask cannot honour (yet): refused, never ignored."""
+    """A LiberTEM argument that ltdask cannot honour (yet): refused, never ignored.
+
+    Examples
+    --------
+    >>> from ltdask.compat import Context, UnsupportedError
+    >>> try:
+    ...     Context.make_with("dask", gpus=1)
+    ... except UnsupportedError as e:
+    ...     print(e)
+    Context.make_with: gpus=1 is not supported by ltdask: UDFs run on the CPU only for now
+    """
 
 
 def _refuse(where: str, argument: str, value, why: str):

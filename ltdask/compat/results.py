@@ -20,7 +20,24 @@ class ResultBuffer:
     """One result as LiberTEM's ``BufferWrapper`` shows it: ``data`` (nav-shaped, fill
     values outside the ROI), ``raw_data`` (nav results flat and ROI-compressed, the shape
     of the buffer: ``shape``), ``valid_mask`` (shaped as ``data``), ``masked_data``,
-    ``raw_masked_data``, ``valid_slice_bounding``, ``kind``, ``extra_shape``, ``dtype``."""
+    ``raw_masked_data``, ``valid_slice_bounding``, ``kind``, ``extra_shape``, ``dtype``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> from ltdask.udf import SumSigUDF
+    >>> ctx = Context()
+    >>> ds = ctx.load("memory", data=np.ones((2, 3, 4, 4), dtype=np.float32), sig_dims=2)
+    >>> roi = np.array([[True, True, False], [False, False, False]])
+    >>> buf = ctx.run_udf(dataset=ds, udf=SumSigUDF(), roi=roi)["intensity"]
+    >>> buf
+    <ResultBuffer kind=nav shape=(2,) dtype=float32>
+    >>> buf.data.tolist(), buf.raw_data.tolist()
+    ([[16.0, 16.0, nan], [nan, nan, nan]], [16.0, 16.0])
+    >>> buf.valid_slice_bounding
+    (slice(0, 1, None), slice(0, 2, None))
+    """
 
     def __init__(self, variable, valid, kind: str, roi_flat, nav_dims: int):
         self.data = np.asarray(variable)
@@ -108,7 +125,18 @@ def result_buffers(result, udf: UDFBase, dataset, roi) -> dict[str, ResultBuffer
 class Damage:
     """Which nav positions a step of `Context.run_udf_iter` has processed, as LiberTEM's
     nav-kind boolean buffer: ``data`` (nav-shaped, False outside the ROI) and ``raw_data``
-    (flat, ROI-compressed)."""
+    (flat, ROI-compressed).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> from ltdask.udf import SumSigUDF
+    >>> ctx = Context()
+    >>> ds = ctx.load("memory", data=np.ones((2, 3, 4, 4), dtype=np.float32), sig_dims=2)
+    >>> [int(step.damage.raw_data.sum()) for step in ctx.run_udf_iter(ds, SumSigUDF())]
+    [2, 4, 6]
+    """
 
     def __init__(self, flat: np.ndarray, nav_shape, roi_flat):
         self._flat = flat if roi_flat is None else flat & roi_flat
@@ -131,7 +159,21 @@ class Damage:
 
 class UDFResults:
     """One step of :meth:`Context.run_udf_iter`: ``buffers`` (a tuple with one dict per
-    UDF; computed, and ``get_results`` run, when first read) and ``damage``."""
+    UDF; computed, and ``get_results`` run, when first read) and ``damage``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> from ltdask.udf import SumSigUDF
+    >>> ctx = Context()
+    >>> ds = ctx.load("memory", data=np.ones((2, 3, 4, 4), dtype=np.float32), sig_dims=2)
+    >>> *_, last = ctx.run_udf_iter(dataset=ds, udf=SumSigUDF())
+    >>> last.buffers[0]["intensity"].data.tolist()
+    [[16.0, 16.0, 16.0], [16.0, 16.0, 16.0]]
+    >>> bool(last.damage.data.all())
+    True
+    """
 
     def __init__(self, buffers, damage):
         self._buffers = buffers
@@ -144,7 +186,18 @@ class UDFResults:
 
 def dry_run(dataset, udfs, roi=None) -> UDFResults:
     """The results of `udfs` before any partition is processed (their buffers after
-    ``preprocess``), as a `UDFResults` step: shapes and dtypes of what a run gives."""
+    ``preprocess``), as a `UDFResults` step: shapes and dtypes of what a run gives.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> from ltdask.compat import dry_run
+    >>> ds = ltdask.from_array(np.ones((2, 3, 4, 4), dtype=np.float32))
+    >>> for buffers in dry_run(ds, [ltdask.udf.SumSigUDF(), ltdask.udf.SumUDF()]).buffers:
+    ...     print(buffers["intensity"])
+    <ResultBuffer kind=nav shape=(6,) dtype=float32>
+    <ResultBuffer kind=sig shape=(4, 4) dtype=float32>
+    """
     roi_flat = normalize_roi(roi, dataset)
     results = compute_datasets(initial_datasets(dataset, udfs, roi_flat))
     buffers = tuple(
@@ -156,7 +209,19 @@ def dry_run(dataset, udfs, roi=None) -> UDFResults:
 
 
 class UDFInfo:
-    """A UDF's result buffers on a dataset (from :meth:`Context.display`)."""
+    """A UDF's result buffers on a dataset (from :meth:`Context.display`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> from ltdask.udf import SumSigUDF
+    >>> ctx = Context()
+    >>> ds = ctx.load("memory", data=np.ones((2, 3, 4, 4), dtype=np.float32), sig_dims=2)
+    >>> ctx.display(ds, SumSigUDF())
+    SumSigUDF
+      intensity: kind=nav, extra_shape=(), shape=(6,), dtype=float32
+    """
 
     def __init__(self, title: str, buffers: dict):
         self.title = title

@@ -14,7 +14,21 @@ from ltdask.viz import plottable_channels
 class ResultGenerator:
     """The steps of :meth:`Context.run_udf_iter`; between two steps,
     :meth:`update_parameters_experimental` changes the UDFs' parameters for the partitions
-    still to come."""
+    still to come.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> from ltdask.udf import SumSigUDF
+    >>> ctx = Context()
+    >>> ds = ctx.load("memory", data=np.ones((2, 3, 4, 4), dtype=np.float32), sig_dims=2)
+    >>> steps = ctx.run_udf_iter(dataset=ds, udf=SumSigUDF())
+    >>> type(steps).__name__
+    'ResultGenerator'
+    >>> [step.buffers[0]["intensity"].raw_data.tolist() for step in steps][-1]
+    [16.0, 16.0, 16.0, 16.0, 16.0, 16.0]
+    """
 
     def __init__(self, steps, control: RunControl):
         self._steps = steps

@@ -17,7 +17,16 @@ if TYPE_CHECKING:
 
 
 class RepairPlan:
-    """Flat indices of the excluded pixels and of the pixels each is repaired from."""
+    """Flat indices of the excluded pixels (``excluded``), of the pixels each is repaired
+    from (``sources``, a row per excluded pixel) and how many of them there are (``counts``).
+
+    Examples
+    --------
+    >>> from ltdask.corrections import RepairPlan
+    >>> plan = RepairPlan.make((4, 4), [[0], [0]], allow_empty=False)  # the corner pixel
+    >>> plan.excluded.tolist(), plan.counts.tolist(), plan.sources[0, :3].tolist()
+    ([0], [3], [1, 4, 5])
+    """
 
     def __init__(self, excluded: np.ndarray, sources: np.ndarray, counts: np.ndarray):
         self.excluded = excluded
@@ -58,7 +67,21 @@ class RepairPlan:
 
 
 class PreparedCorrections:
-    """A `CorrectionSet` for one signal shape: what the partition tasks apply."""
+    """A `CorrectionSet` for one signal shape (:meth:`CorrectionSet.for_shape`): what the
+    partition tasks apply.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> hot = np.zeros((4, 4), dtype=bool); hot[1, 2] = True
+    >>> cs = ltdask.CorrectionSet(dark=np.full((4, 4), 0.5), excluded_pixels=hot)
+    >>> prepared = cs.for_shape((4, 4))
+    >>> prepared.excluded_coordinates.tolist()
+    [[1], [2]]
+    >>> tile = np.ones((1, 4, 4), dtype=np.float32); tile[0, 1, 2] = 1000
+    >>> prepared.apply(tile)[0, 1:3, 1:4].tolist()  # dark subtracted, hot pixel repaired
+    [[0.5, 0.5, 0.5], [0.5, 0.5, 0.5]]
+    """
 
     def __init__(self, source: CorrectionSet, sig_shape, plan: RepairPlan, tile_dtype, out_dtype):
         #: the `CorrectionSet` (``self.meta.corrections`` in UDFs)

@@ -7,7 +7,19 @@ import numpy as np
 
 class ExcludedReport:
     """What :func:`find_excluded` found: the mask and, per kind, the pixels' coordinates
-    (``hot``, ``dead``, ``noisy``: ``(sig_dims, N)`` arrays) and the thresholds used."""
+    (``hot``, ``dead``, ``noisy``: ``(sig_dims, N)`` arrays) and the thresholds used.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> data = np.random.default_rng(0).poisson(50, (4, 4, 16, 16)).astype(np.uint16)
+    >>> data[..., 3, 5] = 4000
+    >>> mask, report = ltdask.corrections.find_excluded(ltdask.from_array(data))
+    >>> report
+    <ExcludedReport 1 of 256 pixels (1 hot, 0 dead, 0 noisy) from 16 frames>
+    >>> report.kinds["hot"].tolist(), report.thresholds["hot"]
+    ([[3], [5]], 8.0)
+    """
 
     def __init__(self, mask: np.ndarray, kinds: dict, thresholds: dict, frames: int):
         self.mask = mask

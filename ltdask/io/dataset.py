@@ -68,6 +68,13 @@ class DataSet(Calibrated):
 
     Frame ``i`` of the scan (flat nav order) is frame ``i + sync_offset`` of the files' frame
     stream; positions whose frame is not in the files read as zeros.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> ds = ltdask.from_array(np.zeros((4, 5, 16, 16), dtype=np.uint16))
+    >>> isinstance(ds, ltdask.DataSet), ds.nav_shape, ds.sig_shape, ds.dtype
+    (True, (4, 5), (16, 16), dtype('uint16'))
     """
 
     #: where the data comes from, for messages

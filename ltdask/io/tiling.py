@@ -43,6 +43,18 @@ class TilingScheme:
         Frames per tile; tiles at the end of a partition may be shallower.
     intent
         ``"tile"``, ``"frame"`` or ``"partition"``: what the consumers asked for.
+
+    Examples
+    --------
+    A run negotiates one (:meth:`DataSet.negotiate`); a UDF sees it as
+    ``self.meta.tiling_scheme``, the current slice's index as ``self.meta.tiling_scheme_idx``.
+
+    >>> import ltdask
+    >>> scheme = ltdask.TilingScheme.make_for_shape((4, 8, 16), sig_shape=(16, 16))
+    >>> scheme
+    TilingScheme(tileshape=(4, 8, 16), slices=2, intent='tile')
+    >>> scheme.sig_indices  # each slice indexes a frame
+    ((slice(0, 8, None), slice(0, 16, None)), (slice(8, 16, None), slice(0, 16, None)))
     """
 
     def __init__(self, slices: Sequence[Slice], depth: int, intent: Intent = "tile"):
@@ -137,7 +149,18 @@ class TilingPreferences:
 
     ``method`` is how it consumes data (``"tile"``, ``"frame"`` or ``"partition"``);
     ``depth`` frames per tile (``TILE_DEPTH_DEFAULT``, an int or ``TILE_MAX``);
-    ``total_size`` bytes per tile (``TILE_SIZE_BEST_FIT``, an int or ``TILE_MAX``).
+    ``total_size`` bytes per tile (``TILE_SIZE_BEST_FIT``, an int or ``TILE_MAX``). Tile
+    consumers alone get tiles grown, deeper first, to their smallest ``total_size`` (at
+    most the dataset's largest read): there ``total_size``, not ``depth``, sets the depth.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> ds = ltdask.from_array(np.zeros((8, 8, 16, 16), dtype=np.uint16))
+    >>> ds.negotiate([ltdask.TilingPreferences()], np.float32)
+    TilingScheme(tileshape=(32, 16, 16), slices=1, intent='tile')
+    >>> ds.negotiate([ltdask.TilingPreferences(total_size=4096)], np.float32)  # 4 frames
+    TilingScheme(tileshape=(4, 16, 16), slices=1, intent='tile')
     """
 
     method: Intent = "tile"
@@ -160,7 +183,7 @@ class Negotiator:
     >>> Negotiator(tile_bytes=2**20).get_scheme(
     ...     [TilingPreferences()], ds, np.float32, partition_frames=128).tileshape
     (16, 128, 128)
-    >>> Negotiator(tile_bytes=2**20).get_scheme(  # decoding uint16 to float32: row blocks
+    >>> Negotiator(tile_bytes=2**20).get_scheme(  # decoding float32 to float64: row blocks
     ...     [TilingPreferences()], ds, np.float64, partition_frames=128).tileshape
     (32, 32, 128)
     """

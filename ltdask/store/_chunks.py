@@ -17,7 +17,14 @@ from ltdask.exceptions import LtdaskError, PerformanceWarning, warn
 
 
 def regular_chunks(chunks: Sequence[Sequence[int]]) -> bool:
-    """Whether every dim's chunks are one size except a smaller last one (Zarr's grid)."""
+    """Whether every dim's chunks are one size except a smaller last one (Zarr's grid).
+
+    Examples
+    --------
+    >>> from ltdask.store import regular_chunks
+    >>> regular_chunks(((4, 4, 3), (8,))), regular_chunks(((3, 4, 4), (8,)))
+    (True, False)
+    """
     for c in chunks:
         if len(c) > 1 and (len(set(c[:-1])) > 1 or c[-1] > c[0]):
             return False
@@ -110,7 +117,19 @@ def _show(chunks) -> str:
 
 
 def check_alignment(dask_chunks, store_chunks) -> None:
-    """Raise unless each dask chunk covers exactly one store chunk (or shard)."""
+    """Raise unless each dask chunk covers exactly one store chunk (or shard).
+
+    Examples
+    --------
+    >>> import ltdask
+    >>> from ltdask.store import check_alignment
+    >>> check_alignment(((4, 4, 3),), (4,))  # lines up: returns None
+    >>> try:
+    ...     check_alignment(((3, 4, 4),), (4,))
+    ... except ltdask.LtdaskError as e:
+    ...     print(e)  # doctest: +ELLIPSIS
+    dask chunks (3, 4, 4) along dim 0 do not line up with the store's chunks of 4; ...
+    """
     for dim, (dc, sc) in enumerate(zip(dask_chunks, store_chunks, strict=True)):
         if any(c != sc for c in dc[:-1]) or (dc and dc[-1] > sc):
             raise LtdaskError(

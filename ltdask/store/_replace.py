@@ -57,7 +57,24 @@ def _store_exists(store) -> bool:
 
 
 class StoreReplaceError(LtdaskError):
-    """An existing path that ltdask will not replace: it is not a Zarr store."""
+    """An existing path that ltdask will not replace: it is not a Zarr store (nor an empty
+    folder).
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "notes.txt")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("my notes")
+    >>> res = ltdask.udf.SumUDF().lazy(ltdask.from_array(np.ones((2, 2, 4, 4))))
+    >>> try:
+    ...     ltdask.to_zarr(res, path, mode="w")
+    ... except ltdask.StoreReplaceError as e:
+    ...     print(type(e).__name__)
+    StoreReplaceError
+    >>> os.path.isfile(path)  # left as it was
+    True
+    """
 
 
 #: files at the root of a Zarr store (v3, v2 group, v2 array)

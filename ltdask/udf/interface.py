@@ -18,6 +18,18 @@ from ltdask.udf.buffers import BufferSpec, Namespace
 
 
 class UDFMethod(enum.Enum):
+    """How a UDF consumes data (:meth:`UDFBase.get_method`): the first of
+    ``process_tile``, ``process_frame`` and ``process_partition`` it defines.
+
+    Examples
+    --------
+    >>> import ltdask
+    >>> ltdask.udf.SumUDF().get_method()
+    <UDFMethod.TILE: 'tile'>
+    >>> ltdask.udf.AutoUDF(f=sum).get_method().value
+    'frame'
+    """
+
     TILE = "tile"
     FRAME = "frame"
     PARTITION = "partition"
@@ -26,7 +38,21 @@ class UDFMethod(enum.Enum):
 class AuxData:
     """Per-position (``kind="nav"``) or per-pixel (``kind="sig"``) data passed as a UDF
     parameter; the UDF sees the part that matches what it processes. Make it with
-    :meth:`UDF.aux_data`."""
+    :meth:`UDF.aux_data`.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> class WeightedSumUDF(ltdask.UDF):
+    ...     def get_result_buffers(self):
+    ...         return {"total": self.buffer(kind="nav", dtype="float32")}
+    ...     def process_frame(self, frame):  # this frame's weight, a scalar
+    ...         self.results.total[:] = frame.sum() * self.params.weight
+    >>> ds = ltdask.from_array(np.ones((2, 3, 4, 4), dtype=np.float32))
+    >>> weight = WeightedSumUDF.aux_data(np.arange(6).reshape(2, 3), kind="nav")
+    >>> WeightedSumUDF(weight=weight).compute(ds)["total"].values.tolist()
+    [[0.0, 16.0, 32.0], [48.0, 64.0, 80.0]]
+    """
 
     def __init__(self, data, kind: str, extra_shape=(), dtype="float32"):
         self.spec = BufferSpec.make(kind, extra_shape, dtype)

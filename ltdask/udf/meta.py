@@ -40,6 +40,18 @@ class UDFMeta:
         ltdask extension: the dataset's physical calibration of each nav and signal dim.
 
     Made by the engine (:func:`ltdask.udf.bind.make_meta`), one per UDF instance.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> class ColumnUDF(ltdask.UDF):
+    ...     def get_result_buffers(self):
+    ...         return {"x": self.buffer(kind="nav", dtype="int64")}
+    ...     def process_frame(self, frame):  # the scan column of this frame
+    ...         self.results.x[:] = self.meta.coordinates[0, 1]
+    >>> ds = ltdask.from_array(np.ones((2, 3, 4, 4), dtype=np.float32))
+    >>> ColumnUDF().compute(ds)["x"].values.tolist()
+    [[0, 1, 2], [0, 1, 2]]
     """
 
     def __init__(

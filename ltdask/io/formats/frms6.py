@@ -310,6 +310,21 @@ def open_frms6(
     ltdask.DataSetError
         A missing ``.hdr`` or dark file, malformed headers (naming the file and field),
         files of different frame sizes, an unreadable gain map.
+    FileNotFoundError
+        `path` does not exist.
+
+    Examples
+    --------
+    >>> import ltdask, tempfile, os
+    >>> hdr = os.path.join(tempfile.mkdtemp(), "scan.hdr")
+    >>> with open(hdr, "w") as f:  # a header without its .frms6 files
+    ...     _ = f.write("[measurementInfo]\\nsignalframes=4\\n")
+    >>> try:
+    ...     ltdask.open_frms6(hdr)
+    ... except ltdask.DataSetError as e:
+    ...     print(e)  # doctest: +ELLIPSIS
+    '.../scan.hdr': expected scan_000.frms6 (dark frames) and at least one file of signal ...
+    >>> ds = ltdask.open_frms6("/data/scan.hdr", nav_shape=(256, 256))  # doctest: +SKIP
     """
     return Frms6DataSet(
         path, nav_shape, sig_shape, sync_offset, dims, enable_offset_correction, gain_map_path

@@ -208,6 +208,21 @@ def open_k2is(
         A missing sector file (named), blocks that are not K2 IS blocks (naming the file and
         the byte), sectors that do not belong together, no frame with the shutter flag and no
         `sync_offset`, a malformed ``.gtg``.
+    FileNotFoundError
+        `path` does not exist.
+
+    Examples
+    --------
+    >>> import ltdask, tempfile, os
+    >>> first = os.path.join(tempfile.mkdtemp(), "scan1.bin")
+    >>> with open(first, "wb") as f:  # one sector file of eight
+    ...     _ = f.write(bytes(4096))
+    >>> try:
+    ...     ltdask.open_k2is(first)
+    ... except ltdask.DataSetError as e:
+    ...     print(e)  # doctest: +ELLIPSIS
+    '.../scan1.bin': the K2 IS acquisition 'scan' needs 8 sector files; missing: ...
+    >>> ds = ltdask.open_k2is("/data/scan.gtg")  # doctest: +SKIP
     """
     return K2ISDataSet(path, nav_shape, sig_shape, sync_offset, dims)
 

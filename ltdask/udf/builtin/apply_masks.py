@@ -31,8 +31,22 @@ def _dense(m) -> np.ndarray:
 
 
 class MaskContainer:
-    """A mask stack, computed once per task, cut per signal slice into the layout the
-    product wants: ``(pixels, masks)`` dense (C order) or scipy CSC, cached per slice."""
+    """`ApplyMasksUDF`'s mask stack (made once per process and run), cut per signal slice
+    into the layout the products want: ``(masks, pixels)`` dense, or runs of non-zero
+    pixels for sparse masks; cached per slice.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask import Shape, Slice
+    >>> from ltdask.udf import MaskContainer
+    >>> masks = MaskContainer([lambda: np.ones((4, 4)), lambda: np.eye(4)], sig_shape=(4, 4))
+    >>> masks.count, masks.dtype, masks.use_sparse
+    (2, dtype('float64'), False)
+    >>> kind, stack = masks.get(Slice((0, 0), Shape((2, 4), sig_dims=2)))  # the top two rows
+    >>> kind, stack.shape
+    ('dense', (2, 8))
+    """
 
     def __init__(self, factories, sig_shape, dtype=None, use_sparse=None, count=None) -> None:
         self.sig_shape = tuple(sig_shape)

@@ -15,7 +15,16 @@ NO_REGRESSION = -1
 
 
 class CoMParams(NamedTuple):
-    """Parameters of `CoMUDF` (see there)."""
+    """Parameters of `CoMUDF` (see :meth:`CoMUDF.with_params`); keywords given with them
+    replace fields.
+
+    Examples
+    --------
+    >>> from ltdask.udf import CoMParams, CoMUDF
+    >>> udf = CoMUDF(CoMParams(cy=4, cx=4, r=3), ri=1)
+    >>> udf.params.com_params.r, udf.params.com_params.ri
+    (3, 1)
+    """
 
     cy: float | None = None
     cx: float | None = None

@@ -64,6 +64,14 @@ class AutoUDF(UDF):
         ``f(frame) -> array-like``; small results work best.
     monitor : bool
         Accepted for LiberTEM compatibility (ignored).
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> ds = ltdask.from_array(np.ones((2, 3, 4, 4), dtype=np.float32))
+    >>> res = ltdask.udf.AutoUDF(f=lambda frame: frame[0, :2]).compute(ds)
+    >>> res["result"].dims, res["result"].shape
+    (('scan_y', 'scan_x', 'result_0'), (2, 3, 2))
     """
 
     def __init__(self, f, monitor=False):
