@@ -145,9 +145,11 @@ class Context(AnalysisMixin):
         return dask.config.set(self._config) if self._config else contextlib.nullcontext()
 
     def load(self, filetype: str, *args, **kwargs):
-        """Open a dataset: a file format by name (``"raw"``, ``"npy"``, ``"hdf5"`` or
-        ``"h5"``, ``"zarr"``, ``"raw_csr"``, ``"mib"``, or a plug-in's; see
-        `ltdask.io.formats`), ``"memory"``, ``"dask"`` or ``"auto"`` (by file contents)."""
+        """Open a dataset: a file format by its name in ltdask's format registry (every
+        built-in format -- ``"raw"``, ``"mib"``, ``"dectris"``, ``"k2is"``, ... as
+        ``ltdask.io.supported_formats()`` lists them -- or a plug-in's), ``"memory"``,
+        ``"dask"`` or ``"auto"`` (by file name and contents), with the format's
+        ``open_*`` keywords."""
         from ltdask.io._memory import from_array
         from ltdask.io.open import open_dataset
         from ltdask.io.registry import find_format, format_names
