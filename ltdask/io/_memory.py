@@ -65,6 +65,13 @@ class ArrayDataSet(DataSet):
 
     The data enters graphs as a dask array whose nav blocks are the partitions, so each
     task receives just its block.
+
+    Examples
+    --------
+    >>> import dask.array as da, ltdask
+    >>> ds = ltdask.from_array(da.ones((4, 6, 8, 8), chunks=(2, 6, 8, 8)))
+    >>> type(ds).__name__, ds.path, ds.to_dask().chunks[:2]  # the partitions: dask's blocks
+    ('ArrayDataSet', '<array>', ((2, 2), (6,)))
     """
 
     path = "<array>"

@@ -142,6 +142,20 @@ class ChunkedArrayDataSet(DataSet):
     nav_shape
         The scan's nav shape, if not the stored array's (the stored frames, flattened, are
         then the frame stream).
+
+    Examples
+    --------
+    The class of the datasets of chunked stores (`open_zarr`, `open_hdf5` of compressed
+    data, `open_dectris`); their partitions do not split a chunk:
+
+    >>> import zarr, ltdask, tempfile, os
+    >>> store = os.path.join(tempfile.mkdtemp(), "scan.zarr")
+    >>> _ = zarr.create_array(store, shape=(4, 6, 8, 8), dtype="uint16", chunks=(1, 3, 8, 8))
+    >>> ds = ltdask.open_zarr(store)
+    >>> isinstance(ds, ChunkedArrayDataSet), ds.chunks
+    (True, (1, 3, 8, 8))
+    >>> all(p.num_frames % 3 == 0 for p in ds.get_partitions())
+    True
     """
 
     #: the readers of :meth:`open_reader` fill buffers of any dtype (converting as they

@@ -97,6 +97,24 @@ class Decoder:
     ----------
     native_dtype
         The dtype of the pixels in the files, with its byte order.
+
+    Examples
+    --------
+    >>> Decoder("<u2").is_plain, Decoder(">u2").is_plain  # big-endian bytes are swapped
+    (True, False)
+
+    A `FileDataSet` of big-endian frames reads them as native pixels:
+
+    >>> import numpy as np, tempfile, os
+    >>> from ltdask.io import File, FileDataSet, FileSet
+    >>> frames = np.arange(4 * 3 * 5, dtype=">u2").reshape(4, 3, 5)
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.bin")
+    >>> frames.tofile(path)
+    >>> fileset = FileSet([File(path, 0, 4)], (3, 5), ">u2")
+    >>> ds = FileDataSet(fileset, Decoder(">u2"), nav_shape=(2, 2))
+    >>> data = ds.to_dask().compute()
+    >>> data.dtype, bool((data == frames.reshape(2, 2, 3, 5)).all())
+    (dtype('uint16'), True)
     """
 
     #: whether the output must be zeroed before decoding (decoders that accumulate)

@@ -21,7 +21,27 @@ from ltdask.io.tiling import TilingScheme
 
 
 class FileDataSet(DataSet):
-    """A dataset whose frames are read from files through a `FileSet` and a `Decoder`."""
+    """A dataset whose frames are read from files through a `FileSet` and a `Decoder`.
+
+    A format's dataset class derives from it, or a format's opener returns one directly.
+
+    Examples
+    --------
+    Frames of 4 x 5 little-endian uint16 pixels after a 16-byte file header:
+
+    >>> import numpy as np, tempfile, os
+    >>> from ltdask.io import Decoder, File, FileDataSet, FileSet
+    >>> frames = np.arange(6 * 4 * 5, dtype="<u2").reshape(6, 4, 5)
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.bin")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(bytes(16) + frames.tobytes())
+    >>> fileset = FileSet([File(path, 0, 6, header_bytes=16)], (4, 5), "<u2")
+    >>> ds = FileDataSet(fileset, Decoder("<u2"), nav_shape=(2, 3))
+    >>> ds.nav_shape, ds.sig_shape, ds.dtype
+    ((2, 3), (4, 5), dtype('uint16'))
+    >>> bool((ds.to_dask().compute() == frames.reshape(2, 3, 4, 5)).all())
+    True
+    """
 
     def __init__(self, fileset: FileSet, decoder: Decoder, nav_shape, **kwargs):
         self.fileset = fileset

@@ -22,6 +22,12 @@ class File:
 
     `signature` identifies the version of the file that was opened (see `Signature`); a
     `FileSet` fills it in where a format leaves it out.
+
+    Examples
+    --------
+    >>> f = File("scan_001.raw", first_frame=100, num_frames=50, header_bytes=512)
+    >>> f.first_frame + f.num_frames, f.signature  # its frames end; no signature yet
+    (150, None)
     """
 
     path: str
@@ -49,6 +55,22 @@ class FileSet:
 
     Each file's `Signature` is recorded here (if its `File` has none yet): tasks refuse to
     read a file that changed since, as its layout would no longer be the one described.
+
+    Examples
+    --------
+    A file of 6 frames of 4 x 5 big-endian uint16 pixels, each behind an 8-byte header, after
+    a 16-byte file header:
+
+    >>> import numpy as np, tempfile, os
+    >>> frames = np.arange(6 * 4 * 5, dtype=">u2").reshape(6, 4, 5)
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.bin")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(bytes(16) + b"".join(bytes(8) + fr.tobytes() for fr in frames))
+    >>> fs = FileSet([File(path, 0, 6, header_bytes=16)], (4, 5), ">u2", frame_header_bytes=8)
+    >>> fs.image_count, fs.frame_bytes, fs.frame_stride, fs.files[0].signature is not None
+    (6, 40, 48, True)
+
+    `FileDataSet` reads it (with a `Decoder` of the pixels' dtype).
     """
 
     def __init__(

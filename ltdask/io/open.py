@@ -53,6 +53,23 @@ def detect_format(path, kwargs: dict | None = None) -> str:
         `path` does not exist.
     ltdask.DataSetError
         The format cannot be told (the message lists the formats and how they are told).
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask, tempfile, os
+    >>> folder = tempfile.mkdtemp()
+    >>> np.save(os.path.join(folder, "scan.npy"), np.zeros((2, 3, 4, 5), np.uint16))
+    >>> detect_format(os.path.join(folder, "scan.npy"))
+    'npy'
+    >>> path = os.path.join(folder, "scan.frames")
+    >>> np.zeros((6, 4, 5), np.uint16).tofile(path)
+    >>> try:  # no format claims the suffix or the first bytes
+    ...     detect_format(path)
+    ... except ltdask.DataSetError as e:
+    ...     print(e)  # doctest: +ELLIPSIS
+    cannot tell the format of '.../scan.frames' from its name or first bytes; pass format=...
+    >>> detect_format(path, dict(nav_shape=(2, 3), sig_shape=(4, 5), dtype="uint16"))
+    'raw'
     """
     kwargs = kwargs or {}
     known = formats()

@@ -16,7 +16,18 @@ from ltdask.common import Shape, Slice
 @dataclass(frozen=True)
 class Partition:
     """Frames ``start .. stop`` of the flattened nav axis, which are also the nav block
-    ``block`` of the partition grid (one dask chunk of ``to_dask()``)."""
+    ``block`` of the partition grid (one dask chunk of ``to_dask()``).
+
+    Examples
+    --------
+    >>> import dask.array as da, ltdask
+    >>> ds = ltdask.from_array(da.zeros((4, 6, 8, 8), chunks=(2, 6, 8, 8)))
+    >>> p = ds.get_partitions()[1]
+    >>> p.index, p.block, p.nav_slices, (p.start, p.stop), p.num_frames
+    (1, (1, 0), (slice(2, 4, None), slice(0, 6, None)), (12, 24), 12)
+    >>> p.slice(ds.sig_shape)  # as a flat-nav slice with the whole frames
+    Slice(origin=(12, 0, 0), shape=Shape((12, 8, 8), sig_dims=2))
+    """
 
     index: int
     block: tuple[int, ...]

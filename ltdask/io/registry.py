@@ -56,11 +56,36 @@ BUILTIN: dict[str, str] = {
 
 
 class FormatPluginError(DataSetError):
-    """A format's record or opener cannot be loaded (a broken or incompatible plug-in)."""
+    """A format's record or opener cannot be loaded (a broken or incompatible plug-in).
+
+    Examples
+    --------
+    >>> toy = Format("toy", "no_such_module_xyz:open_toy", "toy scans (.toy)")
+    >>> try:
+    ...     toy.open("scan.toy")
+    ... except FormatPluginError as e:  # an ltdask.DataSetError
+    ...     print(e)  # doctest: +ELLIPSIS
+    the opener 'no_such_module_xyz:open_toy' of the format 'toy' cannot be loaded: ...
+    >>> issubclass(FormatPluginError, DataSetError)
+    True
+    """
 
 
 class FormatPluginWarning(RuntimeWarning):
-    """A format plug-in cannot be loaded: scans are recognised and opened without it."""
+    """A format plug-in cannot be loaded: scans are recognised and opened without it.
+
+    Examples
+    --------
+    Where a broken plug-in must stop the program rather than be left out:
+
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("error", FormatPluginWarning)
+    ...     refresh()  # read the entry points again
+    ...     names = [f.name for f in formats()]
+    >>> names[:3], broken_formats()  # the plug-ins left out: name -> why
+    (['raw', 'npy', 'hdf5'], {})
+    """
 
 
 def _strings(value, what: str) -> tuple[str, ...]:
@@ -335,6 +360,14 @@ def broken_formats() -> dict[str, str]:
 
 
 def supported_formats(records: Sequence[Format] | None = None) -> str:
-    """``"raw: ...; npy: ..."``: each format's name and description, for messages."""
+    """``"raw: ...; npy: ..."``: each format's name and description, for messages.
+
+    Examples
+    --------
+    >>> supported_formats([get_format("npy"), get_format("zarr")])
+    'npy: .npy; zarr: .zarr directories, zarr.json/.zarray (path= or key= names the array)'
+    >>> supported_formats().startswith("raw: .raw/.bin/.dat, with nav_shape=")
+    True
+    """
     records = formats() if records is None else records
     return "; ".join(f"{f.name}: {f.description}" for f in records)

@@ -109,7 +109,27 @@ def _acquisition_time(serial: float) -> str | None:
 
 
 class BloDataSet(FileDataSet):
-    """A NanoMEGAS block file (see :func:`open_blo`)."""
+    """A NanoMEGAS block file (see :func:`open_blo`).
+
+    Examples
+    --------
+    >>> import ltdask, tempfile, os
+    >>> from ltdask.io import BloDataSet
+    >>> issubclass(BloDataSet, ltdask.io.FileDataSet)
+    True
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.blo")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(b"not a scan")
+    >>> try:
+    ...     ltdask.open_blo(path)
+    ... except ltdask.DataSetError as e:
+    ...     print(e)  # doctest: +ELLIPSIS
+    '.../scan.blo' is truncated: 10 bytes, shorter than the 240-byte block file header
+    >>> ds = ltdask.open_blo("/data/scan.blo")  # doctest: +SKIP
+    >>> ds.header["nx"], ds.header["ny"], ds.metadata["bit_depth"]  # doctest: +SKIP
+    (144, 144, 8)
+    >>> vbf = ds.virtual_bright_field()  # the file's own image, (ny, nx)  # doctest: +SKIP
+    """
 
     def __init__(self, path, nav_shape=None, sig_shape=None, sync_offset=0, dims=None):
         path = check_file(path)

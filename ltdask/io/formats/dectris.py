@@ -217,7 +217,27 @@ def _positive_float(value) -> float | None:
 
 
 class DectrisDataSet(ChunkedArrayDataSet):
-    """A DECTRIS series (see :func:`open_dectris`)."""
+    """A DECTRIS series (see :func:`open_dectris`).
+
+    Examples
+    --------
+    >>> import ltdask, tempfile, os
+    >>> from ltdask.io import DectrisDataSet
+    >>> issubclass(DectrisDataSet, ltdask.io.ChunkedArrayDataSet)
+    True
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan_master.h5")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(b"not a scan")
+    >>> try:
+    ...     ltdask.open_dectris(path)
+    ... except ltdask.DataSetError as e:
+    ...     print(e)  # doctest: +ELLIPSIS
+    '.../scan_master.h5' is not an HDF5 file (no HDF5 signature)
+    >>> ds = ltdask.open_dectris("/data/scan_master.h5", nav_shape=(256, 256))  # doctest: +SKIP
+    >>> ds.codec, len(ds.files), ds.metadata["pixel size x (m)"]  # doctest: +SKIP
+    ('bslz4', 65, 7.5e-05)
+    >>> mask = ds.read_pixel_mask()  # the detector's mask of bad pixels  # doctest: +SKIP
+    """
 
     def __init__(self, path, files, frame_shape, dtype, codec, metadata, **kwargs):
         self.path = path

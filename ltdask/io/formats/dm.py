@@ -178,7 +178,26 @@ def _metadata(dm: DMFile, image: TagGroup, index: int) -> dict:
 
 
 class DMDataSet(FileDataSet):
-    """The image data of a DM3/DM4 file as a scan (see :func:`open_dm`)."""
+    """The image data of a DM3/DM4 file as a scan (see :func:`open_dm`).
+
+    Examples
+    --------
+    >>> import ltdask, tempfile, os
+    >>> from ltdask.io import DMDataSet
+    >>> issubclass(DMDataSet, ltdask.io.FileDataSet)
+    True
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.dm4")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(bytes(64))
+    >>> try:
+    ...     ltdask.open_dm(path)
+    ... except ltdask.DataSetError as e:
+    ...     print(e)  # doctest: +ELLIPSIS
+    '.../scan.dm4' is not a DM3/DM4 file: it starts with version 0, expected 3 or 4
+    >>> ds = ltdask.open_dm("/data/scan.dm4")  # doctest: +SKIP
+    >>> ds.metadata["format"], ds.attrs()["dm_format"]  # doctest: +SKIP
+    ('DM4', 'DM4')
+    """
 
     def __init__(self, path, nav_shape=None, sync_offset=0, dims=None, force_c_order=False):
         path = check_file(path)

@@ -201,7 +201,26 @@ def _xml_for_raw(raw_path: str) -> str | None:
 
 # -- the dataset ------------------------------------------------------------------------------
 class EMPADDataSet(FileDataSet):
-    """An EMPAD scan or series (see :func:`open_empad`)."""
+    """An EMPAD scan or series (see :func:`open_empad`).
+
+    Examples
+    --------
+    >>> import ltdask, tempfile, os
+    >>> from ltdask.io import EMPADDataSet
+    >>> issubclass(EMPADDataSet, ltdask.io.FileDataSet)
+    True
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.xml")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(b"not xml")
+    >>> try:
+    ...     ltdask.open_empad(path)
+    ... except ltdask.DataSetError as e:
+    ...     print(e)  # doctest: +ELLIPSIS
+    '.../scan.xml' is not a readable XML file: ...
+    >>> ds = ltdask.open_empad("/data/scan.xml")  # doctest: +SKIP
+    >>> ds.sig_shape, ds.xml_path, ds.metadata["type"]  # doctest: +SKIP
+    ((128, 128), '/data/scan.xml', 'scan')
+    """
 
     def __init__(self, path, nav_shape=None, sig_shape=None, sync_offset=0, dims=None):
         path = check_file(path)

@@ -103,7 +103,27 @@ class Frms6Decoder(Decoder):
 
 
 class Frms6DataSet(FileDataSet):
-    """A pnCCD acquisition (see :func:`open_frms6`)."""
+    """A pnCCD acquisition (see :func:`open_frms6`).
+
+    Examples
+    --------
+    >>> import ltdask, tempfile, os
+    >>> from ltdask.io import Frms6DataSet
+    >>> issubclass(Frms6DataSet, ltdask.io.FileDataSet)
+    True
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.hdr")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(b"[measurementInfo]\\nsignalframes=4\\n")
+    >>> try:
+    ...     ltdask.open_frms6(path)
+    ... except ltdask.DataSetError as e:
+    ...     print(e)  # doctest: +ELLIPSIS
+    '.../scan.hdr': expected scan_000.frms6 (dark frames) and at least one file of signal ...
+    >>> ds = ltdask.open_frms6("/data/scan.hdr", nav_shape=(256, 256))  # doctest: +SKIP
+    >>> ds.metadata["binning"], ds.metadata["dark frames"]  # doctest: +SKIP
+    (1, 1000)
+    >>> dark = ds.dark_frame()  # the mean dark frame, subtracted by default  # doctest: +SKIP
+    """
 
     def __init__(
         self,

@@ -202,7 +202,20 @@ def dimension_labels(dset) -> tuple[str, ...] | None:
 
 
 class HDF5DataSet(ChunkedArrayDataSet):
-    """An HDF5 dataset read through h5py, chunk aligned (see :func:`open_hdf5`)."""
+    """An HDF5 dataset read through h5py, chunk aligned (see :func:`open_hdf5`).
+
+    What `open_hdf5` gives for compressed data, or with ``mmap=False``.
+
+    Examples
+    --------
+    >>> import h5py, numpy as np, ltdask, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.h5")
+    >>> with h5py.File(path, "w") as f:
+    ...     _ = f.create_dataset("data", data=np.zeros((2, 3, 4, 5)), compression="gzip")
+    >>> ds = ltdask.open_hdf5(path, "data")
+    >>> type(ds).__name__, ds.key, ds.layout
+    ('HDF5DataSet', '/data', 'chunked')
+    """
 
     def __init__(
         self,

@@ -125,7 +125,20 @@ class SharedMappedFiles(MappedFiles):
 
 class HDF5MappedDataSet(FileDataSet):
     """An HDF5 dataset whose bytes are read straight from the file (see :func:`open_hdf5`):
-    contiguous storage, or unfiltered chunks of whole frames."""
+    contiguous storage, or unfiltered chunks of whole frames.
+
+    Examples
+    --------
+    >>> import h5py, numpy as np, ltdask, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.h5")
+    >>> with h5py.File(path, "w") as f:
+    ...     f["data"] = np.zeros((2, 3, 4, 5), dtype=np.float32)
+    >>> ds = ltdask.open_hdf5(path, "data")
+    >>> type(ds).__name__, ds.key, ds.layout
+    ('HDF5MappedDataSet', '/data', 'contiguous')
+    >>> type(ltdask.open_hdf5(path, "data", mmap=False)).__name__  # read through h5py
+    'HDF5DataSet'
+    """
 
     def __init__(self, path, key, files, shape, dtype, sig_dims, layout, chunks, **kwargs):
         self.path = path

@@ -100,7 +100,26 @@ class K2ISDecoder(Decoder):
 
 
 class K2ISDataSet(FileDataSet):
-    """A K2 IS acquisition (see :func:`open_k2is`)."""
+    """A K2 IS acquisition (see :func:`open_k2is`).
+
+    Examples
+    --------
+    >>> import ltdask, tempfile, os
+    >>> from ltdask.io import K2ISDataSet
+    >>> issubclass(K2ISDataSet, ltdask.io.FileDataSet)
+    True
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan1.bin")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(bytes(4096))
+    >>> try:
+    ...     ltdask.open_k2is(path)
+    ... except ltdask.DataSetError as e:
+    ...     print(e)  # doctest: +ELLIPSIS
+    '.../scan1.bin': the K2 IS acquisition 'scan' needs 8 sector files; missing: ...
+    >>> ds = ltdask.open_k2is("/data/scan.gtg")  # doctest: +SKIP
+    >>> ds.sig_shape, ds.is_stem, ds.native_sync_offset  # doctest: +SKIP
+    ((1860, 2048), True, 250)
+    """
 
     def __init__(self, path, nav_shape=None, sig_shape=None, sync_offset=None, dims=None):
         path = check_file(path)

@@ -101,7 +101,26 @@ def _natural_key(path: str):
 
 # -- the dataset -------------------------------------------------------------------------------
 class MibDataSet(FileDataSet):
-    """A Merlin acquisition in one or more ``.mib`` files (see :func:`open_mib`)."""
+    """A Merlin acquisition in one or more ``.mib`` files (see :func:`open_mib`).
+
+    Examples
+    --------
+    >>> import ltdask, tempfile, os
+    >>> from ltdask.io import MibDataSet
+    >>> issubclass(MibDataSet, ltdask.io.FileDataSet)
+    True
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.mib")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(b"not a scan")
+    >>> try:
+    ...     ltdask.open_mib(path)
+    ... except ltdask.DataSetError as e:
+    ...     print(e)  # doctest: +ELLIPSIS
+    '.../scan.mib' is not a Merlin .mib file: it starts with b'not a scan', expected a ...
+    >>> ds = ltdask.open_mib("/data/scan.hdr")  # doctest: +SKIP
+    >>> ds.header.pixel_type, ds.header.layout, ds.header.counter_depth  # doctest: +SKIP
+    ('R64', '2x2', 12)
+    """
 
     def __init__(
         self, path, nav_shape=None, sig_shape=None, sync_offset=0, dims=None, disable_glob=False

@@ -268,7 +268,21 @@ def de_scan_shape(info: dict[str, str], frames: int) -> tuple[int, ...] | None:
 
 
 class MrcDataSet(FileDataSet):
-    """The frames of an MRC file (see :func:`open_mrc`)."""
+    """The frames of an MRC file (see :func:`open_mrc`).
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask, tempfile, os, struct
+    >>> header = bytearray(1024)
+    >>> header[0:16] = struct.pack("<4i", 5, 3, 4, 1)  # nx, ny, nz (frames), mode 1 (int16)
+    >>> header[208:216] = b"MAP DD\\0\\0"
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.mrc")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(bytes(header) + np.zeros((4, 3, 5), "<i2").tobytes())
+    >>> ds = ltdask.open(path, nav_shape=(2, 2))
+    >>> type(ds).__name__, ds.sig_shape, ds.dtype, ds.header.mode, ds.attrs()["mrc_mode"]
+    ('MrcDataSet', (3, 5), dtype('int16'), 1, 1)
+    """
 
     def __init__(self, path, nav_shape=None, sync_offset=0, dims=None):
         path = check_file(path)

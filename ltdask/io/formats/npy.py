@@ -43,7 +43,17 @@ def read_npy_header(path: str) -> tuple[tuple[int, ...], np.dtype, int, Signatur
 
 
 class NpyDataSet(FileDataSet):
-    """A ``.npy`` file read through memory maps (see :func:`open_npy`)."""
+    """A ``.npy`` file read through memory maps (see :func:`open_npy`).
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.npy")
+    >>> np.save(path, np.zeros((2, 3, 4, 5), dtype=np.uint16))
+    >>> ds = ltdask.open(path)  # or ltdask.open_npy(path)
+    >>> type(ds).__name__, ds.fileset.files[0].header_bytes  # frames after the npy header
+    ('NpyDataSet', 128)
+    """
 
     def __init__(self, path, sig_dims=2, sync_offset=0, dims=None):
         path = check_file(path)

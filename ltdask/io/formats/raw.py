@@ -59,7 +59,17 @@ def files_with_frames(
 
 
 class RawDataSet(FileDataSet):
-    """Frames stored back to back in one or more files (see :func:`open_raw`)."""
+    """Frames stored back to back in one or more files (see :func:`open_raw`).
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.raw")
+    >>> np.zeros((6, 4, 5), dtype="<u2").tofile(path)
+    >>> ds = ltdask.open(path, nav_shape=(2, 3), sig_shape=(4, 5), dtype="<u2")
+    >>> type(ds).__name__, ds.nav_shape, ds.sig_shape, ds.fileset.image_count
+    ('RawDataSet', (2, 3), (4, 5), 6)
+    """
 
     def __init__(
         self,

@@ -76,7 +76,34 @@ def _view(path: str, dtype: np.dtype, signature: Signature) -> np.ndarray:
 
 
 class RawCSRDataSet(DataSet):
-    """A sparse scan stored as CSR (see :func:`open_raw_csr`)."""
+    """A sparse scan stored as CSR (see :func:`open_raw_csr`).
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask, tempfile, os
+    >>> folder = tempfile.mkdtemp()
+    >>> np.array([0, 1, 1, 2], "<i4").tofile(os.path.join(folder, "ptr.raw"))  # 3 frames
+    >>> np.array([5, 0], "<i4").tofile(os.path.join(folder, "idx.raw"))
+    >>> np.array([7, 9], "<u2").tofile(os.path.join(folder, "val.raw"))
+    >>> with open(os.path.join(folder, "scan.toml"), "w") as f:
+    ...     _ = f.write('''[params]
+    ... filetype = "raw_csr"
+    ... nav_shape = [3]
+    ... sig_shape = [2, 4]
+    ... [raw_csr]
+    ... indptr_file = "ptr.raw"
+    ... indptr_dtype = "<i4"
+    ... indices_file = "idx.raw"
+    ... indices_dtype = "<i4"
+    ... data_file = "val.raw"
+    ... data_dtype = "<u2"
+    ... ''')
+    >>> ds = ltdask.open(os.path.join(folder, "scan.toml"))
+    >>> type(ds).__name__, ds.nnz, ds.array_backends
+    ('RawCSRDataSet', 2, ('scipy.sparse.csr_matrix', 'numpy'))
+    >>> ds.to_dask().compute().reshape(3, 8).tolist()
+    [[0, 0, 0, 0, 0, 7, 0, 0], [0, 0, 0, 0, 0, 0, 0, 0], [9, 0, 0, 0, 0, 0, 0, 0]]
+    """
 
     #: tile types :meth:`iter_tiles` can deliver (LiberTEM's ``array_backends``)
     array_backends = (BACKEND_SCIPY_CSR, BACKEND_NUMPY)

@@ -42,7 +42,26 @@ def seq_basename(path: str) -> str:
 
 
 class SeqDataSet(FileDataSet):
-    """A DE StreamPix acquisition (see :func:`open_seq`)."""
+    """A DE StreamPix acquisition (see :func:`open_seq`).
+
+    Examples
+    --------
+    >>> import ltdask, tempfile, os
+    >>> from ltdask.io import SeqDataSet
+    >>> issubclass(SeqDataSet, ltdask.io.FileDataSet)
+    True
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.seq")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(b"not a scan")
+    >>> try:
+    ...     ltdask.open_seq(path)
+    ... except ltdask.DataSetError as e:
+    ...     print(e)  # doctest: +ELLIPSIS
+    '.../scan.seq': 10 bytes, shorter than a StreamPix .seq header (1024 bytes); the file ...
+    >>> ds = ltdask.open_seq("/data/scan.seq", nav_shape=(128, 128))  # doctest: +SKIP
+    >>> ds.header.bit_depth_real, sorted(ds.references)  # doctest: +SKIP
+    (12, ['dark', 'gain'])
+    """
 
     def __init__(
         self,

@@ -102,7 +102,28 @@ def read_series_header(path: str) -> dict:
 
 
 class TVIPSDataSet(FileDataSet):
-    """A TVIPS series (see :func:`open_tvips`)."""
+    """A TVIPS series (see :func:`open_tvips`).
+
+    Examples
+    --------
+    >>> import ltdask, tempfile, os
+    >>> from ltdask.io import TVIPSDataSet
+    >>> issubclass(TVIPSDataSet, ltdask.io.FileDataSet)
+    True
+    >>> path = os.path.join(tempfile.mkdtemp(), "movie_000.tvips")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(b"not a scan")
+    >>> try:
+    ...     ltdask.open_tvips(path)
+    ... except ltdask.DataSetError as e:
+    ...     print(e)  # doctest: +ELLIPSIS
+    '.../movie_000.tvips' is truncated: 10 bytes, shorter than the 256-byte TVIPS series ...
+    >>> ds = ltdask.open_tvips("/data/movie_000.tvips")  # doctest: +SKIP
+    >>> ds.nav_shape, ds.scan_detection  # doctest: +SKIP
+    ((128, 128), 'rotator index in the frame headers')
+    >>> ds.header["bits"], ds.metadata["files"]  # doctest: +SKIP
+    (16, 3)
+    """
 
     def __init__(self, path, nav_shape=None, sig_shape=None, sync_offset=None, dims=None):
         paths = series_files(check_file(path))

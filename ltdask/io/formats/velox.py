@@ -252,7 +252,26 @@ def frame_runs(dset, path: str, signature) -> list[File] | None:
 
 
 class VeloxDataSet(HDF5MappedDataSet):
-    """A Velox camera stack whose frames are read straight from the file (see :func:`open_emd`)."""
+    """A Velox camera stack whose frames are read straight from the file (see :func:`open_emd`).
+
+    Examples
+    --------
+    >>> import ltdask, tempfile, os
+    >>> from ltdask.io import VeloxDataSet
+    >>> issubclass(VeloxDataSet, ltdask.io.HDF5MappedDataSet)
+    True
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.emd")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(b"not a scan")
+    >>> try:
+    ...     ltdask.open_emd(path)
+    ... except ltdask.DataSetError as e:
+    ...     print(e)  # doctest: +ELLIPSIS
+    '.../scan.emd' is not an HDF5 file (no HDF5 signature)
+    >>> ds = ltdask.open_emd("/data/scan.emd")  # doctest: +SKIP
+    >>> ds.layout, ds.metadata["detector"], ds.sig_calibration[0].units  # doctest: +SKIP
+    ('chunked', 'Ceta', '1/m')
+    """
 
     metadata: dict = {}
 
@@ -261,7 +280,27 @@ class VeloxDataSet(HDF5MappedDataSet):
 
 
 class VeloxH5DataSet(HDF5DataSet):
-    """A Velox camera stack read through h5py (frames last in the file)."""
+    """A Velox camera stack read through h5py (frames last in the file): what `open_emd`
+    gives where the frames cannot be read straight from the file (compressed chunks).
+
+    Examples
+    --------
+    >>> import h5py, ltdask, tempfile, os
+    >>> from ltdask.io import VeloxH5DataSet
+    >>> issubclass(VeloxH5DataSet, ltdask.io.HDF5DataSet)
+    True
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.emd")
+    >>> with h5py.File(path, "w") as f:  # HDF5, but not from Velox
+    ...     f["data"] = [1, 2, 3]
+    >>> try:
+    ...     ltdask.open_emd(path)
+    ... except ltdask.DataSetError as e:
+    ...     print(e)  # doctest: +ELLIPSIS
+    '.../scan.emd' is not a Velox EMD file: it has no /Data group
+    >>> ds = ltdask.open_emd("/data/compressed.emd")  # doctest: +SKIP
+    >>> type(ds).__name__, ds.layout, ds.metadata["detector"]  # doctest: +SKIP
+    ('VeloxH5DataSet', 'chunked', 'Ceta')
+    """
 
     metadata: dict = {}
 

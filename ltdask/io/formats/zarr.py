@@ -127,6 +127,15 @@ class ZarrDataSet(ChunkedArrayDataSet):
         ``store=None`` the array object itself travels with the tasks.
     where
         The array's location, for messages.
+
+    Examples
+    --------
+    >>> import zarr, ltdask, tempfile, os
+    >>> store = os.path.join(tempfile.mkdtemp(), "scan.zarr")
+    >>> z = zarr.create_array(store, shape=(2, 3, 4, 5), dtype="uint16", chunks=(1, 3, 4, 5))
+    >>> ds = ltdask.open(store)  # or ltdask.open_zarr(store), ltdask.open(z)
+    >>> type(ds).__name__, ds.chunks, ds.shards
+    ('ZarrDataSet', (1, 3, 4, 5), None)
     """
 
     def __init__(
