@@ -44,6 +44,9 @@ class RunContext:
     #: the dataset's calibrations (`UDFMeta.nav_calibration`, ``sig_calibration``)
     nav_calibration: tuple = ()
     sig_calibration: tuple = ()
+    #: the dtype tiles are read as, where it is not `input_dtype`: the data's own integers
+    #: for UDFs that take them in place of floats (``NATIVE_INTEGER_TILES``)
+    tile_dtype: np.dtype | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -9,7 +9,7 @@ engine works from: the partition graph (:mod:`ltdask.udf.graph`), the merges
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -137,7 +137,12 @@ def plan_run(
         nav_calibration=dataset.nav_calibration,
         sig_calibration=dataset.sig_calibration,
     )
-    mains = [bind(u, context, backend=b) for u, b in zip(udfs, backend_plan.targets, strict=True)]
+    targets = backend_plan.targets
+    mains = [bind(u, context, backend=b) for u, b in zip(udfs, targets, strict=True)]
+    tile_dtype = native_tile_dtype(dataset, mains, context.input_dtype, prepared, backend_plan)
+    if tile_dtype is not None:
+        context = replace(context, tile_dtype=tile_dtype)
+        mains = [bind(u, context, backend=b) for u, b in zip(udfs, targets, strict=True)]
     for template, main in zip(udfs, mains, strict=True):
         template.meta = main.meta  # as LiberTEM: the instance given knows the run
     specs = [declared_buffers(m) for m in mains]
@@ -151,7 +156,8 @@ def plan_run(
         _check_mergeable(m, declared)
     consumers = [_preferences(m) for m in mains]
     excluded = None if prepared is None else prepared.excluded_coordinates
-    scheme = dataset.negotiate(consumers, context.input_dtype, selection.flat, excluded=excluded)
+    read_as = context.tile_dtype or context.input_dtype
+    scheme = dataset.negotiate(consumers, read_as, selection.flat, excluded=excluded)
     if not backend_plan.dense_source and not {BACKEND_NUMPY, "cuda"} & set(backend_plan.targets):
         # sparse tiles all the way: their size follows the non-zeros, not the frames, and
         # each costs some overhead: tiles of whole partitions
@@ -172,6 +178,7 @@ def plan_run(
         udfs,
         selection.flat,
         context.input_dtype.str,
+        read_as.str,
         scheme,
         prepared,
         sizes,
@@ -193,6 +200,27 @@ def plan_run(
         dataset_token=dataset_token,
         token=token,
     )
+
+
+def native_tile_dtype(dataset, udfs, input_dtype, prepared, backend_plan) -> np.dtype | None:
+    """The data's own dtype where every UDF of the run takes tiles of it in place of float
+    ones (``NATIVE_INTEGER_TILES``: their results are those of float tiles, the conversion
+    done in their kernels) -- 8- and 16-bit integers, which float32 holds exactly, read
+    without a converted copy (views of the files where there is nothing to decode) -- or
+    None."""
+    native = np.dtype(dataset.dtype).newbyteorder("=")
+    if (
+        prepared is not None
+        or input_dtype.kind != "f"
+        or native.kind not in "ui"
+        or native.itemsize > 2
+        or set(backend_plan.targets) != {BACKEND_NUMPY}
+        or backend_plan.source != BACKEND_NUMPY
+        # (declared by the class itself: a subclass may process tiles its own way)
+        or not all(vars(type(u)).get("NATIVE_INTEGER_TILES", False) for u in udfs)
+    ):
+        return None
+    return native
 
 
 def input_dtype(dataset: DataSet, udfs: list[UDFBase]) -> np.dtype:

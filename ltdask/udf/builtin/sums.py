@@ -113,6 +113,8 @@ class SumUDF(FlatTileUDF):
     MERGE_ALL_ON_NUMPY = True
     #: with StdDevUDF in the same run, the sums come from the shared moments pass
     SHARED_TILE_STATS = ("pixel_sums",)
+    #: 8/16-bit data is summed from its own integers (exactly), not from float copies
+    NATIVE_INTEGER_TILES = True
 
     def __init__(self, dtype="float32"):
         super().__init__(dtype=dtype)
@@ -137,7 +139,10 @@ class SumUDF(FlatTileUDF):
         accs = self.task_data.acc
         acc = accs.get(self.meta.tiling_scheme_idx)
         if acc is None:
-            acc = accs[self.meta.tiling_scheme_idx] = np.zeros(px, _sum_buffer_dtype(dtype))
+            acc_dtype = _sum_buffer_dtype(dtype)
+            if acc_dtype.kind == "u":  # (integer tiles: int64 sums of them stay integers)
+                acc_dtype = np.dtype(np.int64) if np.dtype(dtype).itemsize <= 2 else acc_dtype
+            acc = accs[self.meta.tiling_scheme_idx] = np.zeros(px, acc_dtype)
         return acc
 
     def process_flat_tile(self, frames, p0, p1):
@@ -196,6 +201,8 @@ class SumSigUDF(FlatTileUDF):
 
     #: with StdDevUDF in the same run, the frame sums come from the shared moments pass
     SHARED_TILE_STATS = ("frame_sums",)
+    #: 8/16-bit data is summed from its own integers (exactly), not from float copies
+    NATIVE_INTEGER_TILES = True
 
     def get_backends(self):
         return SUM_BACKENDS
