@@ -144,6 +144,11 @@ class FileDataSet(DataSet):
             return
         maps = self.fileset.open()
         pieces = self._views(maps, frames) if self._straight(dtype) else None
+        if pieces is not None and len(pieces) > 2:
+            if min(len(p) for p in pieces[1:-1]) < max(1, scheme.depth // 4):
+                # files (or runs of frames) much shorter than a tile: tiles that end with
+                # each would be tiny; the decode kernel copies them into whole tiles
+                pieces = None
         if pieces is not None:
             yield from _tiles_from_views(
                 pieces, scheme, self._record_rows(maps, pieces, int(frames[0]))
@@ -170,26 +175,23 @@ class FileDataSet(DataSet):
 
 
 def _tiles_from_views(pieces: list[np.ndarray], scheme: TilingScheme, rows=None):
-    """Flat tiles cut from file views; a tile that spans two files is copied together.
-    `rows`: for each piece whose frames are not C-contiguous, its records as C-contiguous
-    rows and the pixels' offset in them (flat tiles of those rows, not copies), or None."""
+    """Flat tiles cut from file views, ending where a file ends (no tile spans two files:
+    no copies). `rows`: for each piece whose frames are not C-contiguous, its records as
+    C-contiguous rows and the pixels' offset in them (flat tiles of those rows), or None."""
     index = [(slice(None), *sl) for sl in scheme.sig_indices]
     ranges = scheme.flat_ranges
-    bounds = np.cumsum([0] + [p.shape[0] for p in pieces]).tolist()
-    total = bounds[-1]
-    i = 0
-    for first in range(0, total, scheme.depth):
-        stop = min(total, first + scheme.depth)
-        while bounds[i + 1] <= first:
-            i += 1
-        if stop <= bounds[i + 1]:
-            block = pieces[i][first - bounds[i] : stop - bounds[i]]
+    start = 0
+    for i, piece in enumerate(pieces):
+        n = piece.shape[0]
+        for a in range(0, n, scheme.depth):
+            b = min(n, a + scheme.depth)
+            block = piece[a:b]
             # frames with headers between them are views, but not C-contiguous ones: their
             # records are (rows of the header, pixels and footer, pixels from `off` on)
             frames = block.reshape(block.shape[0], -1) if block.flags.c_contiguous else None
             off = 0
             if frames is None and rows is not None and rows[i] is not None:
-                frames, off = rows[i][0][first - bounds[i] : stop - bounds[i]], rows[i][1]
+                frames, off = rows[i][0][a:b], rows[i][1]
             for s, idx in enumerate(index):
                 data = block[idx]
                 r = ranges[s]
@@ -198,15 +200,5 @@ def _tiles_from_views(pieces: list[np.ndarray], scheme: TilingScheme, rows=None)
                     if r is not None and frames is not None
                     else flat_of(data)
                 )
-                yield data, first, s, flat
-            continue
-        for s, idx in enumerate(index):
-            parts = []
-            j, pos = i, first
-            while pos < stop:
-                end = min(stop, bounds[j + 1])
-                parts.append(pieces[j][pos - bounds[j] : end - bounds[j]][idx])
-                pos = end
-                j += 1
-            data = np.concatenate(parts)
-            yield data, first, s, flat_of(data)
+                yield data, start + a, s, flat
+        start += n

@@ -167,15 +167,27 @@ def test_straight_and_decode_paths(tmp_path, dtype, layout, files, views, roi):
     check_tiles(ds, expected, scheme, "float64", selected)
 
 
-def test_tiles_spanning_files(tmp_path):
-    """A tile that spans two files on the straight path holds both files' frames."""
+def test_tiles_end_where_files_end(tmp_path):
+    """On the straight path tiles are views that end where a file ends (no copies)."""
     stream = make_frames(np.random.default_rng(1), 10, SIG, "<f4")
     paths = write_scan(tmp_path, stream, files=3)  # 3, 1 and 6 frames
     ds = ltdask.open_raw(paths, (10,), SIG, "float32")
     scheme = TilingScheme.make_for_shape((4, 6, 8), SIG)
     got = list(ds.iter_tiles(np.arange(10), scheme, ds.dtype))
-    assert [(first, t.shape[0]) for t, first, _ in got] == [(0, 4), (4, 4), (8, 2)]
+    assert [(first, t.shape[0]) for t, first, _ in got] == [(0, 3), (3, 1), (4, 4), (8, 2)]
+    assert not any(t.flags.owndata for t, _, _ in got)
     np.testing.assert_array_equal(np.concatenate([t for t, _, _ in got]), stream)
+
+
+def test_files_much_shorter_than_tiles_are_copied_into_whole_tiles(tmp_path):
+    stream = make_frames(np.random.default_rng(1), 40, SIG, "<f4")
+    paths = write_scan(tmp_path, stream, files=20)
+    ds = ltdask.open_raw(paths, (40,), SIG, "float32")
+    scheme = TilingScheme.make_for_shape((16, 6, 8), SIG)
+    # (copied as they come: the tiles share one reused buffer)
+    got = [(t.copy(), first) for t, first, _ in ds.iter_tiles(np.arange(40), scheme, ds.dtype)]
+    assert [(first, t.shape[0]) for t, first in got] == [(0, 16), (16, 16), (32, 8)]
+    np.testing.assert_array_equal(np.concatenate([t for t, _ in got]), stream)
 
 
 def test_read_frames_missing_are_zero(tmp_path):
