@@ -189,3 +189,27 @@ def test_native_tiles_are_rows_of_the_records(tmp_path, header):
         sums, sig_sums = ltdask.compute(ds, [SumUDF(dtype="uint16"), SumSigUDF(dtype="uint16")])
     np.testing.assert_array_equal(sums["intensity"].values, frames.sum(axis=0, dtype=np.int64))
     np.testing.assert_array_equal(sig_sums["intensity"].values, frames.sum(axis=(1, 2)))
+
+
+def test_scan_found_once_per_version_of_the_files(tmp_path, monkeypatch):
+    """Opening the same series again reads no frame header but the first (its time and
+    mode); a file that changed (another scan written over it) is read again."""
+    from ltdask.io.formats import tvips_scan
+
+    nav, lead = (4, 5), 2
+    frames = tvips_frames(lead + 20, (6, 7), seed=3)
+    paths = write_tvips(tmp_path, frames, 30, positions=scan_positions(nav, lead, 0))
+    first = ltdask.open_tvips(paths[0])
+    assert (first.nav_shape, first.sync_offset) == (nav, lead)
+    reads = []
+    real = tvips_scan.read_fields
+    monkeypatch.setattr(
+        tvips_scan, "read_fields", lambda *a, **k: reads.append(a[1:]) or real(*a, **k)
+    )
+    again = ltdask.open_tvips(paths[0])
+    assert (again.nav_shape, again.sync_offset) == (nav, lead)
+    assert [(start, stop) for *_, start, stop in reads] == [(0, 1)]
+    other = (4, 4)
+    write_tvips(tmp_path, frames[: lead + 16], 30, positions=scan_positions(other, lead, 0))
+    changed = ltdask.open_tvips(paths[0])
+    assert changed.nav_shape == other and len(reads) > 2
