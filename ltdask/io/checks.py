@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ltdask import _config
 from ltdask._types import PathLike
 from ltdask.exceptions import DataSetError
 
@@ -91,10 +92,7 @@ def check_fits_memory(shape: Sequence[int], dtype, where: str) -> None:
     data of a few entries can stand for dense frames of any size), naming `where`."""
     dt = np.dtype(dtype)
     nbytes = math.prod(shape) * dt.itemsize
-    try:
-        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):  # no sysconf (Windows): numpy says
-        return
+    memory = _config.total_memory()
     if nbytes > memory:
         raise DataSetError(
             f"{where}: dense frames of shape {tuple(shape)} as {dt} need "

@@ -9,7 +9,7 @@ engine works from: the partition graph (:mod:`ltdask.udf.graph`), the merges
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -136,13 +136,9 @@ def plan_run(
         backend_plan,
         nav_calibration=dataset.nav_calibration,
         sig_calibration=dataset.sig_calibration,
+        tile_dtype=native_tile_dtype(dataset, udfs, np.dtype(read_dtype), prepared, backend_plan),
     )
-    targets = backend_plan.targets
-    mains = [bind(u, context, backend=b) for u, b in zip(udfs, targets, strict=True)]
-    tile_dtype = native_tile_dtype(dataset, mains, context.input_dtype, prepared, backend_plan)
-    if tile_dtype is not None:
-        context = replace(context, tile_dtype=tile_dtype)
-        mains = [bind(u, context, backend=b) for u, b in zip(udfs, targets, strict=True)]
+    mains = [bind(u, context, backend=b) for u, b in zip(udfs, backend_plan.targets, strict=True)]
     for template, main in zip(udfs, mains, strict=True):
         template.meta = main.meta  # as LiberTEM: the instance given knows the run
     specs = [declared_buffers(m) for m in mains]
@@ -156,7 +152,7 @@ def plan_run(
         _check_mergeable(m, declared)
     consumers = [_preferences(m) for m in mains]
     excluded = None if prepared is None else prepared.excluded_coordinates
-    read_as = context.tile_dtype or context.input_dtype
+    read_as = context.input_dtype if context.tile_dtype is None else context.tile_dtype
     scheme = dataset.negotiate(consumers, read_as, selection.flat, excluded=excluded)
     if not backend_plan.dense_source and not {BACKEND_NUMPY, "cuda"} & set(backend_plan.targets):
         # sparse tiles all the way: their size follows the non-zeros, not the frames, and

@@ -245,8 +245,8 @@ def run_partition(
     if present.size:
         sig_indices = scheme.sig_indices
         tile_dtype = read_dtype if corrections is None else corrections.tile_dtype
-        if context.tile_dtype is not None:
-            tile_dtype = context.tile_dtype  # (integers, for UDFs that take them)
+        if context.tile_dtype is not None:  # (integers, for UDFs that take them)
+            tile_dtype = context.tile_dtype
         corrected = None  # the buffer corrected tiles are written to, reused
         if source == BACKEND_NUMPY:
             tiles = dataset.iter_flat_tiles(present, scheme, tile_dtype, block)

@@ -130,11 +130,7 @@ def decode_bitshuffle(
     _one_openmp_thread()
     dtype = np.dtype(dtype)
     nbytes = nelems * dtype.itemsize
-    if out is None:
-        target = np.empty(nbytes, dtype=np.uint8)
-    elif out.flags.c_contiguous and out.nbytes >= nbytes:
-        target = out.reshape(-1).view(np.uint8)[:nbytes]
-    else:
+    if out is not None and not (out.flags.c_contiguous and out.nbytes >= nbytes):
         raise ValueError("decode_bitshuffle: `out` is too small or not C-contiguous")
     block = chunk_header(raw, nbytes, where)
     if block % dtype.itemsize or (block // dtype.itemsize) % 8:
@@ -155,8 +151,13 @@ def decode_bitshuffle(
             raise DataSetError(f"{where}: the chunk does not decompress: {e}") from None
         if out is None:
             return items
-        target.view(dtype)[...] = items
-        return target.view(dtype)
+        target = out.reshape(-1).view(dtype)[:nelems]
+        target[...] = items
+        return target
+    if out is None:
+        target = np.empty(nbytes, dtype=np.uint8)
+    else:
+        target = out.reshape(-1).view(np.uint8)[:nbytes]
     done = native(raw[12:].ctypes.data, target.ctypes.data, nelems, dtype.itemsize, block_items)
     if done < 0:
         raise DataSetError(f"{where}: the chunk does not decompress (bitshuffle error {done})")

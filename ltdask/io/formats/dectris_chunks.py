@@ -33,6 +33,8 @@ from ltdask.io.maps import map_file
 
 #: decoded chunks a reader keeps for the tiles that cut them (several signal slices)
 CACHE_BYTES = 64 << 20
+#: the codecs whose chunks decode into a buffer the reader gives (see `decode_bitshuffle`)
+INTO_BUFFERS = ("bslz4", "bszstd")
 #: the dataset inside every data file
 DATA_KEY = "/entry/data/data"
 
@@ -150,6 +152,8 @@ class ChunkReader:
         #: bytes of decoded chunks kept: those of two reads (see `read`), at most CACHE_BYTES
         self._budget = CACHE_BYTES
         self._free: list[np.ndarray] = []
+        self._frame_bytes = int(np.prod(self.frame_shape)) * self.dtype.itemsize
+        self._chunk_bytes = max(f.chunk_frames for f in files) * self._frame_bytes
 
     def close(self) -> None:
         for f, _ in self._h5.values():
@@ -211,9 +215,9 @@ class ChunkReader:
         """A buffer for one decoded chunk of `entry` (bitshuffle codecs decode into it):
         one given back by :meth:`_give_back` where there is one, whose memory is mapped and
         likely in the CPU's cache, rather than new pages to fault in for every chunk."""
-        if self.codec not in ("bslz4", "bszstd"):
+        if self.codec not in INTO_BUFFERS:
             return None
-        nbytes = entry.chunk_frames * int(np.prod(self.frame_shape)) * self.dtype.itemsize
+        nbytes = entry.chunk_frames * self._frame_bytes
         while self._free:
             buf = self._free.pop()
             if buf.size == nbytes:
@@ -257,38 +261,38 @@ class ChunkReader:
         whole = self._whole(sig)
         # the chunks of this read and the next (the signal slices of a tile read the same
         # frames one after another): decoded once, in buffers that are then reused
-        frame_bytes = int(np.prod(self.frame_shape)) * self.dtype.itemsize
-        chunk_bytes = max(f.chunk_frames for f in self.files) * frame_bytes
-        self._budget = min(CACHE_BYTES, 2 * (stop - start) * frame_bytes + 2 * chunk_bytes)
+        self._budget = min(
+            CACHE_BYTES, 2 * (stop - start) * self._frame_bytes + 2 * self._chunk_bytes
+        )
         while pos < stop:
             entry = self.files[i]
             local = pos - entry.first
             c, within = divmod(local, entry.chunk_frames)
             chunk_len = min(entry.chunk_frames, entry.count - c * entry.chunk_frames)
+            buf = None  # (a buffer to give back once copied from)
             if whole and within == 0 and stop - pos >= chunk_len:
                 # all of the chunk, once: not kept; decoded straight into `out` where it is
                 # the chunk's dtype, else into a reused buffer (in the CPU's cache, no new
                 # pages to fault in for each chunk)
-                direct = (
+                if (
                     chunk_len == entry.chunk_frames
                     and out.dtype == self.dtype
                     and out.flags.c_contiguous
-                    and self.codec in ("bslz4", "bszstd")
-                )
-                if direct:
+                    and self.codec in INTO_BUFFERS
+                ):
                     self._decode(i, c, out[pos - start : pos - start + chunk_len])
-                    pos += chunk_len
-                    if pos - entry.first >= entry.count:
-                        i += 1
-                    continue
-                buf = self._spare(entry)
-                data = self._decode(i, c, buf)
+                    data = None
+                else:
+                    buf = self._spare(entry)
+                    data = self._decode(i, c, buf)
             else:
-                buf = None  # (kept in the cache)
                 data = self.chunk(i, c)
-            n = min(stop - pos, data.shape[0] - within)
-            out[pos - start : pos - start + n] = data[(slice(within, within + n), *sig)]
-            self._give_back(buf)
+            if data is None:
+                n = chunk_len
+            else:
+                n = min(stop - pos, data.shape[0] - within)
+                out[pos - start : pos - start + n] = data[(slice(within, within + n), *sig)]
+                self._give_back(buf)
             pos += n
             if pos - entry.first >= entry.count:
                 i += 1

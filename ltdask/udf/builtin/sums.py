@@ -139,9 +139,9 @@ class SumUDF(FlatTileUDF):
         accs = self.task_data.acc
         acc = accs.get(self.meta.tiling_scheme_idx)
         if acc is None:
-            acc_dtype = _sum_buffer_dtype(dtype)
-            if acc_dtype.kind == "u":  # (integer tiles: int64 sums of them stay integers)
-                acc_dtype = np.dtype(np.int64) if np.dtype(dtype).itemsize <= 2 else acc_dtype
+            small_uint = np.dtype(dtype).kind == "u" and np.dtype(dtype).itemsize <= 2
+            # (8/16-bit unsigned tiles: int64 sums, no mixed signed/unsigned arithmetic)
+            acc_dtype = np.dtype(np.int64) if small_uint else _sum_buffer_dtype(dtype)
             acc = accs[self.meta.tiling_scheme_idx] = np.zeros(px, acc_dtype)
         return acc
 
