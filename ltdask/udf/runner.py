@@ -19,6 +19,7 @@ from ltdask.io.dataset import DataSet, flat_of
 from ltdask.io.maps import keeping_maps
 from ltdask.io.partition import Partition
 from ltdask.io.tiling import TilingScheme
+from ltdask.udf import scratch
 from ltdask.udf.backends import NUMPY as BACKEND_NUMPY
 from ltdask.udf.backends import TileForms, on_device, to_host
 from ltdask.udf.bind import PartitionPlace, RunContext, bind, partition_params
@@ -48,7 +49,7 @@ def partition_task(job: PartitionJob, index: int, block=None) -> PartitionCell:
     errors other than the UDFs' own get a note naming the UDFs and the partition."""
     p = job.partitions[index]
     try:
-        with keeping_maps(job.keep_maps):
+        with keeping_maps(job.keep_maps), scratch.task():
             partials = run_partition(
                 job.dataset, p, job.udfs, job.scheme, job.context, block, job.corrections
             )

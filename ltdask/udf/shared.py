@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ltdask.udf import scratch
 from ltdask.udf.kernels.statistics import moments_frame_sums
 
 #: statistics the runner can share
@@ -62,7 +63,8 @@ class SharedStats:
         state = self.states.get(scheme_idx)
         if state is None:
             px = p1 - p0
-            state = self.states[scheme_idx] = [0, np.zeros(px), np.zeros(px), np.zeros(px)]
+            zeros = scratch.zeros
+            state = self.states[scheme_idx] = [0, zeros(px), zeros(px), zeros(px)]
         n = frames.shape[0]
         sums = np.zeros(n if self.with_frame_sums else 0)
         count, mean, m2, shift = state

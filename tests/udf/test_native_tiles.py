@@ -1,6 +1,7 @@
-"""8- and 16-bit data summed from its own integers: SumUDF and SumSigUDF declare
-``NATIVE_INTEGER_TILES``, so a run of only them reads the file's integers (views, no float
-copy) while ``meta.input_dtype`` stays float32; results as numpy's exact sums, in float32."""
+"""8- and 16-bit data reduced from its own integers: SumUDF, SumSigUDF, StdDevUDF, CoMUDF
+and ApplyMasksUDF declare ``NATIVE_INTEGER_TILES``, so a run of only them reads the file's
+integers (views, no float copy) while ``meta.input_dtype`` stays float32; sums are numpy's
+exact ones in float32, the other results those of float tiles, bit for bit."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 import ltdask
 from ltdask.corrections import CorrectionSet
-from ltdask.udf import StdDevUDF, SumSigUDF, SumUDF
+from ltdask.udf import ApplyMasksUDF, CoMUDF, LogsumUDF, StdDevUDF, SumSigUDF, SumUDF
 from ltdask.udf.graph import Run
 
 
@@ -74,7 +75,7 @@ def test_float_tiles_where_any_udf_wants_them(tmp_path):
     class MySum(SumUDF):  # a subclass processes tiles its own way unless it says so
         pass
 
-    assert tile_dtype(ds, [SumUDF(), StdDevUDF()]) is None
+    assert tile_dtype(ds, [SumUDF(), LogsumUDF()]) is None
     assert tile_dtype(ds, [MySum()]) is None
     assert tile_dtype(ds, [SumUDF()], corrections=CorrectionSet(dark=np.zeros((5, 6)))) is None
     assert tile_dtype(ds, [SumUDF(dtype="float64")]) == np.dtype("uint16")
@@ -91,3 +92,75 @@ def test_large_sums_exact_before_rounding(tmp_path, dtype):
     total = SumUDF().compute(raw_scan(tmp_path, data))["intensity"].values
     exact = data.astype(np.float64).sum(axis=(0, 1))
     np.testing.assert_allclose(total, exact, rtol=2**-23)
+
+
+class FloatStdDev(StdDevUDF):  # (subclasses take float tiles unless they say otherwise)
+    pass
+
+
+class FloatCoM(CoMUDF):
+    pass
+
+
+class FloatMasks(ApplyMasksUDF):
+    pass
+
+
+def _masks(sig, count, sparse, seed):
+    rng = np.random.default_rng(seed)
+    stack = (rng.random((count, *sig)) < 0.3) * rng.random((count, *sig)).astype(np.float32)
+    return [lambda m=m: m for m in stack], sparse
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    dtype=st.sampled_from(["u1", "<u2", ">i2"]),
+    nav=st.tuples(st.integers(1, 7), st.integers(1, 6)),
+    sig=st.tuples(st.integers(2, 17), st.integers(2, 13)),
+    count=st.sampled_from([1, 3, 6]),
+    sparse=st.booleans(),
+    roi_p=st.sampled_from([None, 0.0, 0.6]),
+    seed=st.integers(0, 100),
+)
+def test_other_udfs_as_on_float_tiles(
+    tmp_path_factory, dtype, nav, sig, count, sparse, roi_p, seed
+):
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(np.dtype(dtype))
+    data = rng.integers(info.min, info.max, (*nav, *sig), endpoint=True).astype(dtype)
+    ds = raw_scan(tmp_path_factory.mktemp("o"), data)
+    roi = None if roi_p is None else rng.random(nav) < roi_p
+    factories, use_sparse = _masks(sig, count, sparse, seed)
+    r = min(sig) / 3
+    kw = {"use_sparse": use_sparse}
+    native = [StdDevUDF(), CoMUDF.with_params(r=r), ApplyMasksUDF(factories, **kw)]
+    floats = [FloatStdDev(), FloatCoM.with_params(r=r), FloatMasks(factories, **kw)]
+    assert tile_dtype(ds, native, roi=roi) == np.dtype(dtype).newbyteorder("=")
+    assert tile_dtype(ds, floats, roi=roi) is None
+    got = ltdask.compute(ds, native, roi=roi, progress=False)
+    want = ltdask.compute(ds, floats, roi=roi, progress=False)
+    for g, w in zip(got, want, strict=True):
+        for name in ("var", "sum", "raw_com", "intensity"):
+            if name in w:
+                np.testing.assert_array_equal(g[name].values, w[name].values, err_msg=name)
+    frames = (data.reshape(-1, *sig) if roi is None else data[roi]).astype(np.float64)
+    if len(frames):
+        np.testing.assert_allclose(got[0]["var"].values, frames.var(axis=0), rtol=1e-9)
+        masks = np.stack([f() for f in factories]).reshape(count, -1)
+        products = frames.reshape(len(frames), -1) @ masks.T.astype(np.float64)
+        intensity = got[2]["intensity"].values.reshape(-1, count)
+        if roi is not None:
+            intensity = got[2]["intensity"].values[roi]
+        np.testing.assert_allclose(intensity, products, rtol=1e-5, atol=1e-3 * info.max)
+
+
+def test_the_shared_pass_on_integer_tiles(tmp_path):
+    data = np.random.default_rng(1).integers(0, 2**16, (5, 6, 9, 11)).astype("<u2")
+    ds = raw_scan(tmp_path, data)
+    udfs = [SumUDF(), SumSigUDF(), StdDevUDF()]
+    assert tile_dtype(ds, udfs) == np.dtype("uint16")
+    total, per_frame, stats = ltdask.compute(ds, udfs, progress=False)
+    exact = data.astype(np.float64)
+    np.testing.assert_allclose(total["intensity"].values, exact.sum(axis=(0, 1)), rtol=1e-6)
+    np.testing.assert_allclose(per_frame["intensity"].values, exact.sum(axis=(2, 3)), rtol=1e-6)
+    np.testing.assert_allclose(stats["var"].values, exact.var(axis=(0, 1)), rtol=1e-9)

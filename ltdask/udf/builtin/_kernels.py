@@ -36,10 +36,10 @@ def _interval_moments_one(frames, p0, p1, width, row0, starts, stops, cols, out)
                     continue
                 seg = frame[r * width + a : r * width + b]
                 xs = cols[a:b]
-                rs = seg[0] - seg[0]
+                rs = xs[0] - xs[0]
                 rx = rs
                 for c in range(seg.shape[0]):
-                    v = seg[c]
+                    v = cols.dtype.type(seg[c])
                     rs += v
                     rx += v * xs[c]
                 s0 += rs
@@ -57,7 +57,9 @@ def interval_moments(frames, p0, p1, width, row0, starts, stops, cols, out):
 
     The tile ``frames[:, p0:p1]`` holds rows ``row0 ..`` of full-width frames;
     ``starts[r, k]:stops[r, k]`` are the mask's column intervals in frame row ``r``
-    (empty when equal); ``cols`` is ``0 .. width - 1`` in the tile's dtype. Only the
+    (empty when equal); ``cols`` is ``0 .. width - 1`` in the dtype the sums are taken in
+    (the tile's, or for integer tiles the float dtype they stand for: each pixel is
+    converted to it, so the sums are those of float tiles). Only the
     pixels inside the mask are read, four frames at a time (four streams from memory,
     and independent sums).
     """
@@ -85,18 +87,22 @@ def interval_moments(frames, p0, p1, width, row0, starts, stops, cols, out):
                 s2 = f2[o + a : o + b]
                 s3 = f3[o + a : o + b]
                 xs = cols[a:b]
-                t0 = t1 = t2 = t3 = s0[0] - s0[0]
+                t0 = t1 = t2 = t3 = xs[0] - xs[0]
                 u0 = u1 = u2 = u3 = t0
                 for c in range(xs.shape[0]):
                     xc = xs[c]
-                    t0 += s0[c]
-                    u0 += s0[c] * xc
-                    t1 += s1[c]
-                    u1 += s1[c] * xc
-                    t2 += s2[c]
-                    u2 += s2[c] * xc
-                    t3 += s3[c]
-                    u3 += s3[c] * xc
+                    v0 = cols.dtype.type(s0[c])
+                    v1 = cols.dtype.type(s1[c])
+                    v2 = cols.dtype.type(s2[c])
+                    v3 = cols.dtype.type(s3[c])
+                    t0 += v0
+                    u0 += v0 * xc
+                    t1 += v1
+                    u1 += v1 * xc
+                    t2 += v2
+                    u2 += v2 * xc
+                    t3 += v3
+                    u3 += v3 * xc
                 a0 += t0
                 y0 += t0 * y
                 x0 += u0
@@ -133,14 +139,16 @@ def dot_masks(frames, p0, p1, masks, out):
 
     Each pass over a block reads 2 frame rows and 4 mask rows for 8 sums, so the work is
     bound by arithmetic; the blocks keep all masks' pixels of the block in L2 while every
-    frame of the tile goes by (40 % faster than whole rows).
+    frame of the tile goes by (40 % faster than whole rows). Sums are in ``out``'s dtype
+    (the product's), each pixel converted to it: integer tiles give the sums of the float
+    tiles they stand for (as do `dot_mask` and `dot_runs`).
     """
     n = frames.shape[0]
     px = p1 - p0
     nm = masks.shape[0]
     # zero in the product's dtype, not from the data: a NaN or inf first pixel of one
     # frame must not turn its neighbour's sums into NaN
-    z = np.zeros(1, dtype=frames.dtype)[0] * np.zeros(1, dtype=masks.dtype)[0]
+    z = out.dtype.type(0)
     for j0 in range(0, px, MASK_BLOCK):
         j1 = min(px, j0 + MASK_BLOCK)
         for i0 in range(0, n, 2):
@@ -155,8 +163,8 @@ def dot_masks(frames, p0, p1, masks, out):
                 s00 = s01 = s02 = s03 = z
                 s10 = s11 = s12 = s13 = z
                 for j in range(a.shape[0]):
-                    va = a[j]
-                    vb = b[j]
+                    va = out.dtype.type(a[j])
+                    vb = out.dtype.type(b[j])
                     s00 += va * k0[j]
                     s01 += va * k1[j]
                     s02 += va * k2[j]
@@ -180,7 +188,7 @@ def dot_mask(frames, p0, p1, mask, out):
     """``out[i] += sum_k frames[i, p0 + k] * mask[k]`` for one mask, four frames at a
     time (`dot_masks` would compute four masks' products to keep one)."""
     n = frames.shape[0]
-    z = np.zeros(1, dtype=frames.dtype)[0] * np.zeros(1, dtype=mask.dtype)[0]
+    z = out.dtype.type(0)
     i = 0
     while i + 4 <= n:
         r0 = frames[i][p0:p1]
@@ -190,10 +198,10 @@ def dot_mask(frames, p0, p1, mask, out):
         s0 = s1 = s2 = s3 = z
         for k in range(mask.shape[0]):
             w = mask[k]
-            s0 += r0[k] * w
-            s1 += r1[k] * w
-            s2 += r2[k] * w
-            s3 += r3[k] * w
+            s0 += out.dtype.type(r0[k]) * w
+            s1 += out.dtype.type(r1[k]) * w
+            s2 += out.dtype.type(r2[k]) * w
+            s3 += out.dtype.type(r3[k]) * w
         out[i] += s0
         out[i + 1] += s1
         out[i + 2] += s2
@@ -203,7 +211,7 @@ def dot_mask(frames, p0, p1, mask, out):
         row = frames[i][p0:p1]
         s = z
         for k in range(mask.shape[0]):
-            s += row[k] * mask[k]
+            s += out.dtype.type(row[k]) * mask[k]
         out[i] += s
         i += 1
 
@@ -215,11 +223,11 @@ def dot_runs(frames, p0, p1, run_start, run_len, run_weight, run_mask, weights, 
 
     Runs are short (a ring crosses a row in a dozen pixels), so four frames go through
     each run together: four independent sums per weight loaded, instead of one sum whose
-    additions wait on each other. Sums are in the product's dtype (like a sparse matrix
-    product), over slices from 0 (7x faster than float64 sums at absolute offsets).
+    additions wait on each other. Sums are in ``out``'s dtype, the product's (like a sparse
+    matrix product), over slices from 0 (7x faster than float64 sums at absolute offsets).
     """
     n = frames.shape[0]
-    z = np.zeros(1, dtype=frames.dtype)[0] * np.zeros(1, dtype=weights.dtype)[0]
+    z = out.dtype.type(0)
     i = 0
     while i + 4 <= n:
         f0 = frames[i][p0:p1]
@@ -237,10 +245,10 @@ def dot_runs(frames, p0, p1, run_start, run_len, run_weight, run_mask, weights, 
             s0 = s1 = s2 = s3 = z
             for c in range(w.shape[0]):
                 wc = w[c]
-                s0 += g0[c] * wc
-                s1 += g1[c] * wc
-                s2 += g2[c] * wc
-                s3 += g3[c] * wc
+                s0 += out.dtype.type(g0[c]) * wc
+                s1 += out.dtype.type(g1[c]) * wc
+                s2 += out.dtype.type(g2[c]) * wc
+                s3 += out.dtype.type(g3[c]) * wc
             m = run_mask[r]
             out[i, m] += s0
             out[i + 1, m] += s1
@@ -254,7 +262,7 @@ def dot_runs(frames, p0, p1, run_start, run_len, run_weight, run_mask, weights, 
             w = weights[run_weight[r] : run_weight[r] + run_len[r]]
             s = z
             for c in range(seg.shape[0]):
-                s += seg[c] * w[c]
+                s += out.dtype.type(seg[c]) * w[c]
             out[i, run_mask[r]] += s
         i += 1
 

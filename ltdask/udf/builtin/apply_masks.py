@@ -297,6 +297,10 @@ class ApplyMasksUDF(FlatTileUDF):
     [4.0, 16.0]
     """
 
+    #: 8/16-bit tiles come as the file's integers: the kernels convert each pixel to the
+    #: product's float dtype (the sums are those of float tiles)
+    NATIVE_INTEGER_TILES = True
+
     def __init__(
         self,
         mask_factories,

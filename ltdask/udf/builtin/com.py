@@ -95,6 +95,10 @@ class CoMUDF(UDF):
     ([0.5, -1.0], 'mrad')
     """
 
+    #: 8/16-bit tiles come as the file's integers: the kernel converts each pixel to the
+    #: float dtype of the run (the sums are those of float tiles)
+    NATIVE_INTEGER_TILES = True
+
     def __init__(self, com_params: CoMParams | None = None, **kwargs):
         if com_params is None:
             com_params = CoMParams(**kwargs)
@@ -223,9 +227,11 @@ class CoMUDF(UDF):
             tile = frames[:, p0:p1].reshape((frames.shape[0], *sig.shape))
             return self.process_tile(tile)
         td = self.task_data
-        cols = td.cols.get(frames.dtype)
+        # sums in the tile's float dtype; integer tiles in the float dtype they stand for
+        dtype = frames.dtype if frames.dtype.kind in "fc" else np.dtype(self.meta.input_dtype)
+        cols = td.cols.get(dtype)
         if cols is None:
-            cols = td.cols[frames.dtype] = np.arange(width, dtype=frames.dtype)
+            cols = td.cols[dtype] = np.arange(width, dtype=dtype)
         interval_moments(
             frames,
             p0,

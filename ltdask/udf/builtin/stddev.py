@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ltdask.exceptions import UDFError
+from ltdask.udf import scratch
 from ltdask.udf.base import FlatTileUDF
 from ltdask.udf.builtin.sums import csr_parts, dense_backend
 from ltdask.udf.interface import UDFBase
@@ -84,6 +85,8 @@ class StdDevUDF(FlatTileUDF):
     MERGE_ALL_ON_NUMPY = True
     #: SumUDF and SumSigUDF in the same run share this pass (see ``ltdask.udf.shared``)
     SHARED_TILE_STATS = ("moments",)
+    #: 8/16-bit tiles come as the file's integers: the kernel converts each pixel to float64
+    NATIVE_INTEGER_TILES = True
 
     def __init__(self, dtype=None, use_numba=True):
         super().__init__(dtype=dtype, use_numba=use_numba)
@@ -123,7 +126,8 @@ class StdDevUDF(FlatTileUDF):
         if stats is None:
             mdt = np.complex128 if complex_ else np.float64
             # count, mean, centred sum of squares, shift (see the `moments` kernel)
-            stats = [0, np.zeros(px, mdt), np.zeros(px), np.zeros(px)]
+            # (task scratch: postprocess copies them into the results)
+            stats = [0, scratch.zeros(px, mdt), scratch.zeros(px), scratch.zeros(px)]
             self.task_data.stats[idx] = stats
         return stats
 
@@ -153,7 +157,7 @@ class StdDevUDF(FlatTileUDF):
         for idx, (count, mean, m2, _) in self.task_data.stats.items():
             index = scheme[idx].get()
             view = self.results.sum[index]
-            view[...] = (mean * count).reshape(view.shape)
+            np.multiply(mean.reshape(view.shape), count, out=view)
             vs = self.results.varsum[index]
             vs[...] = m2.reshape(vs.shape)
         self.results.num_frames[:] = counts.pop() if counts else 0

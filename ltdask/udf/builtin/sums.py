@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ltdask.udf import scratch
 from ltdask.udf.base import FlatTileUDF
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.kernels.sparse import csr_col_sums, csr_row_sums
@@ -142,7 +143,8 @@ class SumUDF(FlatTileUDF):
             small_uint = np.dtype(dtype).kind == "u" and np.dtype(dtype).itemsize <= 2
             # (8/16-bit unsigned tiles: int64 sums, no mixed signed/unsigned arithmetic)
             acc_dtype = np.dtype(np.int64) if small_uint else _sum_buffer_dtype(dtype)
-            acc = accs[self.meta.tiling_scheme_idx] = np.zeros(px, acc_dtype)
+            # (task scratch: postprocess adds it to the results)
+            acc = accs[self.meta.tiling_scheme_idx] = scratch.zeros(px, acc_dtype)
         return acc
 
     def process_flat_tile(self, frames, p0, p1):
