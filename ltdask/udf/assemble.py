@@ -14,6 +14,10 @@ from ltdask.udf.graph import PartitionGraph
 from ltdask.udf.merge import merged
 from ltdask.udf.results import result_arrays
 
+#: valid masks of up to this many elements are numpy arrays in the Datasets (a few tasks
+#: less per result); larger ones are dask arrays chunked like the result
+SMALL_MASK = 2**20
+
 
 def to_datasets(graph: PartitionGraph) -> list:
     """The lazy `xarray.Dataset` of each UDF of the run of `graph`."""
@@ -29,9 +33,11 @@ def to_datasets(graph: PartitionGraph) -> list:
         for name, (value, valid) in result_arrays(graph, u, merged(graph, u)).items():
             dims = _dims(dataset, udf, name, plan.specs[u][name], value.shape, names.get(name))
             data_vars[name] = xr.Variable(dims, value)
-            if isinstance(valid, np.ndarray):
+            if isinstance(valid, np.ndarray) and valid.size > SMALL_MASK:
                 # chunked like the data, so that writing to Zarr streams it as well
                 valid = _lazy_mask(valid, value.chunks, f"ltdask-valid-{name}-{u}-{graph.token}")
+            elif isinstance(valid, np.ndarray):
+                valid = np.array(valid)  # (small: no tasks to compute it, a copy of its own)
             coords[f"{name}_valid"] = xr.Variable(dims, valid)
         for name, var_attrs in udf.get_result_attrs().items():
             if name in data_vars:

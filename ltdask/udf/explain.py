@@ -44,7 +44,7 @@ def explain(dataset, udfs, roi=None, corrections=None, backends=None) -> RunExpl
     >>> ds = ltdask.from_array(np.ones((4, 4, 8, 8), dtype=np.uint16))
     >>> print(ltdask.explain(ds, [SumUDF()], backends=("numpy", "sparse.COO")))
     ... # doctest: +ELLIPSIS
-    16 frames of (8, 8) in ... partition(s); tiles of up to ... frames x (8, 8), read as float32
+    16 frames of (8, 8) in ... read as float32 (the UDFs convert tiles of uint16)
     device: cpu; the dataset delivers numpy tiles
     SumUDF: numpy (as read; accepts numpy, sparse.COO)
     """
@@ -56,8 +56,7 @@ def explain(dataset, udfs, roi=None, corrections=None, backends=None) -> RunExpl
     cut = ", ".join(str(s) for s in shapes)
     lines = [
         f"{plan.n_sel} frames of {tuple(dataset.sig_shape)} in {len(plan.partitions)} "
-        f"partition(s); tiles of up to {scheme.depth} frames x {cut}, read as "
-        f"{plan.read_dtype}"
+        f"partition(s); tiles of up to {scheme.depth} frames x {cut}, read as " + _read_as(plan)
     ]
     if plan.prepared is not None:
         lines.append(
@@ -74,3 +73,10 @@ def explain(dataset, udfs, roi=None, corrections=None, backends=None) -> RunExpl
         frames=plan.n_sel,
         text="\n".join(lines),
     )
+
+
+def _read_as(plan) -> str:
+    tile_dtype = plan.context.tile_dtype
+    if tile_dtype is None:
+        return str(plan.read_dtype)
+    return f"{plan.read_dtype} (the UDFs convert tiles of {tile_dtype})"
