@@ -20,7 +20,9 @@ BLOCK = 4096
 @numba.njit(nogil=True, cache=True, fastmath=FASTMATH)
 def sum_frames(frames, p0, p1, acc):
     """``acc[k] += sum_i frames[i, p0 + k]``: the tile's frames added up, four at a time
-    (one load and store of ``acc`` per four rows)."""
+    (one load and store of ``acc`` per four rows), the last three or two together (tiles
+    that end with a file or a run of HDF5 chunks are often short: 7 frames in two passes
+    of ``acc``, not four)."""
     n = frames.shape[0]
     i = 0
     while i + 4 <= n:
@@ -31,11 +33,21 @@ def sum_frames(frames, p0, p1, acc):
         for k in range(acc.shape[0]):
             acc[k] += (r0[k] + r1[k]) + (r2[k] + r3[k])
         i += 4
-    while i < n:
+    if n - i == 3:
+        r0 = frames[i][p0:p1]
+        r1 = frames[i + 1][p0:p1]
+        r2 = frames[i + 2][p0:p1]
+        for k in range(acc.shape[0]):
+            acc[k] += (r0[k] + r1[k]) + r2[k]
+    elif n - i == 2:
+        r0 = frames[i][p0:p1]
+        r1 = frames[i + 1][p0:p1]
+        for k in range(acc.shape[0]):
+            acc[k] += r0[k] + r1[k]
+    elif n - i == 1:
         row = frames[i][p0:p1]
         for k in range(acc.shape[0]):
             acc[k] += row[k]
-        i += 1
 
 
 @numba.njit(nogil=True, cache=True, fastmath=FASTMATH)
