@@ -190,6 +190,13 @@ class FileSet:
             needed = np.array([furthest[path] for path in paths], dtype=np.int64)
         return needed
 
+    def needed_once(self) -> np.ndarray:
+        """`bytes_needed`, worked out once per file set (every task opens its files)."""
+        needed = self.__dict__.get("_needed")
+        if needed is None:
+            needed = self.__dict__["_needed"] = self.bytes_needed()
+        return needed
+
     def open(self) -> MappedFiles:
         return MappedFiles(self)
 
@@ -223,7 +230,7 @@ class MappedFiles:
         buf = self._maps.get(idx)
         if buf is None:
             if self._needed is None:
-                self._needed = self._fileset.bytes_needed()
+                self._needed = self._fileset.needed_once()
             f = self._fileset.files[idx]
             buf = self._maps[idx] = map_file(f.path, int(self._needed[idx]), f.signature)
         return buf
