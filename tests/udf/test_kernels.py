@@ -19,7 +19,13 @@ from ltdask.udf.builtin._kernels import (
 )
 from ltdask.udf.builtin.apply_masks import _runs
 from ltdask.udf.builtin.com import _row_intervals
-from ltdask.udf.kernels.statistics import moments, moments_frame_sums, sum_frames, sum_pixels
+from ltdask.udf.kernels.statistics import (
+    chan_merge,
+    moments,
+    moments_frame_sums,
+    sum_frames,
+    sum_pixels,
+)
 
 
 def tiles(seed, n, px, dtype=np.float32, offset=0.0):
@@ -195,3 +201,20 @@ def test_flat_tile_views_and_copies():
     copy = flat_tile(rows)
     assert copy.flags.c_contiguous and not np.shares_memory(copy, base)
     np.testing.assert_array_equal(copy, rows.reshape(6, -1))
+
+
+@given(sizes=st.lists(st.integers(1, 9), min_size=1, max_size=6), offset=st.sampled_from([0, 1e6]))
+def test_chan_merge(sizes, offset):
+    """Parts' sums and centred sums of squares merged: the whole's sum, mean and m2."""
+    data = tiles(3, sum(sizes), 17, np.float64, offset)
+    total_sum, m2, mean = np.zeros(17), np.zeros(17), np.zeros(17)
+    count, start = 0, 0
+    for n in sizes:
+        part = data[start : start + n]
+        start += n
+        part_m2 = ((part - part.mean(axis=0)) ** 2).sum(axis=0)
+        count = chan_merge(count, n, part.sum(axis=0), part_m2, total_sum, m2, mean)
+    assert count == len(data)
+    np.testing.assert_allclose(total_sum, data.sum(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(mean, data.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(m2, data.var(axis=0) * len(data), rtol=1e-6)

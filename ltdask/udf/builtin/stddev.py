@@ -10,7 +10,7 @@ from ltdask.udf.base import FlatTileUDF
 from ltdask.udf.builtin.sums import csr_parts, dense_backend
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.kernels.sparse import csr_moments
-from ltdask.udf.kernels.statistics import moments
+from ltdask.udf.kernels.statistics import chan_merge, moments
 
 
 def _np_moments(tile, count, mean, m2):
@@ -213,9 +213,14 @@ def _merge_numpy(parts) -> dict:
     total_sum = np.zeros_like(parts[0].sum)
     varsum = np.zeros_like(parts[0].varsum)
     mean = np.zeros(total_sum.shape, dtype=np.result_type(total_sum, np.float64))
+    real = total_sum.dtype.kind == "f" and varsum.dtype.kind == "f"
+    flat = (total_sum.reshape(-1), varsum.reshape(-1), mean.reshape(-1))
     for p in parts:
         n_b = int(p.num_frames[0])
         if n_b == 0:
+            continue
+        if real:  # (one numba pass per part: no temporaries)
+            total = chan_merge(total, n_b, p.sum.reshape(-1), p.varsum.reshape(-1), *flat)
             continue
         n = total + n_b
         delta = p.sum / n_b - mean

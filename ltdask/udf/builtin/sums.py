@@ -163,7 +163,8 @@ class SumUDF(FlatTileUDF):
         out = self.results.intensity
         sums = dict(self.task_data.acc)
         for idx, (count, mean, _, _) in self.task_data.moments.items():
-            sums[idx] = mean * count  # (the state is shared: StdDevUDF reads it too)
+            # (the state is shared: StdDevUDF reads it too; the product in task scratch)
+            sums[idx] = np.multiply(mean, count, out=scratch.zeros(mean.size, mean.dtype))
         for idx, acc in sums.items():
             view = out[scheme[idx].get()]
             np.add(view, acc.reshape(view.shape), out=view, casting="unsafe")

@@ -182,4 +182,23 @@ def moments_frame_sums(frames, p0, p1, count, mean, m2, shift, frame_sums, with_
     return total
 
 
-__all__ = ["BLOCK", "moments", "moments_frame_sums", "sum_frames", "sum_pixels"]
+@numba.njit(nogil=True, cache=True)
+def chan_merge(count, n, part_sum, part_m2, total_sum, m2, mean):
+    """Merge a part's (`n` frames, per-pixel `part_sum`, centred sums of squares `part_m2`)
+    into running (`count`, `total_sum`, `m2`, `mean`) in place, by Chan et al.'s formula,
+    in one pass without temporaries (real data; flat arrays). Returns the new count."""
+    total = count + n
+    w = count * n / total
+    frac = n / total
+    inv = 1.0 / n
+    for k in range(part_sum.shape[0]):
+        delta = part_sum[k] * inv - mean[k]
+        m2[k] += part_m2[k]
+        if count:
+            m2[k] += delta * delta * w
+        mean[k] += delta * frac
+        total_sum[k] += part_sum[k]
+    return total
+
+
+__all__ = ["BLOCK", "chan_merge", "moments", "moments_frame_sums", "sum_frames", "sum_pixels"]
