@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -193,15 +194,8 @@ class CoMUDF(UDF):
 
     def get_task_data(self):
         sy, sx = tuple(self.meta.dataset_shape.sig)
-        cy, cx = self._center()
         p = self.params.com_params
-        y, x = np.mgrid[:sy, :sx]
-        d2 = (y - cy) ** 2 + (x - cx) ** 2
-        # LiberTEM's disk and ring (``ltdask.masks``): ``ri² < d² <= r²``
-        mask = d2 <= p.r**2
-        if p.ri > 0:
-            mask &= d2 > p.ri**2
-        starts, stops = _row_intervals(mask)
+        mask, starts, stops = _disk(sy, sx, *self._center(), p.r, p.ri)
         return {"mask": mask, "starts": starts, "stops": stops, "cols": {}}
 
     def process_tile(self, tile):
@@ -382,6 +376,22 @@ def _gradient(arr: np.ndarray, axis: int, spacing=(1.0, 1.0)) -> np.ndarray:
     if arr.shape[axis] < 2:
         return np.zeros_like(arr)
     return np.gradient(arr, spacing[axis], axis=axis)
+
+
+@functools.lru_cache(maxsize=16)
+def _disk(sy: int, sx: int, cy: float, cx: float, r: float, ri: float):
+    """The disk or ring of the centre of mass in a ``(sy, sx)`` frame and its row intervals
+    (`_row_intervals`), read-only: made once per process, not per partition (1 ms each)."""
+    y, x = np.mgrid[:sy, :sx]
+    d2 = (y - cy) ** 2 + (x - cx) ** 2
+    # LiberTEM's disk and ring (``ltdask.masks``): ``ri² < d² <= r²``
+    mask = d2 <= r**2
+    if ri > 0:
+        mask &= d2 > ri**2
+    out = (mask, *_row_intervals(mask))
+    for arr in out:
+        arr.flags.writeable = False
+    return out
 
 
 def _row_intervals(mask: np.ndarray):
