@@ -14,7 +14,9 @@ anything). GB/s are of file bytes, threaded scheduler, 2 threads.
   each frame in float32 lanes) -- what reading this file costs on this machine;
 * ``dask``: ``da.from_array(memmap).sum(axis, dtype=float32)`` at the chunking that was
   fastest in the warm-up (the best plain-dask expression);
-* ``to_dask``: ``ltdask.open_raw(...).to_dask().sum(axis, dtype=float32)``;
+* ``to_dask``: ``ltdask.open_raw(...).to_dask().sum(axis, dtype=float32)``; for integer
+  scans also ``to_dask(dtype="float32").sum(axis)`` against dask's ``.astype(float32)
+  .sum(axis)`` on the memmap (float32 chunks decoded from the integers);
 * the shipped UDFs: Sum, SumSig, StdDev, ApplyMasks (1 ring, 16 dense), CoM and
   Sum+SumSig+StdDev in one pass.
 
@@ -123,23 +125,28 @@ def limit_method(path, dtype, nav, axis, pool: ThreadPoolExecutor, kernel=None):
     return run
 
 
-def dask_method(path, dtype, nav, axis, chunks, std=False):
+def dask_method(path, dtype, nav, axis, chunks, expr="sum"):
+    """`expr`: ``sum`` (``.sum(dtype=float32)``), ``std`` or ``astype`` (``.astype(float32)
+    .sum()``: what ``to_dask(dtype="float32")`` is compared with)."""
+
     def run():
         arr = da.from_array(MemmapArray(path, dtype, (*nav, *SIG)), chunks=chunks)
-        if std:
+        if expr == "std":
             return arr.astype(np.float32).std(axis=axis).compute()
+        if expr == "astype":
+            return arr.astype(np.float32).sum(axis=axis).compute()
         return arr.sum(axis=axis, dtype=np.float32).compute()
 
     return run
 
 
-def best_dask(path, dtype, nav, axis, nbytes, std=False) -> tuple[str, object]:
+def best_dask(path, dtype, nav, axis, nbytes, expr="sum") -> tuple[str, object]:
     """The chunking of the dask expression that was fastest (best of 2 runs each)."""
     import time
 
     best = None
     for chunks in memmap_candidates(nav):
-        fn = dask_method(path, dtype, nav, axis, chunks, std)
+        fn = dask_method(path, dtype, nav, axis, chunks, expr)
         fn()
         t0 = time.perf_counter()
         fn()
@@ -177,8 +184,14 @@ def methods_for(path, dtype, nav, nbytes, pool) -> tuple[dict, dict]:
         log(f"  best dask expression over {red}: chunks {label}")
         out[f"to_dask sum/{red}"] = to_dask(axis)
         kind.update({f"{m} sum/{red}": red for m in ("limit", "dask", "to_dask")})
-    label, out["dask std/nav"] = best_dask(path, dtype, nav, AXES["nav"], nbytes, std=True)
+    label, out["dask std/nav"] = best_dask(path, dtype, nav, AXES["nav"], nbytes, "std")
     log(f"  best dask std over nav: chunks {label}")
+    if np.dtype(dtype).kind != "f":  # float32 chunks decoded from the integers
+        label, out["dask astype/nav"] = best_dask(path, dtype, nav, AXES["nav"], nbytes, "astype")
+        log(f"  best dask astype(float32).sum() over nav: chunks {label}")
+        out["to_dask(f32) sum/nav"] = lambda: (
+            open_ds().to_dask(dtype="float32").sum(axis=AXES["nav"]).compute()
+        )
     out["SumUDF"] = udf(SumUDF)
     out["SumSigUDF"] = udf(SumSigUDF)
     out["StdDevUDF"] = udf(StdDevUDF)
@@ -198,6 +211,7 @@ BASELINE = {
     "SumSigUDF": "dask sum/sig",
     "to_dask sum/sig": "dask sum/sig",
     "StdDevUDF": "dask std/nav",
+    "to_dask(f32) sum/nav": "dask astype/nav",
 }
 
 
