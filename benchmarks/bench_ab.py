@@ -6,12 +6,15 @@ Uses the scans of ``bench_read.py`` (4 GiB float32 and 2 GiB uint16, nav 128x128
 256x256, page-cached). For each scan, every method below runs once to warm up, then all of
 them run interleaved, round by round, ``--repeats`` times in this one process (memory
 bandwidth here drifts by +-20 % within minutes: only ratios measured this way mean
-anything). GB/s are of file bytes, threaded scheduler, 2 threads.
+anything). GB/s are of file bytes, threaded scheduler, 2 threads. Every method keeps its
+memory map between runs (the baselines one ``np.memmap``, ltdask its map cache), so no
+round pays page faults that another does not.
 
 * ``limit``: numba kernels that read the memory-mapped file and sum it on 2 threads without
   dask or copies (over nav: blocks of 32 frames x 4096 pixels into L1-sized sums, and 4
-  frames at a time into a per-thread float32 frame, the faster counts; over sig:
-  each frame in float32 lanes) -- what reading this file costs on this machine;
+  frames at a time into a per-thread float32 frame -- int64 for integer scans, summed
+  without conversion --, the faster counts; over sig: each frame in float32 lanes, int64
+  lanes for integers) -- what reading this file costs on this machine;
 * ``dask``: ``da.from_array(memmap).sum(axis, dtype=float32)`` at the chunking that was
   fastest in the warm-up (the best plain-dask expression);
 * ``to_dask``: ``ltdask.open_raw(...).to_dask().sum(axis, dtype=float32)``; for integer
@@ -93,6 +96,35 @@ def _limit_nav4(frames, out):
         i += 1
 
 
+@numba.njit(nogil=True, cache=True)
+def _limit_nav4_int(frames, out):
+    """`_limit_nav4` for integer frames: exact sums in `out`'s integers (int64), no
+    conversion (as fast as reading gets for counts)."""
+    n = frames.shape[0]
+    i = 0
+    while i + 4 <= n:
+        a, b, c, d = frames[i], frames[i + 1], frames[i + 2], frames[i + 3]
+        for k in range(out.shape[0]):
+            out[k] += (a[k] + b[k]) + (c[k] + d[k])
+        i += 4
+    while i < n:
+        a = frames[i]
+        for k in range(out.shape[0]):
+            out[k] += a[k]
+        i += 1
+
+
+@numba.njit(nogil=True, cache=True)
+def _limit_sig_int(frames, out):
+    """``out[i] = frames[i].sum()`` for integer frames, in int64 lanes."""
+    for i in range(frames.shape[0]):
+        row = frames[i]
+        total = 0
+        for k in range(row.shape[0]):
+            total += row[k]
+        out[i] = total
+
+
 @numba.njit(nogil=True, cache=True, fastmath=True)
 def _limit_sig(frames, out):
     """``out[i] = frames[i].sum()``, each frame in float32 lanes (fastmath: vectorised)."""
@@ -105,21 +137,28 @@ def _limit_sig(frames, out):
 
 
 def limit_method(path, dtype, nav, axis, pool: ThreadPoolExecutor, kernel=None):
-    """The numba read limit of a sum over `axis`, on the pool's threads, fresh map each run
-    (as the other methods open the file each run)."""
+    """The numba read limit of a sum over `axis`, on the pool's threads, one map for every
+    run (ltdask keeps its maps between runs too; what a first pass costs is
+    ``bench_first_pass.py``'s subject)."""
     n = nav[0] * nav[1]
     px = SIG[0] * SIG[1]
     halves = [(0, n // 2), (n // 2, n)]
 
+    # counts are summed as integers (exactly, no conversion: the faster kernels for them)
+    ints = np.dtype(dtype).kind in "ui" and kernel is _limit_nav4
+    kernel = _limit_nav4_int if ints else (kernel or _limit_nav)
+    sig_kernel = _limit_sig_int if np.dtype(dtype).kind in "ui" else _limit_sig
+
+    flat = np.memmap(path, dtype=dtype, mode="r", shape=(n, px))
+
     def run():
-        flat = np.memmap(path, dtype=dtype, mode="r", shape=(n, px))
         if axis == AXES["nav"]:
-            outs = [np.zeros(px, dtype=np.float32) for _ in halves]
+            outs = [np.zeros(px, dtype=np.int64 if ints else np.float32) for _ in halves]
             jobs = [(flat[a:b], o) for (a, b), o in zip(halves, outs, strict=True)]
-            list(pool.map(lambda job: (kernel or _limit_nav)(*job), jobs))
+            list(pool.map(lambda job: kernel(*job), jobs))
             return (outs[0] + outs[1]).reshape(SIG)
-        out = np.empty(n, dtype=np.float64)
-        list(pool.map(lambda h: _limit_sig(flat[h[0] : h[1]], out[h[0] : h[1]]), halves))
+        out = np.empty(n, dtype=np.int64 if sig_kernel is _limit_sig_int else np.float64)
+        list(pool.map(lambda h: sig_kernel(flat[h[0] : h[1]], out[h[0] : h[1]]), halves))
         return out.reshape(nav)
 
     return run
@@ -129,8 +168,10 @@ def dask_method(path, dtype, nav, axis, chunks, expr="sum"):
     """`expr`: ``sum`` (``.sum(dtype=float32)``), ``std`` or ``astype`` (``.astype(float32)
     .sum()``: what ``to_dask(dtype="float32")`` is compared with)."""
 
+    mapped = MemmapArray(path, dtype, (*nav, *SIG))  # (one map for every run, as ltdask's)
+
     def run():
-        arr = da.from_array(MemmapArray(path, dtype, (*nav, *SIG)), chunks=chunks)
+        arr = da.from_array(mapped, chunks=chunks)
         if expr == "std":
             return arr.astype(np.float32).std(axis=axis).compute()
         if expr == "astype":
