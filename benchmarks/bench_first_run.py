@@ -9,7 +9,7 @@ one the first empty run filled when it is warm (median of ``--repeats``). The pr
 have Python's bytecode cache, as an installed package has its ``.pyc`` files (pip writes
 them): ``PYTHONDONTWRITEBYTECODE`` is left out of their environment and one untimed run
 (with a cache of its own) writes them first (without them every import of ltdask compiles its
-modules, about 0.1 s more). Then ``import ltdask`` alone (median of ``--repeats``), and
+modules, about 0.06 s more). Then ``import ltdask`` alone (median of ``--repeats``), and
 ``ltdask.warmup()`` (every shipped analysis over four dtypes) with an empty cache and a
 warm one. The first-compile notice is left on, so its line shows in the output.
 
