@@ -1,8 +1,11 @@
 """ltdask: LiberTEM-style 4D-STEM datasets and UDFs, natively on dask, xarray and Zarr."""
 
+from typing import TYPE_CHECKING
+
 # _config first: importing it registers the ltdask.* dask config defaults
 from ltdask import _config  # noqa: F401  # isort: skip
-from ltdask import compat, masks, plot, udf
+from ltdask import plot, udf
+from ltdask._lazy import lazy_exports
 from ltdask._version import __version__
 from ltdask.common import Shape, Slice
 from ltdask.corrections import CorrectionSet
@@ -14,29 +17,7 @@ from ltdask.exceptions import (
     UDFError,
     UseDiscouragedWarning,
 )
-from ltdask.io import (
-    DataSet,
-    Negotiator,
-    TilingPreferences,
-    TilingScheme,
-    from_array,
-    open_blo,
-    open_dectris,
-    open_dm,
-    open_emd,
-    open_empad,
-    open_frms6,
-    open_hdf5,
-    open_k2is,
-    open_mib,
-    open_mrc,
-    open_npy,
-    open_raw,
-    open_raw_csr,
-    open_seq,
-    open_tvips,
-    open_zarr,
-)
+from ltdask.io import DataSet, Negotiator, TilingPreferences, TilingScheme, from_array
 from ltdask.io import open_dataset as open  # noqa: A004  (the documented name)
 from ltdask.kernel_cache import warmup
 from ltdask.live import live
@@ -46,6 +27,58 @@ from ltdask.udf.api import compute, lazy
 from ltdask.udf.api import iter_results as iter
 from ltdask.udf.builtin import map
 from ltdask.udf.explain import explain
+
+if TYPE_CHECKING:
+    from ltdask import analysis as analysis
+    from ltdask import compat, masks
+    from ltdask import viz as viz
+    from ltdask.io import (
+        open_blo,
+        open_dectris,
+        open_dm,
+        open_emd,
+        open_empad,
+        open_frms6,
+        open_hdf5,
+        open_k2is,
+        open_mib,
+        open_mrc,
+        open_npy,
+        open_raw,
+        open_raw_csr,
+        open_seq,
+        open_tvips,
+        open_zarr,
+    )
+
+#: imported when first used, not by ``import ltdask`` (see `ltdask._lazy`): the format
+#: openers (each format's module), the LiberTEM compatibility layer and its Analysis API,
+#: the masks (which need ``sparse`` and ``scipy.sparse``) and the live plots
+_LAZY = {
+    **{
+        name: f"ltdask.io:{name}"
+        for name in (
+            "open_blo",
+            "open_dectris",
+            "open_dm",
+            "open_emd",
+            "open_empad",
+            "open_frms6",
+            "open_hdf5",
+            "open_k2is",
+            "open_mib",
+            "open_mrc",
+            "open_npy",
+            "open_raw",
+            "open_raw_csr",
+            "open_seq",
+            "open_tvips",
+            "open_zarr",
+        )
+    },
+    **{name: f"ltdask.{name}" for name in ("analysis", "compat", "masks", "viz")},
+}
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 
 # Writing (ltdask.store) is not part of reading (ltdask.io), which does not import it: the
 # package, which imports both, gives datasets their ``to_zarr`` method (``self`` is the

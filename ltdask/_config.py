@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 
 import dask
 import dask.config
@@ -99,13 +100,16 @@ def map_cache_bytes() -> int:
         "map-cache-bytes", _auto(_bytes), "'auto', 0 or a size such as '8GiB'", minimum=0
     )
     if value == "auto":
-        try:
+        # a process that has not imported distributed is no worker (and importing it to
+        # ask costs 0.15-0.2 s of a first run)
+        if "distributed" in sys.modules:
             from distributed import get_worker
 
-            get_worker()
-            return 0
-        except (ImportError, ValueError):
-            pass
+            try:
+                get_worker()
+                return 0
+            except ValueError:
+                pass
         return total_memory() // 2
     return value
 

@@ -33,11 +33,36 @@ def compute(*collections, progress: bool = False) -> tuple:
         return _compute(collections, progress)
 
 
+def local_scheduler(collections) -> dict:
+    """``scheduler=`` for ``dask.compute(*collections)`` where no `distributed.Client` can
+    exist (distributed is not imported) and none is configured: the collections' own
+    default, the one dask would pick. Given explicitly, because dask looks for a Client
+    first by importing distributed (0.15-0.2 s of a new process's first run). Empty (dask
+    decides) otherwise.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> from dask.threaded import get
+    >>> from ltdask._progress import local_scheduler
+    >>> local_scheduler([da.ones(3)]) in ({"scheduler": get}, {})  # {}: distributed imported
+    True
+    """
+    import sys
+
+    import dask
+
+    if "distributed" in sys.modules or dask.config.get("scheduler", None):
+        return {}
+    defaults = {c.__dask_scheduler__ for c in collections if dask.is_dask_collection(c)}
+    return {"scheduler": defaults.pop()} if len(defaults) == 1 else {}
+
+
 def _compute(collections, progress: bool) -> tuple:
     import dask
 
     if not progress:
-        return dask.compute(*collections)
+        return dask.compute(*collections, **local_scheduler(collections))
     client = default_client()
     if client is not None and dask.config.get("scheduler", None) in (None, "dask.distributed"):
         from distributed import progress as show
@@ -48,4 +73,4 @@ def _compute(collections, progress: bool) -> tuple:
     from dask.diagnostics import ProgressBar
 
     with ProgressBar():
-        return dask.compute(*collections)
+        return dask.compute(*collections, **local_scheduler(collections))

@@ -3,13 +3,10 @@ partitions finish (``ltdask.live``), with the plot classes of :mod:`ltdask.viz`.
 
 from __future__ import annotations
 
-from ltdask.compat.results import Damage, UDFResults, result_buffers
-from ltdask.compat.steps import prepare_plots, update_plots
 from ltdask.io.dataset import DataSet
 from ltdask.udf.api import compute_datasets, iter_steps
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.roi import normalize_roi
-from ltdask.viz import MPLLive2DPlot
 
 __all__ = ["live"]
 
@@ -62,6 +59,12 @@ def live(
     >>> float(res["intensity"].sum())
     1024.0
     """
+    # here, not with the module: ``ltdask.live`` is imported by ``import ltdask``, and the
+    # compatibility layer and the plots are not (see `ltdask._lazy`)
+    from ltdask.compat.results import Damage, UDFResults, result_buffers
+    from ltdask.compat.steps import prepare_plots, update_plots
+    from ltdask.viz import MPLLive2DPlot
+
     udfs = [udfs] if isinstance(udfs, UDFBase) else list(udfs)
     roi_flat = normalize_roi(roi, dataset)
     if plot_class is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ltdask import _config
+from ltdask._progress import local_scheduler
 from ltdask.exceptions import UDFError
 from ltdask.io.dataset import DataSet
 from ltdask.io.partition import with_min_partitions
@@ -74,7 +75,8 @@ def iter_steps(
             run = Run(dataset, changed, run.plan.roi.flat, corrections, backends)
             initial = _initial_states(run.plan, unprocessed)
         idx = list(range(first, min(n, first + step)))
-        computed = dask.compute(*[run.cells.blocks[i] for i in idx])
+        blocks = [run.cells.blocks[i] for i in idx]
+        computed = dask.compute(*blocks, **local_scheduler(blocks))
         for i, c in zip(idx, computed, strict=True):
             cells[i] = c[0]
             done[i] = True

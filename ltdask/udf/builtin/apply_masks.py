@@ -5,9 +5,9 @@ from __future__ import annotations
 import collections
 import threading
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse
 
 from ltdask.common import Slice
 from ltdask.exceptions import UDFError
@@ -17,12 +17,22 @@ from ltdask.udf.builtin.sums import SUM_BACKENDS, csr_parts, dense_backend
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.kernels.sparse import csr_dot_dense, csr_dot_single, csr_dot_sparse
 
+if TYPE_CHECKING:
+    import scipy.sparse
+
+# scipy.sparse is imported where masks are made, not with this module: ``import ltdask``
+# imports the shipped UDFs and should not import scipy (see `ltdask._lazy`)
+
 
 def _is_sparse(m) -> bool:
+    import scipy.sparse
+
     return scipy.sparse.issparse(m) or type(m).__module__.startswith("sparse")
 
 
 def _dense(m) -> np.ndarray:
+    import scipy.sparse
+
     if scipy.sparse.issparse(m):
         return m.toarray()
     if hasattr(m, "todense"):
@@ -64,6 +74,8 @@ class MaskContainer:
         self.count = masks.shape[0]
         flat = masks.reshape(self.count, -1)
         if self.use_sparse:
+            import scipy.sparse
+
             self._stack = scipy.sparse.csr_matrix(flat, dtype=self.dtype)
         else:
             self._stack = np.asarray(flat, dtype=self.dtype)
@@ -102,6 +114,8 @@ class MaskContainer:
                 index = np.arange(int(np.prod(self.sig_shape))).reshape(self.sig_shape)
                 part = self._stack[:, index[sig_slice.get()].reshape(-1)]
             if self.use_sparse:
+                import scipy.sparse
+
                 cached = ("runs", _runs(scipy.sparse.csr_matrix(part)))
             else:
                 cached = ("dense", np.ascontiguousarray(part))
@@ -249,6 +263,8 @@ def _runs(csr: scipy.sparse.csr_matrix):
 
 
 def _runs_matrix(runs, px):
+    import scipy.sparse
+
     starts, lens, woffs, masks, weights, shape = runs
     rows, cols, vals = [], [], []
     for s, n, w, m in zip(starts, lens, woffs, masks, strict=True):
