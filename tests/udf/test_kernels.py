@@ -20,6 +20,7 @@ from ltdask.udf.builtin._kernels import (
 from ltdask.udf.builtin.apply_masks import _runs
 from ltdask.udf.builtin.com import _row_intervals
 from ltdask.udf.kernels.statistics import (
+    BLOCK,
     chan_merge,
     moments,
     moments_frame_sums,
@@ -67,7 +68,7 @@ def test_sum_frames_integers():
 
 @given(
     depths=st.lists(st.integers(1, 9), min_size=1, max_size=5),
-    px=st.integers(1, 9000),
+    px=st.one_of(st.integers(1, 300), st.sampled_from([BLOCK - 1, BLOCK + 1, 2 * BLOCK + 7])),
     offset=st.sampled_from([0.0, 1e6]),
     before=st.integers(0, 5),
 )
@@ -87,7 +88,7 @@ def test_moments_match_numpy(depths, px, offset, before):
 
 @given(
     depths=st.lists(st.integers(1, 9), min_size=1, max_size=4),
-    px=st.integers(1, 9000),
+    px=st.one_of(st.integers(1, 300), st.sampled_from([BLOCK - 1, BLOCK + 1, 2 * BLOCK + 7])),
     offset=st.sampled_from([0.0, 1e6]),
 )
 def test_moments_frame_sums(depths, px, offset):
