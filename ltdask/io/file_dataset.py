@@ -144,16 +144,32 @@ class FileDataSet(DataSet):
             return
         maps = self.fileset.open()
         pieces = self._views(maps, frames) if self._straight(dtype) else None
-        if pieces is not None and len(pieces) > 2:
-            if min(len(p) for p in pieces[1:-1]) < max(1, scheme.depth // 4):
-                # files (or runs of frames) much shorter than a tile: tiles that end with
-                # each would be tiny; the decode kernel copies them into whole tiles
-                pieces = None
-        if pieces is not None:
-            yield from _tiles_from_views(
-                pieces, scheme, self._record_rows(maps, pieces, int(frames[0]))
-            )
+        if pieces is None:
+            yield from self._decoded_tiles(maps, frames, scheme, dtype, 0)
             return
+        rows = self._record_rows(maps, pieces, int(frames[0]))
+        # pieces of files (or of runs of HDF5 chunks) much shorter than a tile would give
+        # tiny tiles: the decode kernel copies each run of them into whole tiles; views of
+        # the others
+        short = max(1, scheme.depth // 4) if len(pieces) > 1 else 0
+        start = 0
+        group = None  # where the current run of short pieces starts
+        for i, piece in enumerate(pieces):
+            n = piece.shape[0]
+            if n < short:
+                group = start if group is None else group
+            else:
+                if group is not None:
+                    yield from self._decoded_tiles(maps, frames[group:start], scheme, dtype, group)
+                    group = None
+                yield from _tiles_from_views([piece], scheme, [rows[i]], start)
+            start += n
+        if group is not None:
+            yield from self._decoded_tiles(maps, frames[group:], scheme, dtype, group)
+
+    def _decoded_tiles(self, maps: MappedFiles, frames, scheme: TilingScheme, dtype, offset):
+        """Flat tiles of `frames` decoded into a buffer (reused: each tile is processed
+        before the next), numbered from `offset` within the partition."""
         tiles, ranges = self.fileset.read_ranges(frames, scheme.depth, scheme.slices_array)
         shapes = [tuple(s.shape) for s in scheme.slices]
         slice_px = [math.prod(shape) for shape in shapes]
@@ -164,7 +180,8 @@ class FileDataSet(DataSet):
             if clear:
                 out[:] = 0
             self.decoder.decode(maps, ranges[t], out)
-            yield out.reshape((n, *shapes[s])), first, s, (out.reshape(n, -1), 0, slice_px[s])
+            flat = (out.reshape(n, -1), 0, slice_px[s])
+            yield out.reshape((n, *shapes[s])), offset + first, s, flat
 
     def _token_fields(self) -> tuple:
         return (
@@ -174,13 +191,13 @@ class FileDataSet(DataSet):
         )
 
 
-def _tiles_from_views(pieces: list[np.ndarray], scheme: TilingScheme, rows=None):
+def _tiles_from_views(pieces: list[np.ndarray], scheme: TilingScheme, rows=None, start=0):
     """Flat tiles cut from file views, ending where a file ends (no tile spans two files:
-    no copies). `rows`: for each piece whose frames are not C-contiguous, its records as
-    C-contiguous rows and the pixels' offset in them (flat tiles of those rows), or None."""
+    no copies), numbered from `start` within the partition. `rows`: for each piece whose
+    frames are not C-contiguous, its records as C-contiguous rows and the pixels' offset in
+    them (flat tiles of those rows), or None."""
     index = [(slice(None), *sl) for sl in scheme.sig_indices]
     ranges = scheme.flat_ranges
-    start = 0
     for i, piece in enumerate(pieces):
         n = piece.shape[0]
         for a in range(0, n, scheme.depth):

@@ -190,6 +190,30 @@ def test_files_much_shorter_than_tiles_are_copied_into_whole_tiles(tmp_path):
     np.testing.assert_array_equal(np.concatenate([t for t, _ in got]), stream)
 
 
+def test_short_files_between_long_ones_are_copied_the_long_ones_viewed(tmp_path):
+    """A run of short files between long ones (as runs of HDF5 chunks in Velox EMD files)
+    is copied into whole tiles; the long files give views of themselves."""
+    stream = make_frames(np.random.default_rng(3), 46, SIG, "<f4")
+    sizes = [20, 2, 2, 2, 20]
+    paths, start = [], 0
+    for i, n in enumerate(sizes):
+        paths += write_scan(tmp_path, stream[start : start + n], name=f"part{i}")
+        start += n
+    ds = ltdask.open_raw(paths, (46,), SIG, "float32")
+    scheme = TilingScheme.make_for_shape((16, 6, 8), SIG)
+    tiles = [(t.copy(), first, t) for t, first, _ in ds.iter_tiles(np.arange(46), scheme, ds.dtype)]
+    assert [(first, len(t)) for t, first, _ in tiles] == [
+        (0, 16),
+        (16, 4),
+        (20, 6),
+        (26, 16),
+        (42, 4),
+    ]
+    np.testing.assert_array_equal(np.concatenate([t for t, _, _ in tiles]), stream)
+    mapped = [not t.flags.writeable for _, _, t in tiles]  # (views of the files: read-only)
+    assert mapped == [True, True, False, True, True]
+
+
 def test_read_frames_missing_are_zero(tmp_path):
     stream = make_frames(np.random.default_rng(2), 5, SIG, ">u2")
     paths = write_scan(tmp_path, stream)
