@@ -1,7 +1,7 @@
 """8- and 16-bit data reduced from its own integers: SumUDF, SumSigUDF, StdDevUDF, CoMUDF
 and ApplyMasksUDF declare ``NATIVE_INTEGER_TILES``, so a run of only them reads the file's
 integers (views, no float copy) while ``meta.input_dtype`` stays float32; sums are numpy's
-exact ones in float32, the other results those of float tiles, bit for bit."""
+exact ones in float32, the other results those of float tiles (up to the order of sums)."""
 
 from __future__ import annotations
 
@@ -139,10 +139,12 @@ def test_other_udfs_as_on_float_tiles(
     assert tile_dtype(ds, floats, roi=roi) is None
     got = ltdask.compute(ds, native, roi=roi, progress=False)
     want = ltdask.compute(ds, floats, roi=roi, progress=False)
+    # (integer tiles are negotiated for their own itemsize: tiles of other depths may sum
+    # in another order, so equal up to rounding, not bit for bit)
     for g, w in zip(got, want, strict=True):
-        for name in ("var", "sum", "raw_com", "intensity"):
+        for name, rtol in (("var", 1e-12), ("sum", 1e-12), ("raw_com", 1e-5), ("intensity", 1e-5)):
             if name in w:
-                np.testing.assert_array_equal(g[name].values, w[name].values, err_msg=name)
+                np.testing.assert_allclose(g[name].values, w[name].values, rtol, err_msg=name)
     frames = (data.reshape(-1, *sig) if roi is None else data[roi]).astype(np.float64)
     if len(frames):
         np.testing.assert_allclose(got[0]["var"].values, frames.var(axis=0), rtol=1e-9)
