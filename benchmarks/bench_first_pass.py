@@ -265,7 +265,16 @@ def worker_memory(dask_worker) -> dict:
         "rss": psutil.Process().memory_info().rss,
         "limit": dask_worker.memory_manager.memory_limit,
         "ltdask": ltdask.__file__,
+        **usage(),
     }
+
+
+def process_usage(client) -> dict:
+    """Minor faults and system CPU seconds so far of this process (`client` None) or of the
+    cluster's workers together; and the workers' states."""
+    states = client.run(worker_memory) if client is not None else {}
+    parts = list(states.values()) or [usage()]
+    return {k: sum(p[k] for p in parts) for k in ("minflt", "sys")} | {"workers": states}
 
 
 def cluster_part(scans: dict, udfs: list[str], repeats: int, memory_limit: str, fraction):
@@ -275,6 +284,7 @@ def cluster_part(scans: dict, udfs: list[str], repeats: int, memory_limit: str, 
         log(f"  workers import ltdask from {sorted(files)}")
         times: dict = {}
         first: dict = {}
+        costs: dict = {}
         peaks: dict = {label: {} for label in clients}
         for (dtype, nav), path in scans.items():
             for name in udfs:
@@ -298,16 +308,20 @@ def cluster_part(scans: dict, udfs: list[str], repeats: int, memory_limit: str, 
                 for r in range(repeats):
                     with TreeLoad() as load:
                         for label, fn in methods.items():
+                            before = process_usage(clients.get(label))
                             t0 = time.perf_counter()
                             fn()
                             key = (dtype.name, name, label)
                             times.setdefault(key, []).append(time.perf_counter() - t0)
-                            if label in clients:
-                                for w, m in clients[label].run(worker_memory).items():
-                                    old = peaks[label].get(w, (0, None))[0]
-                                    peaks[label][w] = (max(old, m["rss"]), m["limit"])
+                            after = process_usage(clients.get(label))
+                            costs.setdefault(key, []).append(
+                                {k: after[k] - before[k] for k in ("minflt", "sys")}
+                            )
+                            for w, m in after["workers"].items():
+                                old = peaks[label].get(w, (0, None))[0]
+                                peaks[label][w] = (max(old, m["rss"]), m["limit"])
                     log(f"  {dtype} {name}, round {r + 1}: other processes {load.share:.0%}")
-        return times, first, peaks
+        return times, costs, first, peaks
     finally:
         for client in clients.values():
             cluster = client.cluster
@@ -315,7 +329,7 @@ def cluster_part(scans: dict, udfs: list[str], repeats: int, memory_limit: str, 
             cluster.close()
 
 
-def report_cluster(times: dict, first: dict, peaks: dict, sizes: dict) -> None:
+def report_cluster(times: dict, costs: dict, first: dict, peaks: dict, sizes: dict) -> None:
     labels = list(dict.fromkeys(label for _, _, label in times))
     print("\n## Repeated runs on a LocalCluster against the threaded scheduler (GB/s, medians)")
     head = f"{'scan / UDF':<22}" + "".join(f"{label:>24}" for label in labels)
@@ -330,6 +344,15 @@ def report_cluster(times: dict, first: dict, peaks: dict, sizes: dict) -> None:
         )
         print(f"{short(dtype, name):<22}{cells}")
     print("(in brackets: the ratio to the threaded scheduler in the same rounds)")
+    print("\nMinor page faults and system CPU seconds per run (all workers together; medians):")
+    print(f"{'scan / UDF':<22}" + "".join(f"{label:>24}" for label in labels))
+    for dtype, name in dict.fromkeys((d, n) for d, n, _ in times):
+        cells = ""
+        for label in labels:
+            runs = costs[(dtype, name, label)]
+            faults = statistics.median(c["minflt"] for c in runs)
+            cells += f"{faults:>17.0f} {statistics.median(c['sys'] for c in runs):>6.2f}"
+        print(f"{short(dtype, name):<22}{cells}")
     print("\nFirst pass of each method (its first run over the scan; one run each, GB/s):")
     for (dtype, name, label), seconds in first.items():
         print(f"  {short(dtype, name):<20} {label:<24} {sizes[dtype] / seconds / 1e9:6.1f}")
