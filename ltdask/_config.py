@@ -21,8 +21,18 @@ partitions``                           are views of the files (no copy, no memor
                                        for files that a second UDF run reads: repeated
                                        runs over page-cached files skip the page faults
                                        (up to 2x faster), but the mapped pages count in
-                                       RSS; ``auto``: half the RAM, none in a distributed
-                                       worker; 0: keep none
+                                       RSS; ``auto``: half the RAM; in a distributed
+                                       worker with a memory limit, as many pages as
+                                       ``ltdask.worker-map-fraction`` allows; 0: keep none
+``ltdask.worker-map-       0.5         in a dask.distributed worker with a memory limit,
+fraction``                             kept maps give back their pages (``MADV_DONTNEED``,
+                                       least recently used map first) whenever the
+                                       worker's RSS -- what distributed's spill, pause
+                                       and terminate thresholds measure, and where mapped
+                                       file pages count -- is above this fraction of the
+                                       limit (at most 0.1 below the worker's spill and
+                                       pause fractions); 0: workers keep no maps (unless
+                                       ``ltdask.map-cache-bytes`` is a size)
 ``ltdask.compile-notice``  True        print one line to stderr when a process first
                                        compiles ltdask's numba kernels (an empty cache;
                                        see :mod:`ltdask.kernel_cache`); False: silent
@@ -52,6 +62,7 @@ DEFAULTS = {
         "tile-bytes": "auto",
         "view-chunk-partitions": 4,
         "map-cache-bytes": "auto",
+        "worker-map-fraction": 0.5,
         "compile-notice": True,
     }
 }
@@ -96,22 +107,102 @@ def partition_bytes() -> int:
 
 
 def map_cache_bytes() -> int:
+    """How many bytes of files `ltdask.io.maps.MapCache` may keep mapped."""
     value = _setting(
         "map-cache-bytes", _auto(_bytes), "'auto', 0 or a size such as '8GiB'", minimum=0
     )
     if value == "auto":
-        # a process that has not imported distributed is no worker (and importing it to
-        # ask costs 0.15-0.2 s of a first run)
-        if "distributed" in sys.modules:
-            from distributed import get_worker
-
-            try:
-                get_worker()
-                return 0
-            except ValueError:
-                pass
+        worker = current_worker()
+        if worker is not None and _memory_limit(worker):
+            # distributed judges this worker by its RSS, where mapped pages count: the maps
+            # are bounded by what they hold resident (`worker_map_budget`), not by file size
+            return total_memory() if worker_map_budget() is not None else 0
         return total_memory() // 2
     return value
+
+
+def _fraction(value) -> float:
+    result = float(value)
+    if not 0 <= result <= 1:  # also NaN
+        raise ValueError
+    return result
+
+
+def worker_map_fraction() -> float:
+    return _setting("worker-map-fraction", _fraction, "a fraction from 0 to 1 such as 0.5")
+
+
+def current_worker():
+    """The ``distributed.Worker`` running this task, or None."""
+    if "distributed" not in sys.modules:
+        # a process that has not imported distributed is no worker (and importing it to
+        # ask costs 0.15-0.2 s of a first run)
+        return None
+    from distributed import get_worker
+
+    try:
+        return get_worker()
+    except ValueError:
+        return None
+
+
+def _memory_limit(worker) -> int | None:
+    return getattr(getattr(worker, "memory_manager", None), "memory_limit", None) or None
+
+
+def worker_map_budget() -> int | None:
+    """In a ``distributed`` worker with a memory limit, the resident set size (bytes) up to
+    which kept memory maps may hold pages (`ltdask.io.maps.MapCache.trim`): the
+    ``ltdask.worker-map-fraction`` of the limit, at most 0.1 below the worker's spill and
+    pause fractions and its nanny's terminate fraction. None outside such a worker, where
+    the fraction is 0, or where this process's RSS cannot be read."""
+    worker = current_worker()
+    limit = _memory_limit(worker)
+    if limit is None:
+        return None
+    fraction = worker_map_fraction()
+    if fraction <= 0 or resident_bytes() is None:
+        return None
+    manager = worker.memory_manager
+    thresholds = [
+        getattr(manager, "memory_spill_fraction", False),
+        getattr(manager, "memory_pause_fraction", False),
+        dask.config.get("distributed.worker.memory.terminate", False),
+    ]
+    for threshold in thresholds:
+        if threshold:  # False: that threshold is off
+            fraction = min(fraction, max(0.0, float(threshold) - 0.1))
+    return round(fraction * limit)
+
+
+#: an open ``/proc/self/statm`` per process id (reading it through a kept descriptor costs
+#: about 1 us; the one a forked child inherits describes its parent)
+_STATM: dict[int, int] = {}
+
+
+def resident_bytes() -> int | None:
+    """This process's resident set size, as ``psutil`` (and so distributed) measures it:
+    anonymous memory and mapped file pages; None where ``/proc`` is not there."""
+    pid = os.getpid()
+    fd = _STATM.get(pid)
+    if fd is None:
+        try:
+            flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+            fd = os.open("/proc/self/statm", flags)
+        except OSError:
+            fd = -1
+        _STATM[pid] = fd
+    if fd < 0:
+        return None
+    try:
+        return int(os.pread(fd, 256, 0).split()[1]) * _page_size()
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@functools.cache
+def _page_size() -> int:
+    return os.sysconf("SC_PAGE_SIZE")
 
 
 @functools.cache

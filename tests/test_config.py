@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import dask
 import numpy as np
 import pytest
@@ -20,6 +22,8 @@ GOOD = [
     ("iter-updates", "25", _config.iter_updates, 25),
     ("map-cache-bytes", 0, _config.map_cache_bytes, 0),
     ("map-cache-bytes", "1MiB", _config.map_cache_bytes, 2**20),
+    ("worker-map-fraction", 0, _config.worker_map_fraction, 0.0),
+    ("worker-map-fraction", "0.25", _config.worker_map_fraction, 0.25),
 ]
 
 
@@ -41,6 +45,9 @@ BAD = [
     ("iter-updates", 0, "a positive integer"),
     ("map-cache-bytes", -5, "'auto', 0 or a size"),
     ("map-cache-bytes", "half", "'auto', 0 or a size"),
+    ("worker-map-fraction", 1.5, "a fraction from 0 to 1"),
+    ("worker-map-fraction", "most", "a fraction from 0 to 1"),
+    ("worker-map-fraction", float("nan"), "a fraction from 0 to 1"),
 ]
 
 
@@ -54,6 +61,49 @@ def test_bad_values_name_the_setting(key, value, expected):
         run = ltdask.compute
         if key == "iter-updates":  # read by iterated runs only
             run = lambda ds, udfs: list(ltdask.iter(ds, udfs))  # noqa: E731
-        if key not in ("map-cache-bytes", "view-chunk-partitions"):
+        if key not in ("map-cache-bytes", "view-chunk-partitions", "worker-map-fraction"):
             with pytest.raises(ConfigError, match=message):
                 run(ltdask.from_array(np.ones((4, 5, 6, 7), np.float32)), [ltdask.udf.SumUDF()])
+
+
+def fake_worker(limit, spill=0.7, pause=0.8):
+    """What `_config` reads of a ``distributed.Worker``: its memory manager."""
+    manager = SimpleNamespace(
+        memory_limit=limit, memory_spill_fraction=spill, memory_pause_fraction=pause
+    )
+    return SimpleNamespace(memory_manager=manager)
+
+
+WORKERS = [
+    pytest.param(fake_worker(1000), 0.5, 500, id="default"),
+    pytest.param(fake_worker(1000), 0.9, 600, id="below-spill"),
+    pytest.param(fake_worker(1000, spill=False), 0.9, 700, id="below-pause"),
+    pytest.param(fake_worker(1000, spill=False, pause=False), 0.9, 850, id="below-terminate"),
+    pytest.param(fake_worker(1000), 0, None, id="fraction-0"),
+    pytest.param(fake_worker(None), 0.5, None, id="no-limit"),
+    pytest.param(None, 0.5, None, id="no-worker"),
+]
+
+
+@pytest.mark.parametrize("worker, fraction, budget", WORKERS)
+def test_worker_map_budget(monkeypatch, worker, fraction, budget):
+    """A worker's maps hold pages up to a fraction of its memory limit, below the fractions
+    where distributed spills, pauses or restarts it; `auto` keeps maps by that budget in
+    such a worker (as many files as the RAM), none where the fraction is 0, and half the
+    RAM in any other process."""
+    monkeypatch.setattr(_config, "current_worker", lambda: worker)
+    # distributed's default terminate fraction (its config is there once it is imported)
+    config = {"ltdask.worker-map-fraction": fraction, "distributed.worker.memory.terminate": 0.95}
+    with dask.config.set(config):
+        assert _config.worker_map_budget() == budget
+        expected = _config.total_memory() // 2
+        if worker is not None and worker.memory_manager.memory_limit:
+            expected = _config.total_memory() if budget else 0
+        assert _config.map_cache_bytes() == expected
+
+
+def test_resident_bytes_is_what_psutil_measures():
+    psutil = pytest.importorskip("psutil")
+    rss = _config.resident_bytes()
+    assert rss is not None
+    assert abs(rss - psutil.Process().memory_info().rss) < 16 * 2**20

@@ -1,6 +1,8 @@
 """The process-wide cache of memory maps: files mapped by `map_file` are kept for reuse
 (up to ``ltdask.map-cache-bytes``) while `keeping_maps` is on, keyed by the version of the
-file (its `Signature`), so a changed file is never served from an old map."""
+file (its `Signature`), so a changed file is never served from an old map. In a
+``distributed`` worker with a memory limit, kept maps give their pages back whenever the
+worker's RSS is above ``ltdask.worker-map-fraction`` of that limit (`MapCache.trim`)."""
 
 from __future__ import annotations
 
@@ -25,12 +27,14 @@ _KEEP_MAPS: contextvars.ContextVar[bool] = contextvars.ContextVar("ltdask_keep_m
 @contextlib.contextmanager
 def keeping_maps(keep: bool = True):
     """Within the block (in this thread), files mapped by `map_file` are kept in the
-    `MapCache`: UDF runs over files that an earlier run read set this."""
+    `MapCache`: UDF runs over files that an earlier run read set this. Leaving it, a
+    worker's kept maps are trimmed to its budget (`MapCache.trim`)."""
     token = _KEEP_MAPS.set(keep)
     try:
         yield
     finally:
         _KEEP_MAPS.reset(token)
+        MAPS.trim()
 
 
 def map_file(path: str, min_bytes: int = 0, signature: Signature | None = None) -> np.ndarray:
@@ -70,6 +74,8 @@ def map_file(path: str, min_bytes: int = 0, signature: Signature | None = None) 
         key = (path, *now)
         cached = MAPS.get(key)
         if cached is not None:
+            # the task about to read it starts from a worker's budget
+            MAPS.trim()
             return cached
         mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
     except OSError as e:
@@ -77,7 +83,16 @@ def map_file(path: str, min_bytes: int = 0, signature: Signature | None = None) 
     finally:
         os.close(fd)
     buf = np.frombuffer(mm, dtype=np.uint8)
-    return MAPS.put(key, buf) if _KEEP_MAPS.get() else buf
+    if not _KEEP_MAPS.get():
+        return buf
+    buf = MAPS.put(key, buf, mm)
+    MAPS.trim()
+    return buf
+
+
+#: how much of a map `MapCache.trim` gives back at a time (a multiple of 2 MiB: whole
+#: huge pages)
+RELEASE_BYTES = 32 * 2**20
 
 
 class MapCache:
@@ -87,37 +102,83 @@ class MapCache:
     memory speed instead of faulting every page in again (up to twice as fast). They count
     in the process's RSS (as file-backed page cache the system can reclaim), so maps are
     only kept for files that are read again: from the second UDF run over a dataset on
-    (`keeping_maps`); a scan read once leaves nothing mapped. dask.distributed judges
-    workers by RSS, so ``auto`` keeps no maps in a distributed worker. Evicting a map only
-    drops the reference: it goes away with its last view.
+    (`keeping_maps`); a scan read once leaves nothing mapped. An evicted map gives its
+    pages back at once (``MADV_DONTNEED``; views of it in use stay valid and fault their
+    pages in again), and is unmapped with its last view.
+
+    dask.distributed judges a worker by its RSS (spill, pause and restart thresholds), so
+    in a worker with a memory limit the maps are bounded by what they hold resident, not
+    by file size: `trim` keeps the worker's RSS at ``ltdask.worker-map-fraction`` of its
+    limit.
     """
 
     def __init__(self):
+        #: key -> (the map as a uint8 array, its mmap)
         self._maps: collections.OrderedDict = collections.OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, key):
         with self._lock:
-            buf = self._maps.get(key)
-            if buf is not None:
-                self._maps.move_to_end(key)
-            return buf
+            entry = self._maps.get(key)
+            if entry is None:
+                return None
+            self._maps.move_to_end(key)
+            return entry[0]
 
-    def put(self, key, buf: np.ndarray) -> np.ndarray:
+    def put(self, key, buf: np.ndarray, mm: mmap.mmap | None = None) -> np.ndarray:
         limit = _config.map_cache_bytes()
         if limit <= 0 or buf.nbytes > limit:
             return buf
         with self._lock:
-            buf = self._maps.setdefault(key, buf)
-            total = sum(b.nbytes for b in self._maps.values())
+            buf = self._maps.setdefault(key, (buf, mm))[0]
+            self._maps.move_to_end(key)
+            total = sum(b.nbytes for b, _ in self._maps.values())
             while total > limit and len(self._maps) > 1:
-                _, old = self._maps.popitem(last=False)
+                _, (old, old_mm) = self._maps.popitem(last=False)
+                _release(old_mm, 0, old.nbytes)
                 total -= old.nbytes
             return buf
+
+    def trim(self) -> None:
+        """In a ``distributed`` worker with a memory limit: give back pages of kept maps
+        until the process's RSS is within ``_config.worker_map_budget`` -- the least
+        recently used map first, each from its start, `RELEASE_BYTES` at a time. The maps
+        stay kept (their pages fault in again when read). Releasing from the start keeps
+        the end of a map resident, so scans over more than the budget still find that
+        share of their pages mapped run after run (a least-recently-used order of pages
+        would find none); a cheap no-op elsewhere.
+        """
+        if not self._maps:
+            return
+        budget = _config.worker_map_budget()
+        if budget is None:
+            return
+        with self._lock:
+            rss = _config.resident_bytes()
+            if rss is None or rss <= budget:
+                return
+            for buf, mm in self._maps.values():
+                for start in range(0, buf.nbytes, RELEASE_BYTES):
+                    _release(mm, start, min(RELEASE_BYTES, buf.nbytes - start))
+                    rss = _config.resident_bytes()
+                    if rss is None or rss <= budget:
+                        return
 
     def clear(self):
         with self._lock:
             self._maps.clear()
+
+
+def _release(mm: mmap.mmap | None, start: int, length: int) -> None:
+    """Unmap the pages of ``mm[start:start + length]`` from this process (its RSS falls at
+    once); the data stays in the page cache and the map stays valid."""
+    dontneed = getattr(mmap, "MADV_DONTNEED", None)
+    if mm is None or dontneed is None or length <= 0:
+        return
+    try:
+        mm.madvise(dontneed, start, length)
+    except (OSError, ValueError):
+        pass
 
 
 MAPS = MapCache()

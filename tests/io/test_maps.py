@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 
 import dask
@@ -94,3 +95,66 @@ def test_truncated_after_open_is_an_error_not_a_crash(tmp_path):
     changed = r"scan.raw' changed since it was opened \(its size went from 480 to 240 bytes\)"
     with pytest.raises(ltdask.DataSetError, match=changed + "; open it again"):
         ds.to_dask().compute()
+
+
+MIB = 2**20
+needs_rss = pytest.mark.skipif(
+    ltdask._config.resident_bytes() is None or not hasattr(mmap, "MADV_DONTNEED"),
+    reason="needs /proc/self/statm and madvise(MADV_DONTNEED)",
+)
+
+
+def touched_map(path, nbytes: int) -> np.ndarray:
+    """`path` written with `nbytes` bytes, mapped, kept, and every page of it read."""
+    pattern = np.arange(nbytes // 8, dtype=np.uint64)
+    pattern.tofile(path)
+    buf = map_file(str(path))
+    assert buf.view(np.uint64)[:: 4096 // 8].sum() == pattern[:: 4096 // 8].sum()
+    return buf
+
+
+@needs_rss
+def test_evicted_maps_give_their_pages_back(tmp_path):
+    """A map evicted from the cache leaves the RSS at once, though a view of it is still
+    in use (which reads on, faulting its pages in again)."""
+    MAPS.clear()
+    with dask.config.set({"ltdask.map-cache-bytes": 40 * MIB}):
+        first = touched_map(tmp_path / "a.raw", 32 * MIB)
+        before = ltdask._config.resident_bytes()
+        second = touched_map(tmp_path / "b.raw", 32 * MIB)  # evicts the first
+        after = ltdask._config.resident_bytes()
+    assert [key[0] for key in MAPS._maps] == [str(tmp_path / "b.raw")]
+    assert after - before < 8 * MIB  # the second's 32 MiB came, the first's went
+    np.testing.assert_array_equal(
+        first.view(np.uint64)[-3:], [4 * MIB - 3, 4 * MIB - 2, 4 * MIB - 1]
+    )
+    assert second.nbytes == 32 * MIB
+
+
+@needs_rss
+def test_trim_keeps_a_worker_within_its_budget(tmp_path, monkeypatch):
+    """In a worker with a memory limit (here: its budget made up), kept maps give pages back
+    from their start until the RSS is within the budget; they stay kept and read the same,
+    and the end of the map stays resident for the next run."""
+    MAPS.clear()
+    with dask.config.set({"ltdask.map-cache-bytes": "1GiB"}):
+        buf = touched_map(tmp_path / "scan.raw", 96 * MIB)
+    rss = ltdask._config.resident_bytes()
+    budget = rss - 40 * MIB
+    monkeypatch.setattr(ltdask._config, "worker_map_budget", lambda: budget)
+    MAPS.trim()
+    after = ltdask._config.resident_bytes()
+    assert after <= budget
+    # released 32 MiB at a time: two such pieces were enough; the last third stayed
+    assert after > rss - 72 * MIB
+    assert map_file(str(tmp_path / "scan.raw")) is buf
+    np.testing.assert_array_equal(buf.view(np.uint64)[:4], [0, 1, 2, 3])
+
+
+@needs_rss
+def test_trim_is_a_no_op_outside_workers(tmp_path):
+    MAPS.clear()
+    touched_map(tmp_path / "scan.raw", 16 * MIB)
+    rss = ltdask._config.resident_bytes()
+    MAPS.trim()  # no worker: no budget
+    assert ltdask._config.resident_bytes() > rss - 8 * MIB
