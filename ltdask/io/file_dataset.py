@@ -148,15 +148,20 @@ class FileDataSet(DataSet):
             yield from self._decoded_tiles(maps, frames, scheme, dtype, 0)
             return
         rows = self._record_rows(maps, pieces, int(frames[0]))
-        # pieces of files (or of runs of HDF5 chunks) much shorter than a tile would give
-        # tiny tiles: the decode kernel copies each run of them into whole tiles; views of
-        # the others
-        short = max(1, scheme.depth // 4) if len(pieces) > 1 else 0
+        # files (or runs of HDF5 chunks) in the middle much shorter than a tile would give
+        # tiny tiles: the decode kernel copies each run of them into whole tiles (with the
+        # partition's first or last piece where that is short too); views of the others
+        limit = max(1, scheme.depth // 4)
+        inner = [0 < i < len(pieces) - 1 and len(p) < limit for i, p in enumerate(pieces)]
+        copied = list(inner)
+        if len(pieces) > 2:
+            copied[0] = len(pieces[0]) < limit and inner[1]
+            copied[-1] = len(pieces[-1]) < limit and inner[-2]
         start = 0
         group = None  # where the current run of short pieces starts
         for i, piece in enumerate(pieces):
             n = piece.shape[0]
-            if n < short:
+            if copied[i]:
                 group = start if group is None else group
             else:
                 if group is not None:
