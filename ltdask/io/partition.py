@@ -48,18 +48,30 @@ class Partition:
         )
 
 
+#: frames a partition of frames of at least LARGE_FRAME bytes holds at least (`nav_grid`)
+MIN_FRAMES = 32
+LARGE_FRAME = 2**20
+
+
 def nav_grid(nav_shape: Sequence[int], frame_bytes: int, target_frames: int | None = None):
     """Chunk sizes per nav dim such that every block is one contiguous flat-nav range.
 
     Trailing dims stay whole as long as a block of them fits ``ltdask.partition-bytes``
-    (counted as float32 pixels); the next dim is cut into pieces of one size (the last may
+    (counted as float32 pixels; for frames of 1 MiB or more, up to 4x that for `MIN_FRAMES`
+    frames); the next dim is cut into pieces of one size (the last may
     be smaller, as Zarr chunks), leading dims into pieces of one. There are at least
     ``ltdask.min-partitions`` blocks where the scan has that many frames.
     """
     nav = tuple(int(n) for n in nav_shape)
     total = math.prod(nav)
     if target_frames is None:
-        target_frames = max(1, _config.partition_bytes() // max(1, frame_bytes))
+        budget = _config.partition_bytes()
+        target_frames = max(1, budget // max(1, frame_bytes))
+        if frame_bytes >= LARGE_FRAME:
+            # at least MIN_FRAMES where that stays within 4x the budget (a partition's
+            # per-pixel state and results are frame-sized, whatever its depth: 8-frame
+            # partitions of K2 frames spent more on those than on their frames)
+            target_frames = max(target_frames, min(MIN_FRAMES, 4 * budget // frame_bytes))
         # rounding down: ceil(12 / 5) = 3 frames would give 4 partitions, not at least 5
         target_frames = min(target_frames, max(1, total // _config.min_partitions()))
     target_frames = max(1, int(target_frames))

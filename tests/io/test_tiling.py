@@ -405,3 +405,29 @@ def test_negotiation_invariants(case):
         assert (scheme.depth + 1) * math.prod(scheme.tileshape[1:]) * itemsize > target or (
             scheme.depth == partition_frames
         )
+
+
+def test_large_frames_make_deep_tiles_and_partitions(tmp_path):
+    """Frames of several MiB (a K2 camera's 1860 x 2048 uint16): partitions of at least
+    32 frames, and tiles cut into rows so that they are several frames deep -- not
+    partitions and tiles of one or a few whole frames, whose frame-sized per-pixel state
+    (sums, results) costs more than reading them."""
+    from ltdask.io.partition import MIN_FRAMES
+    from ltdask.io.tiling import VIEW_DEPTH
+
+    sig = (600, 1024)  # 1.2 MiB of uint16, 2.4 MiB as float32
+    path = tmp_path / "big.raw"
+    with open(path, "wb") as f:
+        f.truncate(100 * math.prod(sig) * 2)
+    import dask
+
+    ds = ltdask.open_raw(path, (100,), sig, "uint16")
+    with dask.config.set({"ltdask.partition-bytes": "32MiB"}):  # (13 frames as float32)
+        parts = [p.num_frames for p in ds.get_partitions()]
+    assert min(parts[:-1]) >= MIN_FRAMES and sum(parts) == 100
+    tile_bytes = 2 * 2**20  # (fits one frame, not VIEW_DEPTH of them)
+    scheme = ds.negotiate([TilingPreferences()], "uint16", negotiator=Negotiator(tile_bytes))
+    assert scheme.depth >= VIEW_DEPTH
+    assert scheme.tileshape[1] < sig[0]
+    small = ltdask.open_raw(path, (100 * 75,), (80, 64), "uint16")  # (small frames: whole)
+    assert small.negotiate([TilingPreferences()], "uint16").tileshape[1:] == (80, 64)
