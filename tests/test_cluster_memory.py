@@ -24,9 +24,8 @@ LIMIT = 600 * 10**6
 NAV, SIG = (96, 96), (256, 256)
 
 
-@pytest.fixture(scope="module")
-def tight_client():
-    """Two single-threaded worker processes with a memory limit of `LIMIT` each."""
+def _client(limit: int):
+    """Two single-threaded worker processes with a memory limit of `limit` each."""
     from distributed import Client, LocalCluster
 
     with (
@@ -34,7 +33,7 @@ def tight_client():
             n_workers=2,
             threads_per_worker=1,
             processes=True,
-            memory_limit=LIMIT,
+            memory_limit=limit,
             dashboard_address=None,
             silence_logs=logging.ERROR,
         ) as cluster,
@@ -44,6 +43,20 @@ def tight_client():
         if any(s["peak"] is None for s in state.values()):
             pytest.skip("needs /proc to read the workers' peak RSS")
         yield client
+
+
+@pytest.fixture(scope="module")
+def tight_client():
+    """Workers with a memory limit of `LIMIT`: twice that is a scan larger than the limit."""
+    yield from _client(LIMIT)
+
+
+@pytest.fixture(scope="module")
+def roomy_client():
+    """Workers whose map budget holds a small scan whatever the worker holds itself (a
+    worker that compiles ltdask's kernels with an empty numba cache, as in CI, holds more
+    than half of `LIMIT`, so the tight workers' budget keeps no pages at all)."""
+    yield from _client(4 * LIMIT)
 
 
 def write_scan(path, nav, sig) -> np.ndarray:
@@ -83,10 +96,10 @@ def test_tight_memory_limit_survives_many_runs(tight_client, tmp_path):
         assert str(path) in state["maps"], state  # kept: the workers ran with maps
 
 
-def test_maps_that_fit_are_reused_across_runs(tight_client, tmp_path):
+def test_maps_that_fit_are_reused_across_runs(roomy_client, tmp_path):
     """A scan that fits the workers' budget: from the second run on, each worker keeps its
     map -- the same map, run after run, its pages resident between runs."""
-    client = tight_client
+    client = roomy_client
     path = tmp_path / "small.raw"
     nav, sig = (16, 16), (128, 128)
     expected = write_scan(path, nav, sig)  # 8 MiB
