@@ -147,6 +147,9 @@ class FileSet:
         n = f.num_frames
         if n == 0:
             return np.empty((0, *self.sig_shape), dtype=dt)
+        if stride_px == frame_px:  # frames back to back: a plain view (as_strided is slow)
+            flat = np.frombuffer(raw, dtype=dt, count=n * frame_px, offset=start * item)
+            return flat.reshape((n, *self.sig_shape))
         # the last frame may end before a full stride (no footer after it is fine)
         nbytes = f.header_bytes + self.frame_header_bytes + (n - 1) * self.frame_stride
         flat = np.frombuffer(raw[: nbytes + self.frame_bytes], dtype=dt)
