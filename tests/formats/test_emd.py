@@ -183,3 +183,24 @@ def test_info_prints_the_detector(tmp_path):
     result = CliRunner().invoke(main, ["info", str(path)])
     assert result.exit_code == 0, result.output
     assert "velox" in result.output and "Ceta" in result.output and "(2, 3)" in result.output
+
+
+def test_opening_again_reuses_the_runs_until_the_file_changes(tmp_path, monkeypatch):
+    """The runs of frame chunks are found once per version of a file: opening it again does
+    not walk its chunks; a rewritten file is walked again (and read as it now is)."""
+    from ltdask.io.formats import velox
+
+    walks = []
+    real = velox._chunk_offsets
+    monkeypatch.setattr(velox, "_chunk_offsets", lambda *a: walks.append(1) or real(*a))
+    frames = frames_of(12)
+    path = write_emd(tmp_path / "scan.emd", frames, scan=(3, 4))
+    first = ltdask.open_emd(path)
+    again = ltdask.open_emd(path)
+    assert len(walks) == 1
+    assert again.fileset.files == first.fileset.files
+    changed = frames[::-1].copy()
+    write_emd(path, changed, scan=(3, 4))
+    reopened = ltdask.open_emd(path)
+    assert len(walks) == 2
+    np.testing.assert_array_equal(reopened.to_dask().compute().reshape(changed.shape), changed)

@@ -195,16 +195,14 @@ def _version(f):
     return None
 
 
-#: chunk offsets of the frame stacks opened in this process, by (path, dataset, version of
-#: the file): opening the same file again skips HDF5's walk over every chunk
-_OFFSETS: dict[tuple, np.ndarray] = {}
+#: the runs of frames (`frame_runs`) of the stacks opened in this process, by (path,
+#: dataset, version of the file): opening the same file again skips HDF5's walk over every
+#: chunk and the checks (4 ms for 16 384 frames, 5 % of a 2 GiB SumUDF run)
+_RUNS: dict[tuple, list[File] | None] = {}
 
 
-def _chunk_offsets(dset, n: int, key: tuple) -> np.ndarray:
-    """The byte offset of each frame's chunk (-1: none), once per `key`."""
-    hit = _OFFSETS.get(key)
-    if hit is not None:
-        return hit
+def _chunk_offsets(dset, n: int) -> np.ndarray:
+    """The byte offset of each frame's chunk (-1: none)."""
     offsets = np.full(n, -1, dtype=np.int64)
 
     def visit(info):
@@ -213,9 +211,6 @@ def _chunk_offsets(dset, n: int, key: tuple) -> np.ndarray:
             offsets[k] = info.byte_offset
 
     dset.id.chunk_iter(visit)
-    if len(_OFFSETS) >= 32:
-        _OFFSETS.pop(next(iter(_OFFSETS)))
-    _OFFSETS[key] = offsets
     return offsets
 
 
@@ -223,7 +218,17 @@ def frame_runs(dset, path: str, signature) -> list[File] | None:
     """Frames stored as uncompressed ``(y, x, 1)`` chunks: runs of frames back to back in
     the file, in frame order; None where the layout does not allow straight reads.
     `signature`: the file's version (`ltdask.io.checks.signature_of`), under which the
-    chunk offsets are kept for the next opening."""
+    runs are kept for the next opening."""
+    key = (path, dset.name, signature)
+    if key not in _RUNS:
+        runs = _frame_runs(dset, path)
+        if len(_RUNS) >= 32:
+            _RUNS.pop(next(iter(_RUNS)))
+        _RUNS[key] = runs
+    return _RUNS[key]
+
+
+def _frame_runs(dset, path: str) -> list[File] | None:
     h5py = import_h5py()
     ny, nx, n = dset.shape
     plist = dset.id.get_create_plist()
@@ -235,7 +240,7 @@ def frame_runs(dset, path: str, signature) -> list[File] | None:
         return None  # unwritten frames read as the fill value
     frame_bytes = ny * nx * dset.dtype.itemsize
     size = os.path.getsize(path)
-    offsets = _chunk_offsets(dset, n, (path, dset.name, signature))
+    offsets = _chunk_offsets(dset, n)
     if (offsets < 0).any():
         return None
     if int(offsets.max()) + frame_bytes > size:
