@@ -53,7 +53,6 @@ from bench_read import (  # noqa: E402
     SIG,
     THREADS,
     ForeignLoad,
-    busy_seconds,
     cache_file,
     log,
     meminfo,
@@ -82,14 +81,8 @@ class TreeLoad(ForeignLoad):
     """`ForeignLoad` where this process's own CPU time includes its children's: the
     benchmark's child processes and cluster workers are not "other processes"."""
 
-    def __enter__(self):
-        self.t0, self.busy0, self.own0 = time.perf_counter(), busy_seconds(), tree_seconds()
-        return self
-
-    def __exit__(self, *exc):
-        wall = time.perf_counter() - self.t0
-        foreign = (busy_seconds() - self.busy0) - (tree_seconds() - self.own0)
-        self.share = max(0.0, foreign) / (wall * (os.cpu_count() or 1))
+    def own(self) -> float:
+        return tree_seconds()
 
 
 def tree_seconds() -> float:

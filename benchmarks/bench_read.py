@@ -198,13 +198,17 @@ def chunk_label(arr) -> str:
 class ForeignLoad:
     """Share of the CPUs that other processes used while the block ran (from /proc/stat)."""
 
+    def own(self) -> float:
+        """This process's CPU seconds (what is not "other processes")."""
+        return own_seconds()
+
     def __enter__(self):
-        self.t0, self.busy0, self.own0 = time.perf_counter(), busy_seconds(), own_seconds()
+        self.t0, self.busy0, self.own0 = time.perf_counter(), busy_seconds(), self.own()
         return self
 
     def __exit__(self, *exc):
         wall = time.perf_counter() - self.t0
-        foreign = (busy_seconds() - self.busy0) - (own_seconds() - self.own0)
+        foreign = (busy_seconds() - self.busy0) - (self.own() - self.own0)
         self.share = max(0.0, foreign) / (wall * (os.cpu_count() or 1))
 
 

@@ -17,6 +17,7 @@ from ltdask.exceptions import (
     UDFError,
     UseDiscouragedWarning,
 )
+from ltdask.io import _LAZY as _io_lazy
 from ltdask.io import DataSet, Negotiator, TilingPreferences, TilingScheme, from_array
 from ltdask.io import open_dataset as open  # noqa: A004  (the documented name)
 from ltdask.kernel_cache import warmup
@@ -55,27 +56,8 @@ if TYPE_CHECKING:
 #: openers (each format's module), the LiberTEM compatibility layer and its Analysis API,
 #: the masks (which need ``sparse`` and ``scipy.sparse``) and the live plots
 _LAZY = {
-    **{
-        name: f"ltdask.io:{name}"
-        for name in (
-            "open_blo",
-            "open_dectris",
-            "open_dm",
-            "open_emd",
-            "open_empad",
-            "open_frms6",
-            "open_hdf5",
-            "open_k2is",
-            "open_mib",
-            "open_mrc",
-            "open_npy",
-            "open_raw",
-            "open_raw_csr",
-            "open_seq",
-            "open_tvips",
-            "open_zarr",
-        )
-    },
+    # the openers that ltdask.io imports lazily, from it
+    **{name: f"ltdask.io:{name}" for name in _io_lazy if name.startswith("open_")},
     **{name: f"ltdask.{name}" for name in ("analysis", "compat", "masks", "viz")},
 }
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)

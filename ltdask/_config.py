@@ -132,18 +132,23 @@ def worker_map_fraction() -> float:
     return _setting("worker-map-fraction", _fraction, "a fraction from 0 to 1 such as 0.5")
 
 
-def current_worker():
-    """The ``distributed.Worker`` running this task, or None."""
+def from_distributed(getter: str):
+    """``distributed.<getter>()`` (``get_worker``, ``default_client``), or None where it
+    finds none or distributed is not imported: a process that has not imported it has no
+    worker and no Client, and importing it to ask costs 0.15-0.2 s of a first run."""
     if "distributed" not in sys.modules:
-        # a process that has not imported distributed is no worker (and importing it to
-        # ask costs 0.15-0.2 s of a first run)
         return None
-    from distributed import get_worker
+    import distributed
 
     try:
-        return get_worker()
+        return getattr(distributed, getter)()
     except ValueError:
         return None
+
+
+def current_worker():
+    """The ``distributed.Worker`` running this task, or None."""
+    return from_distributed("get_worker")
 
 
 def _memory_limit(worker) -> int | None:

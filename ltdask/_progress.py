@@ -6,16 +6,9 @@ from __future__ import annotations
 
 def default_client():
     """The default `distributed.Client`, or None (without importing distributed)."""
-    import sys
+    from ltdask._config import from_distributed
 
-    if "distributed" not in sys.modules:
-        return None
-    from distributed import default_client as get
-
-    try:
-        return get()
-    except ValueError:
-        return None
+    return from_distributed("default_client")
 
 
 #: ltdask's graphs are written task by task (`ltdask.udf.tasks`): dask's linear fusion only

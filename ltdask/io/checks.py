@@ -191,6 +191,32 @@ def check_file(path: PathLike) -> str:
     return path
 
 
+class KeptByVersion:
+    """What opening a file works out from it (layouts found in headers or chunk indexes),
+    kept for the next opening under a key that holds the file's version (`Signature`): a
+    changed file is never given an old result. The `size` most recent are kept.
+
+    Examples
+    --------
+    >>> kept, key = KeptByVersion(size=2), ("scan.raw", (1, 2, 3))  # (path, its version)
+    >>> kept.get(key, lambda: "layout"), kept.get(key, lambda: "not asked again")
+    ('layout', 'layout')
+    """
+
+    def __init__(self, size: int = 32):
+        self.size = size
+        self._kept: dict = {}
+
+    def get(self, key, make):
+        """The result kept under `key`, or ``make()``'s, kept from now on."""
+        if key not in self._kept:
+            value = make()
+            if len(self._kept) >= self.size:
+                self._kept.pop(next(iter(self._kept)))
+            self._kept[key] = value
+        return self._kept[key]
+
+
 def describe_change(old: Sequence[int], new: Sequence[int], mode: int | None = None) -> str:
     """How the file `new` (of ``st_mode`` `mode`) differs from the file `old`, for messages."""
     if mode is not None and not stat.S_ISREG(mode):

@@ -49,9 +49,13 @@ def _swap8(x):
 
 
 @numba.njit(nogil=True, cache=True)
-def decode_swapped(src, file_idx, ranges, uproto, proto, out):
+def decode_swapped(src, file_idx, ranges, uproto, proto, out, direct):
     """Like `decode_plain` for the other byte order: each range's words (``uproto.dtype``,
     an unsigned int of the pixel's width) are swapped, then viewed as ``proto.dtype``.
+    With `direct` (unsigned 16- and 32-bit pixels, whose swapped words are their values;
+    64-bit ones would pass through int64 arithmetic) they are swapped straight into `out`,
+    one pass instead of two (big-endian uint16: 14 -> 19 GB/s into uint16 tiles, 9.4 ->
+    11.7 into float32 ones, one thread).
 
     One module-level kernel for every width (numba caches functions made by a factory
     under one name, so three of them would overwrite each other's cache entries and
@@ -59,37 +63,7 @@ def decode_swapped(src, file_idx, ranges, uproto, proto, out):
     max_len = 0
     for i in range(ranges.shape[0]):
         max_len = max(max_len, ranges[i, 2] - ranges[i, 1])
-    scratch = np.empty(max_len // uproto.itemsize, dtype=uproto.dtype)
-    width = uproto.itemsize
-    for i in range(ranges.shape[0]):
-        start = ranges[i, 1]
-        stop = ranges[i, 2]
-        if ranges[i, 0] != file_idx or start == stop:
-            continue
-        raw = src[start:stop].view(uproto.dtype)
-        swapped = scratch[: raw.shape[0]]
-        if width == 2:
-            for k in range(raw.shape[0]):
-                swapped[k] = _swap2(raw[k])
-        elif width == 4:
-            for k in range(raw.shape[0]):
-                swapped[k] = _swap4(raw[k])
-        else:
-            for k in range(raw.shape[0]):
-                swapped[k] = _swap8(raw[k])
-        values = swapped.view(proto.dtype)
-        dest = out[ranges[i, 3] : ranges[i, 3] + values.shape[0]]
-        for k in range(values.shape[0]):
-            dest[k] = values[k]
-
-
-@numba.njit(nogil=True, cache=True)
-def decode_swapped_unsigned(src, file_idx, ranges, uproto, out):
-    """`decode_swapped` for unsigned 16- and 32-bit pixels, whose swapped words are their
-    values (64-bit ones would pass through int64 arithmetic): swapped straight into `out`,
-    one pass instead of two (big-endian uint16: 14 -> 19 GB/s into uint16 tiles, 9.4 ->
-    11.7 into float32 ones, one thread)."""
-    width = uproto.itemsize
+    scratch = np.empty(0 if direct else max_len // uproto.itemsize, dtype=uproto.dtype)
     for i in range(ranges.shape[0]):
         start = ranges[i, 1]
         stop = ranges[i, 2]
@@ -97,19 +71,33 @@ def decode_swapped_unsigned(src, file_idx, ranges, uproto, out):
             continue
         raw = src[start:stop].view(uproto.dtype)
         dest = out[ranges[i, 3] : ranges[i, 3] + raw.shape[0]]
-        if width == 2:
-            for k in range(raw.shape[0]):
-                dest[k] = _swap2(raw[k])
-        else:
-            for k in range(raw.shape[0]):
-                dest[k] = _swap4(raw[k])
+        if direct:
+            _swap_into(raw, dest)
+            continue
+        swapped = scratch[: raw.shape[0]]
+        _swap_into(raw, swapped)
+        values = swapped.view(proto.dtype)
+        for k in range(values.shape[0]):
+            dest[k] = values[k]
 
 
-_SWAPPED = {
-    2: (decode_swapped, np.uint16),
-    4: (decode_swapped, np.uint32),
-    8: (decode_swapped, np.uint64),
-}
+@numba.njit(nogil=True, cache=True, inline="always")
+def _swap_into(raw, dest):
+    """``dest[k] = `` the byte-swapped word ``raw[k]`` (unsigned words of 2, 4 or 8 bytes)."""
+    width = raw.itemsize
+    if width == 2:
+        for k in range(raw.shape[0]):
+            dest[k] = _swap2(raw[k])
+    elif width == 4:
+        for k in range(raw.shape[0]):
+            dest[k] = _swap4(raw[k])
+    else:
+        for k in range(raw.shape[0]):
+            dest[k] = _swap8(raw[k])
+
+
+#: the unsigned word `decode_swapped` swaps, by pixel width
+_WORDS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 class Decoder:
@@ -188,12 +176,10 @@ class Decoder:
             out[dest : dest + values.size] = values
 
     def _decode_file(self, src, file_idx, ranges, out):
-        if self._swapped and self.native_dtype.kind == "u" and self._unit <= 4:
-            utype = _SWAPPED[self._unit][1]
-            decode_swapped_unsigned(src, file_idx, ranges, np.empty(0, utype), out)
-        elif self._swapped:
-            kernel, utype = _SWAPPED[self._unit]
-            kernel(src, file_idx, ranges, np.empty(0, utype), self._proto, out)
+        if self._swapped:
+            words = np.empty(0, _WORDS[self._unit])
+            direct = self.native_dtype.kind == "u" and self._unit <= 4
+            decode_swapped(src, file_idx, ranges, words, self._proto, out, direct)
         else:
             decode_plain(src, file_idx, ranges, self._proto, out)
 

@@ -167,7 +167,7 @@ class FileDataSet(DataSet):
                 if group is not None:
                     yield from self._decoded_tiles(maps, frames[group:start], scheme, dtype, group)
                     group = None
-                yield from _tiles_from_views([piece], scheme, [rows[i]], start)
+                yield from _tiles_from_view(piece, scheme, rows[i], start)
             start += n
         if group is not None:
             yield from self._decoded_tiles(maps, frames[group:], scheme, dtype, group)
@@ -196,31 +196,29 @@ class FileDataSet(DataSet):
         )
 
 
-def _tiles_from_views(pieces: list[np.ndarray], scheme: TilingScheme, rows=None, start=0):
-    """Flat tiles cut from file views, ending where a file ends (no tile spans two files:
-    no copies), numbered from `start` within the partition. `rows`: for each piece whose
-    frames are not C-contiguous, its records as C-contiguous rows and the pixels' offset in
-    them (flat tiles of those rows), or None."""
+def _tiles_from_view(piece: np.ndarray, scheme: TilingScheme, rows, start: int):
+    """Flat tiles cut from the view of one file (or run of HDF5 chunks), ending where it
+    ends (no tile spans two files: no copies), numbered from `start` within the partition.
+    `rows`: where its frames are not C-contiguous, its records as C-contiguous rows and the
+    pixels' offset in them (flat tiles of those rows), or None."""
     index = [(slice(None), *sl) for sl in scheme.sig_indices]
     ranges = scheme.flat_ranges
-    for i, piece in enumerate(pieces):
-        n = piece.shape[0]
-        for a in range(0, n, scheme.depth):
-            b = min(n, a + scheme.depth)
-            block = piece[a:b]
-            # frames with headers between them are views, but not C-contiguous ones: their
-            # records are (rows of the header, pixels and footer, pixels from `off` on)
-            frames = block.reshape(block.shape[0], -1) if block.flags.c_contiguous else None
-            off = 0
-            if frames is None and rows is not None and rows[i] is not None:
-                frames, off = rows[i][0][a:b], rows[i][1]
-            for s, idx in enumerate(index):
-                data = block[idx]
-                r = ranges[s]
-                flat = (
-                    (frames, off + r[0], off + r[1])
-                    if r is not None and frames is not None
-                    else flat_of(data)
-                )
-                yield data, start + a, s, flat
-        start += n
+    n = piece.shape[0]
+    for a in range(0, n, scheme.depth):
+        b = min(n, a + scheme.depth)
+        block = piece[a:b]
+        # frames with headers between them are views, but not C-contiguous ones: their
+        # records are (rows of the header, pixels and footer, pixels from `off` on)
+        frames = block.reshape(block.shape[0], -1) if block.flags.c_contiguous else None
+        off = 0
+        if frames is None and rows is not None:
+            frames, off = rows[0][a:b], rows[1]
+        for s, idx in enumerate(index):
+            data = block[idx]
+            r = ranges[s]
+            flat = (
+                (frames, off + r[0], off + r[1])
+                if r is not None and frames is not None
+                else flat_of(data)
+            )
+            yield data, start + a, s, flat

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -193,12 +194,10 @@ class FileSet:
             needed = np.array([furthest[path] for path in paths], dtype=np.int64)
         return needed
 
-    def needed_once(self) -> np.ndarray:
+    @functools.cached_property
+    def needed(self) -> np.ndarray:
         """`bytes_needed`, worked out once per file set (every task opens its files)."""
-        needed = self.__dict__.get("_needed")
-        if needed is None:
-            needed = self.__dict__["_needed"] = self.bytes_needed()
-        return needed
+        return self.bytes_needed()
 
     def open(self) -> MappedFiles:
         return MappedFiles(self)
@@ -226,16 +225,14 @@ class MappedFiles:
     def __init__(self, fileset: FileSet):
         self._fileset = fileset
         self._maps: dict[int, np.ndarray] = {}
-        self._needed: np.ndarray | None = None
 
     def __getitem__(self, idx: int) -> np.ndarray:
         idx = int(idx)
         buf = self._maps.get(idx)
         if buf is None:
-            if self._needed is None:
-                self._needed = self._fileset.needed_once()
             f = self._fileset.files[idx]
-            buf = self._maps[idx] = map_file(f.path, int(self._needed[idx]), f.signature)
+            needed = int(self._fileset.needed[idx])
+            buf = self._maps[idx] = map_file(f.path, needed, f.signature)
         return buf
 
 

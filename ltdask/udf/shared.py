@@ -27,6 +27,13 @@ from ltdask.udf.kernels.statistics import moments_frame_sums
 STATS = frozenset({"moments", "pixel_sums", "frame_sums"})
 
 
+def moments_state(px: int, dtype=np.float64) -> list:
+    """A new running ``[count, mean, m2, shift]`` of the `moments` kernel over `px` pixels
+    (`mean` in `dtype`), in task scratch (`ltdask.udf.scratch`): whoever keeps the
+    statistics copies them out in ``postprocess``."""
+    return [0, scratch.zeros(px, dtype), scratch.zeros(px), scratch.zeros(px)]
+
+
 class TileStats:
     __slots__ = ("moments", "frame_sums")
 
@@ -62,9 +69,7 @@ class SharedStats:
     def compute(self, frames: np.ndarray, p0: int, p1: int, scheme_idx: int) -> TileStats:
         state = self.states.get(scheme_idx)
         if state is None:
-            px = p1 - p0
-            zeros = scratch.zeros
-            state = self.states[scheme_idx] = [0, zeros(px), zeros(px), zeros(px)]
+            state = self.states[scheme_idx] = moments_state(p1 - p0)
         n = frames.shape[0]
         sums = np.zeros(n if self.with_frame_sums else 0)
         count, mean, m2, shift = state

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ltdask.io.checks import KeptByVersion
 from ltdask.io.fileset import FileSet
 
 SCAN_X_OFFSET = 68
@@ -160,7 +161,7 @@ def _scan_from_rotator(fileset: FileSet, fields: HeaderFields) -> Scan | None:
 
 #: scans found, by the files' versions and layout: opening the same series again reads no
 #: frame header (16384 small reads cost 20 ms, a sixth of summing 2 GiB of frames)
-_SCANS: dict[tuple, Scan | None] = {}
+_SCANS = KeptByVersion()
 
 
 def detect_scan(fileset: FileSet, header_bytes: int) -> Scan | None:
@@ -168,11 +169,7 @@ def detect_scan(fileset: FileSet, header_bytes: int) -> Scan | None:
     files, whose headers hold no scan), or None. Kept for files of the same versions."""
     layout = tuple((f.path, f.first_frame, f.num_frames, f.header_bytes) for f in fileset.files)
     key = (fileset.signatures(), layout, fileset.frame_stride, header_bytes)
-    if key not in _SCANS:
-        if len(_SCANS) >= 32:
-            _SCANS.pop(next(iter(_SCANS)))
-        _SCANS[key] = _detect_scan(fileset, header_bytes)
-    return _SCANS[key]
+    return _SCANS.get(key, lambda: _detect_scan(fileset, header_bytes))
 
 
 def _detect_scan(fileset: FileSet, header_bytes: int) -> Scan | None:

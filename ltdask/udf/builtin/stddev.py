@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from ltdask.exceptions import UDFError
-from ltdask.udf import scratch
 from ltdask.udf.base import FlatTileUDF
 from ltdask.udf.builtin.sums import csr_parts, dense_backend
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.kernels.sparse import csr_moments
 from ltdask.udf.kernels.statistics import chan_merge, moments
+from ltdask.udf.shared import moments_state
 
 
 def _np_moments(tile, count, mean, m2):
@@ -124,10 +124,8 @@ class StdDevUDF(FlatTileUDF):
         idx = self.meta.tiling_scheme_idx
         stats = self.task_data.stats.get(idx)
         if stats is None:
-            mdt = np.complex128 if complex_ else np.float64
             # count, mean, centred sum of squares, shift (see the `moments` kernel)
-            # (task scratch: postprocess copies them into the results)
-            stats = [0, scratch.zeros(px, mdt), scratch.zeros(px), scratch.zeros(px)]
+            stats = moments_state(px, np.complex128 if complex_ else np.float64)
             self.task_data.stats[idx] = stats
         return stats
 
