@@ -47,27 +47,44 @@ def test_unpack_reference():
     np.testing.assert_array_equal(unpack12(packed), pixels[0])
 
 
-@settings(max_examples=10)
+@settings(max_examples=20)
 @given(
     seed=st.integers(0, 2**16),
     r0=st.integers(0, 929),
     rows=st.integers(1, 930),
     c0=st.integers(0, 15),
     cols=st.integers(1, 16),
+    pad=st.sampled_from([0, 2]),
 )
-def test_decoder_clips_blocks(seed, r0, rows, c0, cols):
-    """One block, any part of it, against the numpy reference."""
+def test_decoder_clips_blocks(seed, r0, rows, c0, cols, pad):
+    """One block, any part of it, against the numpy reference, into rows `pad` pixels wider
+    than the part (0: whole blocks' rows are one run in the tile)."""
     rows = min(rows, 930 - r0)
     cols = min(cols, 16 - c0)
     block = np.random.default_rng(seed).integers(0, 256, 22320, dtype=np.uint8)
     src = np.concatenate([np.zeros(40, np.uint8), block])
-    ranges = np.array([[0, 40, 22360, 3, cols + 2, r0, r0 + rows, c0, c0 + cols]], np.int64)
-    out = np.full(3 + rows * (cols + 2), 7, dtype=np.float32)
+    ranges = np.array([[0, 40, 22360, 3, cols + pad, r0, r0 + rows, c0, c0 + cols]], np.int64)
+    out = np.full(3 + rows * (cols + pad) + 5, 7, dtype=np.uint16)
     decode_k2is(src, 0, ranges, out)
     want = unpack12(block).reshape(930, 16)[r0 : r0 + rows, c0 : c0 + cols]
-    got = out[3:].reshape(rows, cols + 2)
+    got = out[3:-5].reshape(rows, cols + pad)
     np.testing.assert_array_equal(got[:, :cols], want)
     np.testing.assert_array_equal(got[:, cols:], 7)
+    np.testing.assert_array_equal(out[:3], 7)
+    np.testing.assert_array_equal(out[-5:], 7)
+
+
+def test_whole_blocks_unpack_as_one_run():
+    """Every block, at every row where it may start, unpacked whole into a one-block-wide
+    tile (the path of negotiated tiles) equals the reference."""
+    block = np.random.default_rng(5).integers(0, 256, 22320, dtype=np.uint8)
+    src = np.concatenate([np.zeros(40, np.uint8), block])
+    for r0, r1 in [(0, 930), (1, 930), (0, 1), (929, 930), (17, 500)]:
+        ranges = np.array([[0, 40, 22360, 0, 16, r0, r1, 0, 16]], np.int64)
+        out = np.zeros((r1 - r0) * 16, np.uint16)
+        decode_k2is(src, 0, ranges, out)
+        want = unpack12(block).reshape(930, 16)[r0:r1]
+        np.testing.assert_array_equal(out.reshape(-1, 16), want)
 
 
 def test_synchronised_frames(scan, frames):
@@ -83,9 +100,9 @@ def test_tiles_follow_blocks(scan, frames):
         ds = open_k2is(scan)
         scheme = ds.negotiate([], np.float32)
         assert len(scheme) > 1
-        for sl in scheme.slices:  # every tile is whole blocks (the last column may be cut)
+        for sl in scheme.slices:  # every tile is whole blocks, one block wide
             assert sl.origin[0] % 930 == 0 and sl.origin[1] % 16 == 0
-            assert sl.shape[0] % 930 == 0 and sl.shape[1] % 16 == 0
+            assert sl.shape[0] % 930 == 0 and sl.shape[1] == 16
         assert len(ds.get_partitions()) > 1
         roi = np.array([True, False, True, True, False])
         res = ltdask.udf.SumUDF().compute(ds, roi=roi)

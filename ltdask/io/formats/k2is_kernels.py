@@ -104,6 +104,18 @@ def _pixel(src, row_start, c):
 
 
 @numba.njit(nogil=True, cache=True)
+def _unpack(src, out):
+    """Unpack the packed bytes `src` (3 per 2 pixels) into `out` (a loop over the whole
+    run, which LLVM vectorises: slices, not offsets, let it see that they do not overlap)."""
+    for k in range(src.size // 3):
+        b0 = np.uint16(src[3 * k])
+        b1 = np.uint16(src[3 * k + 1])
+        b2 = np.uint16(src[3 * k + 2])
+        out[2 * k] = b0 | ((b1 & 0x0F) << 8)
+        out[2 * k + 1] = (b1 >> 4) | (b2 << 4)
+
+
+@numba.njit(nogil=True, cache=True)
 def decode_k2is(src, file_idx, ranges, out):
     """Unpack the blocks of sector file `file_idx` into the flat tile `out`."""
     for i in range(ranges.shape[0]):
@@ -113,7 +125,12 @@ def decode_k2is(src, file_idx, ranges, out):
         dest0 = ranges[i, 3]
         stride = ranges[i, 4]
         r0, r1, c0, c1 = ranges[i, 5], ranges[i, 6], ranges[i, 7], ranges[i, 8]
-        if c0 == 0 and c1 == BLOCK_COLS:
+        if c0 == 0 and c1 == BLOCK_COLS and stride == BLOCK_COLS:
+            # whole rows into a tile one block wide: one run of packed bytes
+            p = start + r0 * ROW_BYTES
+            n = (r1 - r0) * ROW_BYTES
+            _unpack(src[p : p + n], out[dest0 : dest0 + n // 3 * 2])
+        elif c0 == 0 and c1 == BLOCK_COLS:
             for r in range(r0, r1):
                 p = start + r * ROW_BYTES
                 d = dest0 + (r - r0) * stride
