@@ -89,17 +89,24 @@ class Frms6FileSet(FileSet):
 
 
 class Frms6Decoder(Decoder):
-    """Copies the rows of the read ranges, the lower half's backwards."""
+    """Unfolds the slices of raw frames the read ranges name: rows of the upper half
+    forwards, of the lower half backwards, each raw row `binning` times."""
 
-    def __init__(self):
+    def __init__(self, sig_shape, binning: int):
         super().__init__(np.dtype("<u2"))
+        self.binning = int(binning)
+        self.width = int(sig_shape[1])
+        self.half = int(sig_shape[0]) // self.binning // 2
 
     @property
     def is_plain(self) -> bool:
         return False
 
     def _decode_file(self, src, file_idx, ranges, out):
-        decode_frms6(src, file_idx, ranges, out)
+        decode_frms6(src, file_idx, ranges, self.binning, self.width, self.half, out)
+
+    def __dask_tokenize__(self):
+        return (super().__dask_tokenize__(), self.binning, self.width, self.half)
 
 
 class Frms6DataSet(FileDataSet):
@@ -195,10 +202,21 @@ class Frms6DataSet(FileDataSet):
             "gain map": self.gain_map_path,
         }
         fileset = Frms6FileSet(files, natural, binning, first.raw_bytes)
-        super().__init__(fileset, Frms6Decoder(), nav_shape, sync_offset=sync_offset, dims=dims)
+        super().__init__(
+            fileset, Frms6Decoder(natural, binning), nav_shape, sync_offset=sync_offset, dims=dims
+        )
 
     def get_base_shape(self, roi=None) -> tuple[int, ...]:
         return (self.binning, self.sig_shape[1])
+
+    def adjust_tileshape(self, tileshape: tuple[int, ...], roi=None) -> tuple[int, ...]:
+        # tiles of row blocks become whole frames of the same size: a frame's raw rows are
+        # then read front to back, once (SumUDF 0.42 -> 0.58 of raw uint16's speed)
+        depth, rows, cols = tileshape
+        height = self.sig_shape[0]
+        if rows < height and cols == self.sig_shape[1]:
+            return (max(1, depth * rows // height), height, cols)
+        return tileshape
 
     def dark_frame(self) -> np.ndarray:
         """The mean of the dark frames (``NAME_000.frms6``), unfolded, float32."""
