@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import functools
 import math
@@ -121,7 +122,13 @@ class FileSet:
         )
 
     def file_index(self, frame: int) -> int:
-        return int(np.searchsorted(self.table[:, 0], frame, side="right") - 1)
+        return bisect.bisect_right(self._first_frames, frame) - 1
+
+    @functools.cached_property
+    def _first_frames(self) -> list[int]:
+        # (a list: `bisect` on it is 10x faster than `np.searchsorted` on the table, and
+        # a partition of a Velox file asks for each of its ten runs of chunks twice)
+        return self.table[:, 0].tolist()
 
     def _pixels_are_items(self, file_idx: int) -> bool:
         """Whether the pixels of file `file_idx` are native items of the file's dtype at

@@ -22,12 +22,13 @@ BLOCK = 16384
 @numba.njit(nogil=True, cache=True, fastmath=FASTMATH)
 def sum_frames(frames, p0, p1, acc):
     """``acc[k] += sum_i frames[i, p0 + k]``: the tile's frames added up, four at a time
-    (one load and store of ``acc`` per four rows), the last three or two together (tiles
-    that end with a file or a run of HDF5 chunks are often short: 7 frames in two passes
-    of ``acc``, not four)."""
+    (one load and store of ``acc`` per four rows), the last five, three or two together
+    (tiles that end with a file or a run of HDF5 chunks are often short: 7 frames in two
+    passes of ``acc``, not four; 57 in 14, as fast per frame as 64 in 16, not 15)."""
     n = frames.shape[0]
+    stop = n - 5 if n % 4 == 1 and n >= 5 else n
     i = 0
-    while i + 4 <= n:
+    while i + 4 <= stop:
         r0 = frames[i][p0:p1]
         r1 = frames[i + 1][p0:p1]
         r2 = frames[i + 2][p0:p1]
@@ -35,7 +36,15 @@ def sum_frames(frames, p0, p1, acc):
         for k in range(acc.shape[0]):
             acc[k] += (r0[k] + r1[k]) + (r2[k] + r3[k])
         i += 4
-    if n - i == 3:
+    if n - i == 5:
+        r0 = frames[i][p0:p1]
+        r1 = frames[i + 1][p0:p1]
+        r2 = frames[i + 2][p0:p1]
+        r3 = frames[i + 3][p0:p1]
+        r4 = frames[i + 4][p0:p1]
+        for k in range(acc.shape[0]):
+            acc[k] += ((r0[k] + r1[k]) + (r2[k] + r3[k])) + r4[k]
+    elif n - i == 3:
         r0 = frames[i][p0:p1]
         r1 = frames[i + 1][p0:p1]
         r2 = frames[i + 2][p0:p1]
