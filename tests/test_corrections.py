@@ -15,6 +15,7 @@ import ltdask
 from ltdask import UDF, CorrectionSet, DataSetError
 from ltdask.compat import Context
 from ltdask.udf import ApplyMasksUDF, CoMUDF, PickUDF, StdDevUDF, SumSigUDF, SumUDF
+from ltdask.udf.explain import explain
 
 REFERENCE = os.path.join(os.path.dirname(__file__), "reference", "data", "corrections")
 
@@ -123,6 +124,121 @@ def test_udfs_as_libertem(case, how, tmp_path):
     np.testing.assert_allclose(
         compat["intensity"].data, reference["sumsig__intensity"], rtol=1e-5, atol=1e-3
     )
+
+
+def _folds(ds, udfs, **kw) -> bool:
+    text = str(explain(ds, udfs, **kw))
+    return "applied by the UDFs to their results" in text
+
+
+#: UDFs that fold corrections into their results, alone and in the shared pass
+FOLDING = {"sum": ("dark", "gain"), "sumsig": ("dark",), "stddev": ("dark", "gain")}
+
+
+@pytest.mark.parametrize("names", [["sum"], ["sumsig"], ["stddev"], ["sum", "sumsig", "stddev"]])
+@pytest.mark.parametrize("how", ["memory", "raw"])
+@pytest.mark.parametrize("case", CASES)
+def test_folding_udfs_as_libertem(case, how, names, tmp_path):
+    """Sum, SumSig and StdDev apply a dark frame (and Sum and StdDev a gain map) to their
+    results of uncorrected integer tiles, where every UDF of the run folds every given
+    correction and no pixel is excluded: LiberTEM's results all the same."""
+    data, dark, gain, mask, roi = case_inputs(case)
+    ds = _runs(data, tmp_path, how)
+    cs = CorrectionSet(dark=dark, gain=gain, excluded_pixels=mask)
+    given = {n for n, a in (("dark", dark), ("gain", gain)) if a is not None}
+    expect_fold = (
+        data.dtype.kind in "ui"
+        and data.dtype.itemsize <= 2
+        and mask is None
+        and bool(given)
+        and all(given <= set(FOLDING[n]) for n in names)
+    )
+    udfs = [ltdask_udfs()[n] for n in names]
+    assert _folds(ds, udfs, roi=roi, corrections=cs) == expect_fold
+    with dask.config.set({"ltdask.partition-bytes": 4 * 192 * 11, "ltdask.min-partitions": 1}):
+        results = ltdask.compute(ds, udfs, roi=roi, corrections=cs)
+    reference = np.load(os.path.join(REFERENCE, f"{case[0]}.npz"))
+    for name, res in zip(names, results, strict=True):
+        for key in reference.files:
+            if not key.startswith(f"{name}__") or key.endswith("__valid"):
+                continue
+            rtol = 1e-4 if name == "stddev" else 1e-5
+            got = res[key.split("__")[1]].values
+            np.testing.assert_allclose(got, reference[key], rtol=rtol, atol=1e-3, err_msg=key)
+
+
+class TileSumUDF(SumUDF):
+    """SumUDF on tiles corrected as they are read (a subclass declares no folding)."""
+
+
+class TileSumSigUDF(SumSigUDF):
+    """SumSigUDF on corrected tiles."""
+
+
+class TileStdDevUDF(StdDevUDF):
+    """StdDevUDF on corrected tiles."""
+
+
+def _numpy_results(frames: np.ndarray) -> dict:
+    """What Sum, SumSig and StdDev give for `frames` (corrected, float64), by numpy."""
+    return {
+        "sum": {"intensity": frames.sum(axis=0)},
+        "sumsig": {"intensity": frames.sum(axis=(1, 2))},
+        "stddev": {"mean": frames.mean(axis=0), "var": frames.var(axis=0)},
+    }
+
+
+@pytest.mark.parametrize("names", [["sum"], ["sumsig"], ["stddev"], ["sum", "sumsig", "stddev"]])
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "int16"])
+@pytest.mark.parametrize("which", ["dark", "gain", "both"])
+@pytest.mark.parametrize("sync_offset", [0, -3, 2])
+def test_folded_results_equal_corrected_tiles(tmp_path, names, dtype, which, sync_offset):
+    """Results with the corrections folded in (uncorrected tiles, corrected results) equal
+    those of corrected tiles and numpy's, with frames missing before or after the file
+    (they add nothing), several partitions and signal slices, an ROI, one frame and an
+    empty ROI."""
+    rng = np.random.default_rng([7, len(dtype), sync_offset + 5])
+    nav, sig = (5, 7), (13, 11)
+    data = rng.integers(0, 120, (*nav, *sig)).astype(dtype)
+    path = tmp_path / "scan.raw"
+    data.tofile(path)
+    dark = rng.uniform(0, 50, sig).astype(np.float32) if which != "gain" else None
+    gain = rng.uniform(0.5, 2, sig).astype(np.float32) if which != "dark" else None
+    cs = CorrectionSet(dark=dark, gain=gain)
+    ds = ltdask.open_raw(path, nav_shape=nav, sig_shape=sig, dtype=dtype, sync_offset=sync_offset)
+    frames = np.zeros((35, *sig), np.float64)  # missing frames: never read
+    present = np.zeros(35, bool)
+    stream = data.reshape(35, *sig)
+    for i in range(35):
+        if 0 <= i + sync_offset < 35:
+            frames[i] = stream[i + sync_offset]
+            present[i] = True
+    want_frames = corrected(frames, dark, gain)
+    folding = {"sum": SumUDF, "sumsig": SumSigUDF, "stddev": StdDevUDF}
+    on_tiles = {"sum": TileSumUDF, "sumsig": TileSumSigUDF, "stddev": TileStdDevUDF}
+    one = np.zeros(nav, bool)
+    one[2, 3] = True
+    with dask.config.set({"ltdask.partition-bytes": 6 * 13 * 11 * 4, "ltdask.tile-bytes": 400}):
+        udfs = [folding[n]() for n in names]
+        given = {"dark", "gain"} if which == "both" else {which}
+        assert _folds(ds, udfs, corrections=cs) == all(given <= set(FOLDING[n]) for n in names)
+        assert not _folds(ds, [on_tiles[n]() for n in names], corrections=cs)
+        for r in (None, rng.random(nav) > 0.4, one, np.zeros(nav, bool)):
+            sel = (np.ones(35, bool) if r is None else r.reshape(-1)) & present
+            got = ltdask.compute(ds, [folding[n]() for n in names], roi=r, corrections=cs)
+            tiles = ltdask.compute(ds, [on_tiles[n]() for n in names], roi=r, corrections=cs)
+            want = _numpy_results(want_frames[sel]) if sel.any() else None
+            for name, g, t in zip(names, got, tiles, strict=True):
+                for key in g.data_vars:
+                    if key.endswith("_valid"):
+                        continue
+                    a, b = g[key].values, t[key].values
+                    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-3, err_msg=key)
+                    if want is None or key not in want[name]:
+                        continue
+                    if name == "sumsig":  # (frames in the ROI and in the file)
+                        a = a.reshape(-1)[sel]
+                    np.testing.assert_allclose(a, want[name][key], rtol=1e-5, atol=1e-3)
 
 
 @pytest.mark.parametrize("tile_bytes", ["auto", 2 * 12 * 4])

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ltdask.corrections._kernels import correct_frames
+from ltdask.corrections._kernels import add_folded_sums, correct_frames
 from ltdask.exceptions import DataSetError
 
 if TYPE_CHECKING:
@@ -126,12 +126,49 @@ class PreparedCorrections:
             out = np.empty((n, p1 - p0), dtype=out_dtype)
         else:
             out = out.reshape(-1)[:size].reshape(n, p1 - p0)
-        dark, gain = self._cut(sig_index, out_dtype)
+        dark, gain = self.dark_gain(sig_index, out_dtype)
         plan = self.plan
         if sig_index is not None and p1 - p0 != int(np.prod(self.sig_shape)):
             plan = self._plan_for(tuple((s.start, s.stop) for s in sig_index))
         correct_frames(src, p0, p1, dark, gain, plan.excluded, plan.sources, plan.counts, out)
         return out.reshape(tile.shape)
+
+    # -- folded into results: ``(x - dark) * gain`` is affine in each pixel ---------------
+    def add_folded_sums(self, out: np.ndarray, sums: np.ndarray, frames, sig_index=None):
+        """Add sums over `frames` uncorrected frames of the signal slice `sig_index` (flat)
+        to `out` (its shape) as sums of corrected ones: ``(sums - frames * dark) * gain``,
+        worked out in float64."""
+        dark, gain = self.dark_gain(sig_index, np.float64)
+        if out.flags.c_contiguous:
+            add_folded_sums(sums, frames, dark, gain, out.reshape(-1))
+            return
+        flat = np.zeros(out.size)  # (a slice of columns: added through a copy)
+        add_folded_sums(sums, frames, dark, gain, flat)
+        out += flat.reshape(out.shape)
+
+    def fold_moments(self, mean: np.ndarray, m2: np.ndarray, sig_index=None):
+        """The per-pixel mean and sum of squared deviations of uncorrected frames (flat, of
+        the signal slice `sig_index`) as those of corrected ones: new arrays,
+        ``((mean - dark) * gain, m2 * gain**2)``."""
+        dark, gain = self.dark_gain(sig_index, np.float64)
+        mean = mean - dark if dark.size else mean.copy()
+        m2 = m2.copy()
+        if gain.size:
+            mean *= gain
+            m2 *= gain * gain
+        return mean, m2
+
+    def dark_total(self, sig_index=None) -> float:
+        """The sum of the dark frame over the signal slice `sig_index`: what subtracting it
+        takes from each frame's sum over the slice (without a gain map)."""
+        return self._dark_total(
+            None if sig_index is None else tuple((s.start, s.stop) for s in sig_index)
+        )
+
+    @functools.lru_cache(maxsize=64)  # noqa: B019 (a few signal slices per run)
+    def _dark_total(self, key) -> float:
+        dark = self._dark_gain(key, np.dtype(np.float64))[0]
+        return float(dark.sum())
 
     @functools.lru_cache(maxsize=64)  # noqa: B019 (a few signal slices per run)
     def _plan_for(self, box) -> RepairPlan:
@@ -146,7 +183,9 @@ class PreparedCorrections:
         shape = tuple(b - a for a, b in box)
         return RepairPlan.make(shape, coords[:, inside] - lo, allow_empty=True)
 
-    def _cut(self, sig_index, out_dtype):
+    def dark_gain(self, sig_index, out_dtype) -> list[np.ndarray]:
+        """``[dark, gain]`` of the signal slice `sig_index` (``Slice.get()``; None: whole
+        frames), flat and in `out_dtype`; empty arrays where not given."""
         key = None if sig_index is None else tuple((s.start, s.stop) for s in sig_index)
         return self._dark_gain(key, np.dtype(out_dtype))
 

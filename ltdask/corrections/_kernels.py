@@ -4,6 +4,7 @@ plain numpy (``corrected``)."""
 from __future__ import annotations
 
 import numba
+import numpy as np
 
 
 @numba.njit(nogil=True, cache=True)
@@ -38,3 +39,18 @@ def correct_frames(src, p0, p1, dark, gain, excluded, sources, counts, out):
             for m in range(c):
                 acc += dest[sources[j, m]]
             dest[excluded[j]] = acc / c
+
+
+@numba.njit(nogil=True, cache=True)
+def add_folded_sums(sums, frames, dark, gain, out):
+    """``out += (sums - frames * dark) * gain`` (flat; empty dark/gain: none), in float64:
+    sums over `frames` uncorrected frames added as sums of corrected ones, in one pass."""
+    with_dark = dark.shape[0] > 0
+    with_gain = gain.shape[0] > 0
+    for k in range(out.shape[0]):
+        v = np.float64(sums[k])
+        if with_dark:
+            v -= frames * dark[k]
+        if with_gain:
+            v *= gain[k]
+        out[k] += v

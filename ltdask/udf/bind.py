@@ -47,6 +47,9 @@ class RunContext:
     #: the dtype tiles are read as, where it is not `input_dtype`: the data's own integers
     #: for UDFs that take them in place of floats (``NATIVE_INTEGER_TILES``)
     tile_dtype: np.dtype | None = None
+    #: the prepared corrections (dark, gain) the UDFs apply to their results instead of the
+    #: runner to every tile (``FOLDS_CORRECTIONS``): their tiles come uncorrected
+    folded: object = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,6 +91,7 @@ def make_meta(
         slice_origin=origin,
         corrections=context.corrections,
         run_id=run_id,
+        folded_corrections=context.folded,
         nav_calibration=context.nav_calibration,
         sig_calibration=context.sig_calibration,
     )

@@ -58,7 +58,11 @@ def explain(dataset, udfs, roi=None, corrections=None, backends=None) -> RunExpl
         f"{plan.n_sel} frames of {tuple(dataset.sig_shape)} in {len(plan.partitions)} "
         f"partition(s); tiles of up to {scheme.depth} frames x {cut}, read as " + _read_as(plan)
     ]
-    if plan.prepared is not None:
+    if plan.context.folded is not None:
+        lines.append(
+            "corrections (dark/gain) applied by the UDFs to their results: tiles uncorrected"
+        )
+    elif plan.prepared is not None:
         lines.append(
             "corrections (dark/gain/excluded pixels) applied as tiles are read: dense tiles"
         )

@@ -75,7 +75,7 @@ class PartitionGraph:
             plan.scheme,
             plan.context,
             read_before(plan.dataset_token),
-            plan.prepared,
+            plan.tile_corrections,
         )
         name = f"ltdask-udf-{plan.token}"
         job_key = f"ltdask-job-{plan.token}"

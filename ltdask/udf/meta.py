@@ -68,6 +68,7 @@ class UDFMeta:
         run_id: str | None = None,
         nav_calibration: tuple[Axis, ...] | None = None,
         sig_calibration: tuple[Axis, ...] | None = None,
+        folded_corrections=None,
     ):
         self.dataset_shape = dataset_shape
         self.dataset_dtype = np.dtype(dataset_dtype)
@@ -84,6 +85,10 @@ class UDFMeta:
         self.array_backend = "numpy"
         self.threads_per_worker = 1
         self.corrections = corrections
+        #: where the UDF applies the run's dark and gain to its results (its class declares
+        #: ``FOLDS_CORRECTIONS``; its tiles are then uncorrected): the prepared corrections
+        #: (``dark_gain(sig_index, dtype)`` gives them for a signal slice), else None
+        self.folded_corrections = folded_corrections
         self.run_id = run_id
         self.nav_calibration = nav_calibration or (Axis(),) * len(dataset_shape.nav)
         self.sig_calibration = sig_calibration or (Axis(),) * len(dataset_shape.sig)

@@ -54,6 +54,12 @@ class RunPlan:
     token: str
 
     @property
+    def tile_corrections(self):
+        """The corrections the partition tasks apply to every tile: `prepared`, unless the
+        UDFs fold them into their results."""
+        return None if self.context.folded is not None else self.prepared
+
+    @property
     def roi(self) -> Selection:
         return self.context.roi
 
@@ -123,6 +129,12 @@ def plan_run(
     # corrected tiles are dense: the dataset delivers numpy then
     sources = (BACKEND_NUMPY,) if prepared is not None else dataset.array_backends
     backend_plan = plan_backends(sources, udfs, backends)
+    folded = prepared if folds_corrections(udfs, prepared) else None
+    tile_dtype = native_tile_dtype(
+        dataset, udfs, np.dtype(read_dtype), None if folded is not None else prepared, backend_plan
+    )
+    if tile_dtype is None:
+        folded = None
     partitions = dataset.get_partitions()
     counts = tuple(selection.count(p.start, p.stop) for p in partitions)
     context = RunContext(
@@ -136,7 +148,8 @@ def plan_run(
         backend_plan,
         nav_calibration=dataset.nav_calibration,
         sig_calibration=dataset.sig_calibration,
-        tile_dtype=native_tile_dtype(dataset, udfs, np.dtype(read_dtype), prepared, backend_plan),
+        tile_dtype=tile_dtype,
+        folded=folded,
     )
     mains = [bind(u, context, backend=b) for u, b in zip(udfs, backend_plan.targets, strict=True)]
     for template, main in zip(udfs, mains, strict=True):
@@ -217,6 +230,19 @@ def native_tile_dtype(dataset, udfs, input_dtype, prepared, backend_plan) -> np.
     ):
         return None
     return native
+
+
+def folds_corrections(udfs, prepared) -> bool:
+    """Whether every UDF of the run applies the corrections of `prepared` to its results
+    (``FOLDS_CORRECTIONS``, declared by the class itself: ``"dark"``, ``"gain"``, the
+    ones it folds): ``(x - dark) * gain`` is affine in each pixel, so a sum over frames of
+    uncorrected tiles is corrected by ``(sum - n * dark) * gain``. Excluded pixels are
+    repaired from their neighbours in each tile, so with them the tiles are corrected as
+    they are read."""
+    if prepared is None or prepared.has_excluded:
+        return False
+    given = {name for name in ("dark", "gain") if getattr(prepared.source, name) is not None}
+    return all(given <= set(vars(type(u)).get("FOLDS_CORRECTIONS", ())) for u in udfs)
 
 
 def input_dtype(dataset: DataSet, udfs: list[UDFBase]) -> np.dtype:

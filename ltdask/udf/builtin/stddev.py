@@ -87,6 +87,8 @@ class StdDevUDF(FlatTileUDF):
     SHARED_TILE_STATS = ("moments",)
     #: 8/16-bit tiles come as the file's integers: the kernel converts each pixel to float64
     NATIVE_INTEGER_TILES = True
+    #: a dark frame and gain map are applied to the moments, not to every tile
+    FOLDS_CORRECTIONS = ("dark", "gain")
 
     def __init__(self, dtype=None, use_numba=True):
         super().__init__(dtype=dtype, use_numba=use_numba)
@@ -152,8 +154,11 @@ class StdDevUDF(FlatTileUDF):
         counts = {s[0] for s in self.task_data.stats.values()}
         if len(counts) > 1:
             raise UDFError(f"StdDevUDF: signal slices saw different frame counts {counts}")
+        folded = self.meta.folded_corrections
         for idx, (count, mean, m2, _) in self.task_data.stats.items():
             index = scheme[idx].get()
+            if folded is not None:  # (new arrays: the state may be shared with SumUDF)
+                mean, m2 = folded.fold_moments(mean, m2, index)
             view = self.results.sum[index]
             np.multiply(mean.reshape(view.shape), count, out=view)
             vs = self.results.varsum[index]

@@ -116,6 +116,8 @@ class SumUDF(FlatTileUDF):
     SHARED_TILE_STATS = ("pixel_sums",)
     #: 8/16-bit data is summed from its own integers (exactly), not from float copies
     NATIVE_INTEGER_TILES = True
+    #: a dark frame and gain map are applied to the sums, not to every tile
+    FOLDS_CORRECTIONS = ("dark", "gain")
 
     def __init__(self, dtype="float32"):
         super().__init__(dtype=dtype)
@@ -134,7 +136,7 @@ class SumUDF(FlatTileUDF):
     def get_task_data(self):
         # one accumulator per signal slice of the tiling scheme; float sums of a partition's
         # frames stay in the input dtype (as numpy sums them), integer sums in 64 bits
-        return {"acc": {}, "moments": {}}
+        return {"acc": {}, "moments": {}, "frames": {}}
 
     def _acc(self, px: int, dtype) -> np.ndarray:
         accs = self.task_data.acc
@@ -149,6 +151,9 @@ class SumUDF(FlatTileUDF):
 
     def process_flat_tile(self, frames, p0, p1):
         sum_frames(frames, p0, p1, self._acc(p1 - p0, frames.dtype))
+        counts = self.task_data.frames
+        idx = self.meta.tiling_scheme_idx
+        counts[idx] = counts.get(idx, 0) + frames.shape[0]
 
     def process_tile(self, tile):
         if dense_backend(self):
@@ -161,9 +166,18 @@ class SumUDF(FlatTileUDF):
     def postprocess(self):
         scheme = self.meta.tiling_scheme
         out = self.results.intensity
+        folded = self.meta.folded_corrections
         sums = dict(self.task_data.acc)
-        for idx, (count, mean, _, _) in self.task_data.moments.items():
+        if folded is not None:
+            # (in float64, from the exact integer sums: rounded once)
+            for idx, acc in sums.items():
+                index = scheme[idx].get()
+                folded.add_folded_sums(out[index], acc, self.task_data.frames[idx], index)
+            sums = {}
+        for idx, (count, mean, m2, _) in self.task_data.moments.items():
             # (the state is shared: StdDevUDF reads it too; the product in task scratch)
+            if folded is not None:
+                mean, _ = folded.fold_moments(mean, m2, scheme[idx].get())
             sums[idx] = np.multiply(mean, count, out=scratch.zeros(mean.size, mean.dtype))
         for idx, acc in sums.items():
             view = out[scheme[idx].get()]
@@ -206,6 +220,9 @@ class SumSigUDF(FlatTileUDF):
     SHARED_TILE_STATS = ("frame_sums",)
     #: 8/16-bit data is summed from its own integers (exactly), not from float copies
     NATIVE_INTEGER_TILES = True
+    #: a dark frame is taken off each frame's sum, not off every pixel of the tile (a gain
+    #: map weights the pixels: with one, the tiles are corrected)
+    FOLDS_CORRECTIONS = ("dark",)
 
     def get_backends(self):
         return SUM_BACKENDS
@@ -216,7 +233,15 @@ class SumSigUDF(FlatTileUDF):
 
     def process_shared_stats(self, stats):
         out = self.results.intensity
-        out += stats.frame_sums.astype(out.dtype, copy=False)
+        out += self._folded(stats.frame_sums).astype(out.dtype, copy=False)
+
+    def _folded(self, sums: np.ndarray) -> np.ndarray:
+        """`sums` of the current tile's uncorrected frames over its signal slice, less the
+        dark frame's sum over the slice where the run folds it (float64)."""
+        folded = self.meta.folded_corrections
+        if folded is None:
+            return sums
+        return sums - folded.dark_total(self.meta.sig_slice.get())
 
     def process_tile(self, tile):
         if dense_backend(self):
@@ -234,4 +259,4 @@ class SumSigUDF(FlatTileUDF):
             return
         sums = np.zeros(frames.shape[0], acc_dtype)
         sum_pixels(frames, p0, p1, sums)
-        out += sums.astype(out.dtype, copy=False)
+        out += self._folded(sums).astype(out.dtype, copy=False)
