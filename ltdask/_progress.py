@@ -11,6 +11,24 @@ def default_client():
     return from_distributed("default_client")
 
 
+def cluster_client():
+    """The `distributed.Client` that ``dask.compute`` would run on now (the configured
+    ``scheduler``, a Client or its ``get``, or else the default Client), or None."""
+    import sys
+
+    import dask
+
+    scheduler = dask.config.get("scheduler", None)
+    if scheduler in (None, "dask.distributed", "distributed"):
+        return default_client()
+    if "distributed" not in sys.modules:
+        return None
+    from distributed import Client
+
+    owner = getattr(scheduler, "__self__", scheduler)  # (a Client's ``get``)
+    return owner if isinstance(owner, Client) else None
+
+
 #: ltdask's graphs are written task by task (`ltdask.udf.tasks`): dask's linear fusion only
 #: adds work to them (10-30 % of a short run) and drops the tasks' annotations (the GPU
 #: resource of CuPy runs on a cluster)

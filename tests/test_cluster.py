@@ -249,3 +249,24 @@ def test_to_zarr_on_the_cluster(client, scan, tmp_path):
     np.testing.assert_array_equal(
         back.to_dask().compute(scheduler=client), sync(raw.to_dask().compute)
     )
+
+
+def test_cluster_runs_take_larger_partitions(client, scan, tmp_path):
+    """On a cluster a run cuts the scan into ``ltdask.cluster-partition-bytes`` partitions
+    (fewer tasks), at least two per worker thread; locally it keeps the dataset's 16, and
+    so does a dataset whose partitions were set when it was opened. Same results."""
+    data, raw, _ = scan
+    big = {**PARTITIONS, "ltdask.cluster-partition-bytes": 8 * PARTITIONS["ltdask.partition-bytes"]}
+    with dask.config.set(big):
+        ds = ltdask.open_raw(raw.path, nav_shape=NAV, sig_shape=SIG, dtype="uint16")
+        text = str(ltdask.explain(ds, [SumUDF()]))
+        assert " in 4 partition(s)" in text, text  # 2 workers x 1 thread: at least 4
+        with dask.config.set({"ltdask.min-partitions": 6}):  # (2 scan rows each)
+            assert " in 8 partition(s)" in str(ltdask.explain(ds, [SumUDF()]))
+        (total,) = ltdask.compute(ds, [SumUDF()])
+        assert " in 16 partition(s)" in str(sync(ltdask.explain, ds, [SumUDF()]))
+    np.testing.assert_array_equal(total["intensity"].values, data.sum(axis=(0, 1)))
+    # made under PARTITIONS, run under the defaults (cluster partitions of 512 MiB): kept
+    assert " in 16 partition(s)" in str(ltdask.explain(raw, [SumUDF()]))
+    with dask.config.set(PARTITIONS):  # (auto: partition-bytes as set)
+        assert " in 16 partition(s)" in str(ltdask.explain(raw, [SumUDF()]))

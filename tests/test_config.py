@@ -24,6 +24,7 @@ GOOD = [
     ("map-cache-bytes", "1MiB", _config.map_cache_bytes, 2**20),
     ("worker-map-fraction", 0, _config.worker_map_fraction, 0.0),
     ("worker-map-fraction", "0.25", _config.worker_map_fraction, 0.25),
+    ("cluster-partition-bytes", "64MiB", _config.cluster_partition_bytes, 64 * 2**20),
 ]
 
 
@@ -48,6 +49,8 @@ BAD = [
     ("worker-map-fraction", 1.5, "a fraction from 0 to 1"),
     ("worker-map-fraction", "most", "a fraction from 0 to 1"),
     ("worker-map-fraction", float("nan"), "a fraction from 0 to 1"),
+    ("cluster-partition-bytes", "lots", "'auto' or a size"),
+    ("cluster-partition-bytes", 0, "'auto' or a size"),
 ]
 
 
@@ -107,3 +110,13 @@ def test_resident_bytes_is_what_psutil_measures():
     rss = _config.resident_bytes()
     assert rss is not None
     assert abs(rss - psutil.Process().memory_info().rss) < 16 * 2**20
+
+
+def test_cluster_partitions_follow_partition_bytes_when_set():
+    """``auto``: 512 MiB where ``ltdask.partition-bytes`` is the default, else that size
+    (a user who sets partitions gets them on a cluster too)."""
+    assert _config.cluster_partition_bytes() == 512 * 2**20
+    with dask.config.set({"ltdask.partition-bytes": "32MiB"}):
+        assert _config.cluster_partition_bytes() == 32 * 2**20
+    with dask.config.set({"ltdask.partition-bytes": "1GiB"}):
+        assert _config.cluster_partition_bytes() == 2**30

@@ -118,6 +118,55 @@ def partitions_for_grid(nav_chunks: Sequence[Sequence[int]]) -> list[Partition]:
     return parts
 
 
+def regridded(dataset, settings: dict):
+    """A shallow copy of `dataset` whose partition grid is made under the ltdask `settings`
+    (its own grid, file chunk alignment and all), or `dataset` where that grid cannot be
+    made."""
+    import dask
+
+    from ltdask.exceptions import DataSetError
+
+    other = object.__new__(type(dataset))
+    other.__dict__.update(dataset.__dict__)
+    other.__dict__.pop("nav_chunks", None)  # the cached grid
+    with dask.config.set(settings):
+        try:
+            other.nav_chunks  # noqa: B018  (made and cached under these settings)
+        except DataSetError:  # far more partitions without frames than planning accepts
+            return dataset
+    return other
+
+
+def for_cluster(dataset):
+    """`dataset`, or a copy in fewer, larger partitions where the run goes to a distributed
+    cluster (``ltdask.cluster-partition-bytes``): at least two per worker thread, at most
+    an eighth of a worker thread's share of its memory limit (a task maps its partition's
+    pages, which count in the worker's RSS), never more partitions than `dataset` has. A
+    dataset whose partitions were made under other settings than the current ones
+    (``ltdask.partition-bytes`` set when it was opened) keeps them."""
+    from ltdask._progress import cluster_client
+
+    size = _config.cluster_partition_bytes()  # (checked on every run)
+    client = cluster_client()
+    if client is None:
+        return dataset
+    workers = list(client.scheduler_info().get("workers", {}).values())
+    threads = sum(int(w.get("nthreads", 1)) for w in workers) or 1
+    shares = [
+        w["memory_limit"] // max(1, int(w.get("nthreads", 1)))
+        for w in workers
+        if w.get("memory_limit")
+    ]
+    if shares:
+        size = min(size, min(shares) // 8)
+    have = len(dataset.get_partitions())
+    if have <= 2 * threads or regridded(dataset, {}).nav_chunks != dataset.nav_chunks:
+        return dataset
+    minimum = max(2 * threads, _config.min_partitions())
+    coarse = regridded(dataset, {"ltdask.partition-bytes": size, "ltdask.min-partitions": minimum})
+    return coarse if len(coarse.get_partitions()) < have else dataset
+
+
 def with_min_partitions(dataset, count: int):
     """`dataset`, or a shallow copy of it cut into at least `count` partitions where it has
     the frames: its own partition grid (file chunk alignment and all), made as with
@@ -132,18 +181,6 @@ def with_min_partitions(dataset, count: int):
     >>> len(with_min_partitions(ds, 20).get_partitions()) >= 20
     True
     """
-    import dask
-
-    from ltdask.exceptions import DataSetError
-
     if len(dataset.get_partitions()) >= min(count, dataset.num_frames):
         return dataset
-    finer = object.__new__(type(dataset))
-    finer.__dict__.update(dataset.__dict__)
-    finer.__dict__.pop("nav_chunks", None)  # the cached grid
-    with dask.config.set({"ltdask.min-partitions": max(count, _config.min_partitions())}):
-        try:
-            finer.nav_chunks  # noqa: B018  (made and cached under this setting)
-        except DataSetError:  # far more partitions without frames than planning accepts
-            return dataset
-    return finer
+    return regridded(dataset, {"ltdask.min-partitions": max(count, _config.min_partitions())})
