@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ltdask.udf import scratch
-from ltdask.udf.kernels.statistics import moments_frame_sums
+from ltdask.udf.kernels.statistics import BLOCK, moments_frame_sums
 
 #: statistics the runner can share
 STATS = frozenset({"moments", "pixel_sums", "frame_sums"})
@@ -32,6 +32,12 @@ def moments_state(px: int, dtype=np.float64) -> list:
     (`mean` in `dtype`), in task scratch (`ltdask.udf.scratch`): whoever keeps the
     statistics copies them out in ``postprocess``."""
     return [0, scratch.zeros(px, dtype), scratch.zeros(px), scratch.zeros(px)]
+
+
+def moments_work() -> np.ndarray:
+    """The `moments` kernel's block sums for a task (task scratch, reused from task to
+    task: see the kernel on why it does not allocate them itself)."""
+    return scratch.zeros(2 * BLOCK)
 
 
 class TileStats:
@@ -49,6 +55,7 @@ class SharedStats:
     def __init__(self, frame_sums: bool):
         self.with_frame_sums = frame_sums
         self.states: dict[int, list] = {}
+        self.work = moments_work()
 
     @classmethod
     def make(cls, udfs, read_dtype) -> SharedStats | None:
@@ -74,6 +81,6 @@ class SharedStats:
         sums = np.zeros(n if self.with_frame_sums else 0)
         count, mean, m2, shift = state
         state[0] = moments_frame_sums(
-            frames, p0, p1, count, mean, m2, shift, sums, self.with_frame_sums
+            frames, p0, p1, count, mean, m2, shift, sums, self.with_frame_sums, self.work
         )
         return TileStats(state, sums)

@@ -66,6 +66,11 @@ def test_sum_frames_integers():
     np.testing.assert_array_equal(acc, t.sum(axis=0))
 
 
+def garbage_work() -> np.ndarray:
+    """The `moments` kernel's scratch as a task hands it over: whatever the last tile left."""
+    return np.full(2 * BLOCK, np.nan)
+
+
 @given(
     depths=st.lists(st.integers(1, 9), min_size=1, max_size=5),
     px=st.one_of(st.integers(1, 300), st.sampled_from([BLOCK - 1, BLOCK + 1, 2 * BLOCK + 7])),
@@ -78,7 +83,8 @@ def test_moments_match_numpy(depths, px, offset, before):
     shift = np.zeros(px)
     first = 0
     for d in depths:
-        count = moments(*embedded(data[first : first + d], before, 2), count, mean, m2, shift)
+        part = embedded(data[first : first + d], before, 2)
+        count = moments(*part, count, mean, m2, shift, garbage_work())
         first += d
     ref = data.astype(np.float64)
     assert count == len(data)
@@ -97,11 +103,12 @@ def test_moments_frame_sums(depths, px, offset):
     state = [0, np.zeros(px), np.zeros(px), np.zeros(px)]
     fused = [0, np.zeros(px), np.zeros(px), np.zeros(px)]
     sums = np.zeros(len(data))
+    work = garbage_work()  # (one scratch for every tile, as in a task)
     first = 0
     for d in depths:
         part = embedded(data[first : first + d], 3, 1)
-        state[0] = moments(*part, *state)
-        fused[0] = moments_frame_sums(*part, *fused, sums[first : first + d], True)
+        state[0] = moments(*part, *state, garbage_work())
+        fused[0] = moments_frame_sums(*part, *fused, sums[first : first + d], True, work)
         first += d
     assert fused[0] == state[0] == len(data)
     for a, b in zip(fused[1:3], state[1:3], strict=True):
@@ -112,7 +119,8 @@ def test_moments_frame_sums(depths, px, offset):
 
 def test_moments_empty_tile_changes_nothing():
     mean, m2 = np.ones(4), np.ones(4)
-    assert moments(np.zeros((0, 4), np.float32), 0, 4, 3, mean, m2, np.zeros(4)) == 3
+    empty = np.zeros((0, 4), np.float32)
+    assert moments(empty, 0, 4, 3, mean, m2, np.zeros(4), garbage_work()) == 3
     np.testing.assert_array_equal(mean, 1)
     np.testing.assert_array_equal(m2, 1)
 

@@ -10,7 +10,7 @@ from ltdask.udf.builtin.sums import csr_parts, dense_backend
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.kernels.sparse import csr_moments
 from ltdask.udf.kernels.statistics import chan_merge, moments
-from ltdask.udf.shared import moments_state
+from ltdask.udf.shared import moments_state, moments_work
 
 
 def _np_moments(tile, count, mean, m2):
@@ -120,7 +120,7 @@ class StdDevUDF(FlatTileUDF):
         }
 
     def get_task_data(self):
-        return {"stats": {}}
+        return {"stats": {}, "work": None}
 
     def _stats(self, px: int, complex_: bool) -> list:
         idx = self.meta.tiling_scheme_idx
@@ -144,7 +144,10 @@ class StdDevUDF(FlatTileUDF):
         if complex_:
             stats[0] = _np_moments(frames[:, p0:p1], stats[0], stats[1], stats[2])
         else:
-            stats[0] = moments(frames, p0, p1, stats[0], stats[1], stats[2], stats[3])
+            work = self.task_data.work
+            if work is None:
+                work = self.task_data.work = moments_work()
+            stats[0] = moments(frames, p0, p1, stats[0], stats[1], stats[2], stats[3], work)
 
     def process_shared_stats(self, stats):
         self.task_data.stats[self.meta.tiling_scheme_idx] = stats.moments
