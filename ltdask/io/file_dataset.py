@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from ltdask import scratch
 from ltdask.common import Slice
 from ltdask.io.dataset import DataSet, flat_of
 from ltdask.io.decode import Decoder
@@ -178,7 +179,7 @@ class FileDataSet(DataSet):
         tiles, ranges = self.fileset.read_ranges(frames, scheme.depth, scheme.slices_array)
         shapes = [tuple(s.shape) for s in scheme.slices]
         slice_px = [math.prod(shape) for shape in shapes]
-        buf = np.empty(scheme.depth * max(slice_px), dtype=dtype)
+        buf = scratch.empty(scheme.depth * max(slice_px), dtype)
         clear = self.decoder.clear_first
         for t, (first, n, s) in enumerate(tiles.tolist()):
             out = buf[: n * slice_px[s]]

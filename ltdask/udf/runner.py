@@ -7,19 +7,20 @@ partial buffers in a `PartitionCell`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from dask.sizeof import sizeof
 
+from ltdask import scratch
 from ltdask.common import Shape, Slice
 from ltdask.exceptions import UDFError
 from ltdask.io.dataset import DataSet, flat_of
 from ltdask.io.maps import keeping_maps
 from ltdask.io.partition import Partition
 from ltdask.io.tiling import TilingScheme
-from ltdask.udf import scratch
 from ltdask.udf.backends import NUMPY as BACKEND_NUMPY
 from ltdask.udf.backends import TileForms, on_device, to_host
 from ltdask.udf.bind import PartitionPlace, RunContext, bind, partition_params
@@ -249,6 +250,9 @@ def run_partition(
         if context.tile_dtype is not None:  # (integers, for UDFs that take them)
             tile_dtype = context.tile_dtype
         corrected = None  # the buffer corrected tiles are written to, reused
+        if corrections is not None:
+            largest = max(math.prod(sl.shape) for sl in scheme.slices)
+            corrected = scratch.empty(scheme.depth * largest, read_dtype)
         if source == BACKEND_NUMPY:
             tiles = dataset.iter_flat_tiles(present, scheme, tile_dtype, block)
         else:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ltdask.udf import scratch
+from ltdask import scratch
 from ltdask.udf.kernels.statistics import BLOCK, moments_frame_sums
 
 #: statistics the runner can share
@@ -29,7 +29,7 @@ STATS = frozenset({"moments", "pixel_sums", "frame_sums"})
 
 def moments_state(px: int, dtype=np.float64) -> list:
     """A new running ``[count, mean, m2, shift]`` of the `moments` kernel over `px` pixels
-    (`mean` in `dtype`), in task scratch (`ltdask.udf.scratch`): whoever keeps the
+    (`mean` in `dtype`), in task scratch (`ltdask.scratch`): whoever keeps the
     statistics copies them out in ``postprocess``."""
     return [0, scratch.zeros(px, dtype), scratch.zeros(px), scratch.zeros(px)]
 

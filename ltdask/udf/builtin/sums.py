@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ltdask.udf import scratch
+from ltdask import scratch
 from ltdask.udf.base import FlatTileUDF
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.kernels.sparse import csr_col_sums, csr_row_sums

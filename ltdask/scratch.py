@@ -1,17 +1,20 @@
 """Scratch arrays of a partition task, recycled by the thread that runs the next one.
 
 Per-pixel state that lives only while a partition is processed (running means and sums
-of squares, integer accumulators: a few arrays of a frame's size each) would otherwise be
-new memory for every partition: fresh pages, each faulted in and zeroed by the kernel when
-first written. For a uint16 StdDevUDF over 2 GiB that was 23 000 page faults and 40 ms of
-system time per run, a sixth of the run. :func:`zeros` hands out arrays that the same
-thread's previous task gave back (zeroed again: a memset, not page faults); the runner
-wraps each partition task in :func:`task`, which takes back every array handed out
-inside it.
+of squares, integer accumulators: a few arrays of a frame's size each) and the buffer that
+tiles are decoded into would otherwise be new memory for every partition: fresh pages,
+each faulted in and zeroed by the kernel when first written. For a uint16 StdDevUDF over
+2 GiB that was 23 000 page faults and 40 ms of system time per run, a sixth of the run; in
+a distributed worker, whose nanny sets ``MALLOC_TRIM_THRESHOLD_`` (so glibc maps every
+block of 128 KiB or more afresh), an FRMS6 SumUDF's decode buffers cost 34 000 faults and
+46 % of the run. :func:`zeros` and :func:`empty` hand out arrays that the same thread's
+previous task gave back; the runner wraps each partition task in :func:`task`, which takes
+back every array handed out inside it.
 
 Only code that keeps nothing it got here past its task (its ``postprocess`` copies the
-state into the result buffers) may use it: ltdask's own UDFs and the shared tile
-statistics (:mod:`ltdask.udf.shared`).
+state into the result buffers; tiles are valid only while they are processed) may use it:
+ltdask's own UDFs, the shared tile statistics (:mod:`ltdask.udf.shared`), the decode and
+correction buffers of the read path.
 """
 
 from __future__ import annotations
@@ -47,16 +50,26 @@ def _pool() -> _Pool:
 def zeros(n: int, dtype=np.float64) -> np.ndarray:
     """``np.zeros(n, dtype)``, from the arrays this thread's earlier tasks gave back
     where there is one (inside :func:`task`; a new array outside it)."""
+    return _lend(n, dtype, np.zeros, zero=True)
+
+
+def empty(n: int, dtype=np.float64) -> np.ndarray:
+    """``np.empty(n, dtype)`` (whatever an earlier task left in it), as :func:`zeros`."""
+    return _lend(n, dtype, np.empty, zero=False)
+
+
+def _lend(n: int, dtype, make, zero: bool) -> np.ndarray:
     pool = _pool()
     dtype = np.dtype(dtype)
     if not pool.depth:
-        return np.zeros(n, dtype)
+        return make(n, dtype)
     free = pool.free.get((n, dtype))
     if free:
         arr = free.pop()
-        arr.fill(0)
+        if zero:
+            arr.fill(0)
     else:
-        arr = np.zeros(n, dtype)
+        arr = make(n, dtype)
     pool.lent.append(arr)
     return arr
 
@@ -80,4 +93,4 @@ def task() -> Iterator[None]:
             pool.lent.clear()
 
 
-__all__ = ["KEEP_BYTES", "task", "zeros"]
+__all__ = ["KEEP_BYTES", "empty", "task", "zeros"]
