@@ -18,7 +18,6 @@ not timed.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -31,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_read import SIG, cache_file, log, scan_path, write_scan  # noqa: E402
+from bench_read import SIG, cache_file, child_options, log, scan_path, write_scan  # noqa: E402
 
 UDFS = ("SumUDF", "StdDevUDF")
 WORKERS = 2
@@ -104,13 +103,7 @@ def run_child(argv: list[str]) -> list[float]:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    parser.add_argument("--dir", default="/tmp/ltdask-bench-read")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--small", action="store_true", help="nav 32x32, for a quick check")
-    parser.add_argument("--dtypes", nargs="*", default=["uint16", "float32"])
-    parser.add_argument("--udfs", nargs="*", default=list(UDFS), choices=UDFS)
+    parser = child_options(__doc__.splitlines()[0], ["uint16", "float32"], UDFS, UDFS)
     parser.add_argument("--libertem", default="/tmp/lt-venv/bin/python")
     args = parser.parse_args(argv)
     if args.child:

@@ -31,7 +31,6 @@ measure) next to its memory limit.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -54,6 +53,7 @@ from bench_read import (  # noqa: E402
     THREADS,
     ForeignLoad,
     cache_file,
+    child_options,
     log,
     meminfo,
     scan_path,
@@ -360,13 +360,9 @@ def report_cluster(times: dict, costs: dict, first: dict, peaks: dict, sizes: di
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    parser.add_argument("--dir", default="/tmp/ltdask-bench-read")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--small", action="store_true", help="nav 32x32, for a quick check")
-    parser.add_argument("--dtypes", nargs="*", default=["float32", "uint16"])
-    parser.add_argument("--udfs", nargs="*", default=["SumUDF", "StdDevUDF"], choices=UDFS)
+    parser = child_options(
+        __doc__.splitlines()[0], ["float32", "uint16"], ["SumUDF", "StdDevUDF"], UDFS
+    )
     parser.add_argument("--threads", nargs="*", type=int, default=[THREADS])
     parser.add_argument("--parts", nargs="*", default=["first", "cluster"])
     parser.add_argument(

@@ -50,6 +50,19 @@ AXES = {"nav": (0, 1), "sig": (2, 3)}
 BLOCK_FRAMES = 128  # frames generated / read per block while writing and caching
 
 
+def child_options(description: str, dtypes, udfs, choices) -> argparse.ArgumentParser:
+    """The options of a benchmark that runs UDFs over the scans in child processes:
+    ``--child`` (internal), ``--dir``, ``--repeats``, ``--small``, ``--dtypes``, ``--udfs``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--dir", default="/tmp/ltdask-bench-read")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--small", action="store_true", help="nav 32x32, for a quick check")
+    parser.add_argument("--dtypes", nargs="*", default=list(dtypes))
+    parser.add_argument("--udfs", nargs="*", default=list(udfs), choices=choices)
+    return parser
+
+
 def log(*args) -> None:
     print(*args, file=sys.stderr, flush=True)
 
