@@ -151,7 +151,9 @@ def for_cluster(dataset):
     if client is None:
         return dataset
     workers = list(client.scheduler_info().get("workers", {}).values())
-    threads = sum(int(w.get("nthreads", 1)) for w in workers) or 1
+    if not workers:  # (an asynchronous client's cached view, or no worker yet: unknown)
+        return dataset
+    threads = sum(int(w.get("nthreads", 1)) for w in workers)
     shares = [
         w["memory_limit"] // max(1, int(w.get("nthreads", 1)))
         for w in workers

@@ -1,0 +1,85 @@
+"""Partitions of runs on a distributed cluster (`ltdask.io.partition.for_cluster`), with a
+stand-in for the Client: what it reads of the cluster is its workers' threads and memory
+limits (a real cluster runs in ``tests/test_cluster.py``)."""
+
+from __future__ import annotations
+
+import dask
+import numpy as np
+import pytest
+
+import ltdask
+from ltdask import _progress
+from ltdask.io.partition import for_cluster
+
+#: frames of 16 x 16 float32 (1 KiB each): 128 MiB default partitions hold 131072 of them
+SIG = (16, 16)
+FRAME = 16 * 16 * 4
+
+
+class FakeClient:
+    def __init__(self, workers):
+        self.workers = workers
+
+    def scheduler_info(self):
+        return {"workers": {f"tcp://w{i}": w for i, w in enumerate(self.workers)}}
+
+
+def on_cluster(monkeypatch, *workers):
+    monkeypatch.setattr(_progress, "cluster_client", lambda: FakeClient(list(workers)))
+
+
+@pytest.fixture
+def scan():
+    """A lazily zero scan of 64 x 64 frames in 16 partitions of 4 scan rows each."""
+    with dask.config.set({"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}):
+        ds = ltdask.from_array(np.zeros((64, 64, *SIG), np.float32))
+        assert len(ds.get_partitions()) == 16
+    return ds
+
+
+def partitions(ds) -> int:
+    return len(ds.get_partitions())
+
+
+def test_local_runs_keep_the_partitions(scan):
+    assert for_cluster(scan) is scan
+
+
+def test_larger_partitions_at_least_two_per_thread(monkeypatch, scan):
+    on_cluster(monkeypatch, {"nthreads": 1}, {"nthreads": 1})
+    settings = {"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}
+    with dask.config.set({**settings, "ltdask.cluster-partition-bytes": 2048 * FRAME}):
+        coarse = for_cluster(scan)
+        assert partitions(coarse) == 4  # 2 threads: at least 4 (not the 2 of 2048 frames)
+        on_cluster(monkeypatch, {"nthreads": 1})
+        assert partitions(for_cluster(scan)) == 2  # 1 thread: 2048 frames each
+        on_cluster(monkeypatch, {"nthreads": 8})
+        assert for_cluster(scan) is scan  # 16 threads' worth: no fewer partitions
+    np.testing.assert_array_equal(
+        ltdask.udf.SumUDF().compute(coarse)["intensity"].values, np.zeros(SIG)
+    )
+
+
+def test_memory_limit_caps_the_partitions(monkeypatch, scan):
+    """A thread's share of its worker's memory limit, an eighth of it per partition."""
+    settings = {"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}
+    with dask.config.set({**settings, "ltdask.cluster-partition-bytes": 2048 * FRAME}):
+        on_cluster(monkeypatch, {"nthreads": 1, "memory_limit": 8 * 1024 * FRAME})
+        assert partitions(for_cluster(scan)) == 4  # 1024 frames each
+        on_cluster(monkeypatch, {"nthreads": 2, "memory_limit": 8 * 1024 * FRAME})
+        assert partitions(for_cluster(scan)) == 8  # 512 each: 4 MiB per thread
+
+
+def test_unknown_clusters_and_other_settings_keep_the_partitions(monkeypatch, scan):
+    """No workers listed (an asynchronous client's cache): nothing known, nothing changed;
+    partitions made under other settings than the run's (set when the dataset was
+    opened) stay."""
+    on_cluster(monkeypatch)
+    big = {"ltdask.cluster-partition-bytes": 2048 * FRAME}
+    settings = {"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}
+    with dask.config.set({**settings, **big}):
+        assert for_cluster(scan) is scan
+    on_cluster(monkeypatch, {"nthreads": 1})
+    with dask.config.set(big):  # (the defaults: 128 MiB partitions, not the scan's)
+        assert for_cluster(scan) is scan
