@@ -15,6 +15,7 @@ read path). Other layouts (contiguous frames-last storage, compression) are read
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import math
 import os
@@ -202,10 +203,11 @@ def _version(f):
     return None
 
 
-#: the runs of frames (`frame_runs`) of the stacks opened in this process, by (path,
-#: dataset, version of the file): opening the same file again skips HDF5's walk over every
-#: chunk and the checks (4 ms for 16 384 frames, 5 % of a 2 GiB SumUDF run)
-_RUNS = KeptByVersion()
+#: what opening a Velox file read from it (`_read_layout`), by (path, ``dataset=``,
+#: version of the file): opening the same file again reads no HDF5 at all (HDF5's walk over
+#: every chunk took 4 ms for 16 384 frames, and the two opens, the series' JSON and the
+#: version 1 ms more: 5 % and then 1.5 % of a 2 GiB SumUDF run)
+_OPENED = KeptByVersion()
 
 
 def _chunk_offsets(dset, n: int) -> np.ndarray:
@@ -221,15 +223,9 @@ def _chunk_offsets(dset, n: int) -> np.ndarray:
     return offsets
 
 
-def frame_runs(dset, path: str, signature) -> list[File] | None:
+def frame_runs(dset, path: str) -> list[File] | None:
     """Frames stored as uncompressed ``(y, x, 1)`` chunks: runs of frames back to back in
-    the file, in frame order; None where the layout does not allow straight reads.
-    `signature`: the file's version (`ltdask.io.checks.signature_of`), under which the
-    runs are kept for the next opening."""
-    return _RUNS.get((path, dset.name, signature), lambda: _frame_runs(dset, path))
-
-
-def _frame_runs(dset, path: str) -> list[File] | None:
+    the file, in frame order; None where the layout does not allow straight reads."""
     h5py = import_h5py()
     ny, nx, n = dset.shape
     plist = dset.id.get_create_plist()
@@ -390,21 +386,9 @@ def open_emd(
     """
     path = check_file(path)
     signature = signature_of(stat_regular_file(path))
-    f = open_h5(path)
-    with f:
-        if "Data" not in f:
-            raise DataSetError(f"{path!r} is not a Velox EMD file: it has no /Data group")
-        found = candidates(f, path)
-        chosen = choose(found, dataset, path)
-        dset = f[chosen["key"]]
-        key = dset.name
-        ny, nx, n = chosen["shape"]
-        dtype = check_dtype(dset.dtype, f"{path!r}: {key}")
-        check_filters(dset, path, key)
-        files = frame_runs(dset, path, signature)
-        chunks = None if dset.chunks is None else tuple(int(c) for c in dset.chunks)
-        version = _version(f)
-    meta = chosen["json"]
+    meta, key, (ny, nx, n), dtype, files, chunks, version = _OPENED.get(
+        (path, dataset, signature), lambda: _read_layout(path, dataset)
+    )
     if nav_shape is not None:
         nav_shape = check_shape(nav_shape, "nav_shape", path)
     else:
@@ -428,11 +412,28 @@ def open_emd(
         ds = VeloxH5DataSet(
             path, key, shape, dtype, 2, read_chunks, kind, **common, signature=signature
         )
-    ds.metadata = metadata_of(meta, version)
+    ds.metadata = copy.deepcopy(metadata_of(meta, version))  # (`meta` is kept: not shared)
     sig = calibration(meta)
     if sig is not None:
         ds.calibrate(sig=sig)
     return ds
+
+
+def _read_layout(path: str, dataset: str | None) -> tuple:
+    """What `open_emd` reads from the file: the chosen series' JSON, HDF5 path, shape
+    ``(y, x, frames)``, dtype, runs of frames (`frame_runs`), chunk shape and the file's
+    Velox version."""
+    with open_h5(path) as f:
+        if "Data" not in f:
+            raise DataSetError(f"{path!r} is not a Velox EMD file: it has no /Data group")
+        chosen = choose(candidates(f, path), dataset, path)
+        dset = f[chosen["key"]]
+        key = dset.name
+        dtype = check_dtype(dset.dtype, f"{path!r}: {key}")
+        check_filters(dset, path, key)
+        files = frame_runs(dset, path)
+        chunks = None if dset.chunks is None else tuple(int(c) for c in dset.chunks)
+        return chosen["json"], key, chosen["shape"], dtype, files, chunks, _version(f)
 
 
 FORMAT = Format(
