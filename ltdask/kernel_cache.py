@@ -204,6 +204,8 @@ def _run_analyses(path: str, dtype) -> None:
     excluded = np.zeros(sig, dtype=bool)
     excluded[3, 4] = True
     corrections = CorrectionSet(dark=np.ones(sig), gain=np.full(sig, 2.0), excluded_pixels=excluded)
+    # (without excluded pixels, Sum, SumSig and StdDev fold a dark frame into their results)
+    folded = CorrectionSet(dark=np.ones(sig))
 
     def udfs():
         return [
@@ -225,7 +227,7 @@ def _run_analyses(path: str, dtype) -> None:
     }
     with dask.config.set(settings):
         for udf in udfs():
-            for kwargs in ({}, {"roi": roi}, {"corrections": corrections}):
+            for kwargs in ({}, {"roi": roi}, {"corrections": corrections}, {"corrections": folded}):
                 compute(ds, [udf], **kwargs)
         for kwargs in ({}, {"roi": roi}, {"corrections": corrections}):
             compute(ds, udfs(), **kwargs)
