@@ -8,7 +8,9 @@ them run interleaved, round by round, ``--repeats`` times in this one process (m
 bandwidth here drifts by +-20 % within minutes: only ratios measured this way mean
 anything). GB/s are of file bytes, threaded scheduler, 2 threads. Every method keeps its
 memory map between runs (the baselines one ``np.memmap``, ltdask its map cache), so no
-round pays page faults that another does not.
+round pays page faults that another does not. Each method runs once more, untimed, right
+before its timed run: a heavy method's aftermath (dask's ``std``) slowed whatever came
+next by up to 2x (float32 SumUDF, which followed it: 15 against 35 GB/s).
 
 * ``limit``: numba kernels that read the memory-mapped file and sum it on 2 threads without
   dask or copies (over nav: blocks of 32 frames x 4096 pixels into L1-sized sums, and 4
@@ -291,7 +293,7 @@ def main(argv=None) -> None:
             ref = methods["limit sum/nav"]()
             got = methods["SumUDF"]()[0]["intensity"].values
             assert np.allclose(got, ref, rtol=1e-3), "SumUDF differs from the limit's sum"
-            times, load, rounds = measure(methods, args.repeats, nbytes)
+            times, load, rounds = measure(methods, args.repeats, nbytes, settle=True)
             report(dtype, times, kind, nbytes)
             print(f"(other processes used {load:.0%} of the CPUs in the kept rounds of {rounds})")
 

@@ -248,8 +248,13 @@ def measure(
     max_foreign: float = 1.0,
     max_rounds: int = 0,
     retry_until: float = math.inf,
+    settle: bool = False,
 ) -> tuple[dict[str, list[float]], float, int]:
     """Warm up each method once, then run all of them interleaved, round by round.
+
+    With `settle`, each method also runs once, untimed, right before its timed run: what a
+    heavy method leaves behind (dask's ``std`` over 4 GiB allocates GiBs) slowed the next
+    method's run by up to 2x, whichever method came next.
 
     A round during which other processes used more than `max_foreign` of the CPUs does not
     count, up to `max_rounds` rounds in all and no extra round after `retry_until`
@@ -268,6 +273,8 @@ def measure(
         times = {}
         with ForeignLoad() as load:
             for name, fn in methods.items():
+                if settle:
+                    fn()
                 t0 = time.perf_counter()
                 fn()
                 times[name] = time.perf_counter() - t0
