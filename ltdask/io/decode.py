@@ -16,6 +16,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ltdask import scratch
+
 
 @numba.njit(nogil=True, cache=True)
 def decode_plain(src, file_idx, ranges, proto, out):
@@ -49,9 +51,10 @@ def _swap8(x):
 
 
 @numba.njit(nogil=True, cache=True)
-def decode_swapped(src, file_idx, ranges, uproto, proto, out, direct):
-    """Like `decode_plain` for the other byte order: each range's words (``uproto.dtype``,
+def decode_swapped(src, file_idx, ranges, words, proto, out, direct):
+    """Like `decode_plain` for the other byte order: each range's words (``words.dtype``,
     an unsigned int of the pixel's width) are swapped, then viewed as ``proto.dtype``.
+    Without `direct`, they are swapped into `words`, which holds the longest range's.
     With `direct` (unsigned 16- and 32-bit pixels, whose swapped words are their values;
     64-bit ones would pass through int64 arithmetic) they are swapped straight into `out`,
     one pass instead of two (big-endian uint16: 14 -> 19 GB/s into uint16 tiles, 9.4 ->
@@ -60,21 +63,17 @@ def decode_swapped(src, file_idx, ranges, uproto, proto, out, direct):
     One module-level kernel for every width (numba caches functions made by a factory
     under one name, so three of them would overwrite each other's cache entries and
     compile again in every process)."""
-    max_len = 0
-    for i in range(ranges.shape[0]):
-        max_len = max(max_len, ranges[i, 2] - ranges[i, 1])
-    scratch = np.empty(0 if direct else max_len // uproto.itemsize, dtype=uproto.dtype)
     for i in range(ranges.shape[0]):
         start = ranges[i, 1]
         stop = ranges[i, 2]
         if ranges[i, 0] != file_idx or start == stop:
             continue
-        raw = src[start:stop].view(uproto.dtype)
+        raw = src[start:stop].view(words.dtype)
         dest = out[ranges[i, 3] : ranges[i, 3] + raw.shape[0]]
         if direct:
             _swap_into(raw, dest)
             continue
-        swapped = scratch[: raw.shape[0]]
+        swapped = words[: raw.shape[0]]
         _swap_into(raw, swapped)
         values = swapped.view(proto.dtype)
         for k in range(values.shape[0]):
@@ -177,8 +176,10 @@ class Decoder:
 
     def _decode_file(self, src, file_idx, ranges, out):
         if self._swapped:
-            words = np.empty(0, _WORDS[self._unit])
             direct = self.native_dtype.kind == "u" and self._unit <= 4
+            # (task scratch: a new array per tile maps fresh pages in a distributed worker)
+            longest = 0 if direct else int((ranges[:, 2] - ranges[:, 1]).max())
+            words = scratch.empty(longest // self._unit, _WORDS[self._unit])
             decode_swapped(src, file_idx, ranges, words, self._proto, out, direct)
         else:
             decode_plain(src, file_idx, ranges, self._proto, out)
