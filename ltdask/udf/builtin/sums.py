@@ -254,7 +254,7 @@ class SumSigUDF(FlatTileUDF):
     def process_flat_tile(self, frames, p0, p1):
         out = self.results.intensity
         acc_dtype = _accumulator_dtype(frames.dtype)
-        if out.dtype == acc_dtype:
+        if out.dtype == acc_dtype and self.meta.folded_corrections is None:
             sum_pixels(frames, p0, p1, out)
             return
         sums = np.zeros(frames.shape[0], acc_dtype)
