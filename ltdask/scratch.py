@@ -76,8 +76,8 @@ def _lend(n: int, dtype, make, zero: bool) -> np.ndarray:
 
 @contextmanager
 def task() -> Iterator[None]:
-    """Take back, at the end, every array :func:`zeros` hands out inside (nested: the
-    outermost one takes them back)."""
+    """Take back, at the end, every array :func:`zeros` and :func:`empty` hand out inside
+    (nested: the outermost one takes them back)."""
     pool = _pool()
     pool.depth += 1
     try:

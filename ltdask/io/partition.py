@@ -153,10 +153,11 @@ def for_cluster(dataset):
     workers = list(client.scheduler_info().get("workers", {}).values())
     if not workers:  # (an asynchronous client's cached view, or no worker yet: unknown)
         return dataset
-    threads = sum(int(w.get("nthreads", 1)) for w in workers)
+    nthreads = [max(1, int(w.get("nthreads", 1))) for w in workers]
+    threads = sum(nthreads)
     shares = [
-        w["memory_limit"] // max(1, int(w.get("nthreads", 1)))
-        for w in workers
+        w["memory_limit"] // n
+        for w, n in zip(workers, nthreads, strict=True)
         if w.get("memory_limit")
     ]
     if shares:

@@ -249,7 +249,7 @@ def run_partition(
         tile_dtype = read_dtype if corrections is None else corrections.tile_dtype
         if context.tile_dtype is not None:  # (integers, for UDFs that take them)
             tile_dtype = context.tile_dtype
-        corrected = None  # the buffer corrected tiles are written to, reused
+        corrected = None  # the buffer corrected tiles are written to (the largest tile's)
         if corrections is not None:
             largest = max(math.prod(sl.shape) for sl in scheme.slices)
             corrected = scratch.empty(scheme.depth * largest, read_dtype)
@@ -269,8 +269,6 @@ def run_partition(
                 data = corrections.apply(
                     data, read_dtype, None if whole else sig_indices[s], corrected, flat
                 )
-                if corrected is None or corrected.size < data.size:
-                    corrected = data
                 flat = flat_of(data)
             if forms is None:
                 forms = TileForms(data, BACKEND_NUMPY, scheme.slices[s].shape)

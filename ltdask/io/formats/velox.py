@@ -223,9 +223,10 @@ def _chunk_offsets(dset, n: int) -> np.ndarray:
     return offsets
 
 
-def frame_runs(dset, path: str) -> list[File] | None:
+def frame_runs(dset, path: str, signature) -> list[File] | None:
     """Frames stored as uncompressed ``(y, x, 1)`` chunks: runs of frames back to back in
-    the file, in frame order; None where the layout does not allow straight reads."""
+    the file (of version `signature`), in frame order; None where the layout does not allow
+    straight reads."""
     h5py = import_h5py()
     ny, nx, n = dset.shape
     plist = dset.id.get_create_plist()
@@ -250,7 +251,9 @@ def frame_runs(dset, path: str) -> list[File] | None:
     if len(starts) > MAX_RUNS:
         return None
     ends = [*starts[1:], n]
-    return [File(path, a, b - a, int(offsets[a])) for a, b in zip(starts, ends, strict=True)]
+    return [
+        File(path, a, b - a, int(offsets[a]), signature) for a, b in zip(starts, ends, strict=True)
+    ]
 
 
 class VeloxDataSet(HDF5MappedDataSet):
@@ -387,7 +390,7 @@ def open_emd(
     path = check_file(path)
     signature = signature_of(stat_regular_file(path))
     meta, key, (ny, nx, n), dtype, files, chunks, version = _OPENED.get(
-        (path, dataset, signature), lambda: _read_layout(path, dataset)
+        (path, dataset, signature), lambda: _read_layout(path, dataset, signature)
     )
     if nav_shape is not None:
         nav_shape = check_shape(nav_shape, "nav_shape", path)
@@ -401,11 +404,8 @@ def open_emd(
     common = dict(nav_shape=nav_shape, sync_offset=sync_offset, dims=dims)
     shape = (n, ny, nx)
     ds: VeloxDataSet | VeloxH5DataSet
-    if files is not None:
-        files = [
-            File(r.path, r.first_frame, r.num_frames, r.header_bytes, signature) for r in files
-        ]
-        ds = VeloxDataSet(path, key, files, shape, dtype, 2, "chunked", chunks, **common)
+    if files is not None:  # (kept Files: frozen, so shared; the list is the dataset's own)
+        ds = VeloxDataSet(path, key, list(files), shape, dtype, 2, "chunked", chunks, **common)
     else:
         read_chunks = None if chunks is None else (chunks[2], chunks[0], chunks[1])
         kind = "chunked" if chunks else "contiguous"
@@ -419,10 +419,10 @@ def open_emd(
     return ds
 
 
-def _read_layout(path: str, dataset: str | None) -> tuple:
-    """What `open_emd` reads from the file: the chosen series' JSON, HDF5 path, shape
-    ``(y, x, frames)``, dtype, runs of frames (`frame_runs`), chunk shape and the file's
-    Velox version."""
+def _read_layout(path: str, dataset: str | None, signature) -> tuple:
+    """What `open_emd` reads from the file (of version `signature`): the chosen series'
+    JSON, HDF5 path, shape ``(y, x, frames)``, dtype, runs of frames (`frame_runs`), chunk
+    shape and the file's Velox version."""
     with open_h5(path) as f:
         if "Data" not in f:
             raise DataSetError(f"{path!r} is not a Velox EMD file: it has no /Data group")
@@ -431,7 +431,7 @@ def _read_layout(path: str, dataset: str | None) -> tuple:
         key = dset.name
         dtype = check_dtype(dset.dtype, f"{path!r}: {key}")
         check_filters(dset, path, key)
-        files = frame_runs(dset, path)
+        files = frame_runs(dset, path, signature)
         chunks = None if dset.chunks is None else tuple(int(c) for c in dset.chunks)
         return chosen["json"], key, chosen["shape"], dtype, files, chunks, _version(f)
 
