@@ -119,6 +119,34 @@ def test_graph_of_a_large_scan_pickles_small(tmp_path):
     assert largest < 2000, f"a partition task pickles to {largest} bytes"
 
 
+def test_runs_on_a_cluster_take_no_extra_round_trips(client, scan):
+    """A computed run sends only the partition tasks and those that take from them (a
+    merge; SumSigUDF's nav result out of each partition): a small job travels inside the
+    partition tasks (no job node to compute and copy first), and the cheap rest (picks,
+    reshapes, joining chunks) runs in the client on what comes back; a large job (a
+    nav-sized ROI above `JOB_INLINE_BYTES`) keeps its node. Results as numpy's."""
+    from distributed import get_task_stream
+
+    from ltdask.udf.graph import JOB_INLINE_BYTES
+
+    data, raw, _ = scan
+    with get_task_stream(client) as stream:
+        total, per_frame = ltdask.compute(raw, [SumUDF(), SumSigUDF()])
+    kinds = {str(t["key"][0] if isinstance(t["key"], tuple) else t["key"]) for t in stream.data}
+    kinds = {k.rsplit("-", 1)[0] for k in kinds}
+    assert kinds == {"ltdask-udf", "ltdask-merge-all-0", "ltdask-nav-intensity-1"}, kinds
+    np.testing.assert_allclose(total["intensity"], data.sum(axis=(0, 1), dtype=np.float64))
+    np.testing.assert_allclose(per_frame["intensity"], data.sum(axis=(2, 3), dtype=np.float64))
+
+    big = ltdask.from_array(np.ones((300, 300, 2, 2), np.uint8))
+    roi = np.random.default_rng(0).random(big.nav_shape) < 0.5
+    assert roi.size > JOB_INLINE_BYTES  # (the ROI travels as a byte per position)
+    graph = dict(Run(big, [SumUDF()], roi).graph.cells.__dask_graph__())
+    assert sum(str(k).startswith("ltdask-job-") for k in graph) == 1
+    (res,) = ltdask.compute(big, [SumUDF()], roi=roi)
+    np.testing.assert_array_equal(res["intensity"], np.full((2, 2), roi.sum()))
+
+
 def test_partition_tasks_return_partials_not_frames(client, tmp_path):
     """Each partition task's result, as a worker sends it, is a small fraction of the
     partition's data: partial buffers, never frames."""

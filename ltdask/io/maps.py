@@ -78,6 +78,7 @@ def map_file(path: str, min_bytes: int = 0, signature: Signature | None = None) 
             MAPS.trim()
             return cached
         mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        _advise_huge_pages(mm)
     except OSError as e:
         raise DataSetError(f"cannot read {path!r}: {e.strerror or e}") from e
     finally:
@@ -167,6 +168,26 @@ class MapCache:
     def clear(self):
         with self._lock:
             self._maps.clear()
+
+
+def _advise_huge_pages(mm: mmap.mmap) -> None:
+    """Ask the kernel to back the map with 2 MiB pages where it can (``MADV_HUGEPAGE``).
+
+    A page-cached file held in large folios -- as a file written with ``write()`` or read
+    from disk is, on filesystems with large-folio support (XFS; ext4 from Linux 6.16) --
+    is then mapped 2 MiB per page fault instead of 4-64 KiB: touching 2 GiB costs about
+    10 ms of kernel time instead of about 200 ms. It also makes the pages this map reads
+    from disk enter the page cache as 2 MiB folios, so later first passes (in any process,
+    and in every ``distributed`` worker that keeps no maps) find them so. Kernels without
+    the advice, or with transparent huge pages off, ignore it.
+    """
+    advice = getattr(mmap, "MADV_HUGEPAGE", None)
+    if advice is None or len(mm) < 2 * 2**20:
+        return
+    try:
+        mm.madvise(advice)
+    except (OSError, ValueError):
+        pass
 
 
 def _release(mm: mmap.mmap | None, start: int, length: int) -> None:

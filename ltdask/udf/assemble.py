@@ -13,6 +13,7 @@ from ltdask.udf.buffers import BufferSpec
 from ltdask.udf.graph import PartitionGraph
 from ltdask.udf.merge import merged
 from ltdask.udf.results import result_arrays
+from ltdask.udf.tasks import compute_arrays
 
 #: valid masks of up to this many elements are numpy arrays in the Datasets (a few tasks
 #: less per result); larger ones are dask arrays chunked like the result
@@ -86,7 +87,11 @@ def compute_datasets(
         graph.cells.name in getattr(a.__dask_graph__(), "layers", ()) for a in arrays
     ):
         extra = [graph.done()]
-    values = run_compute(*arrays, *extra, progress=progress)
+    if progress:
+        values = run_compute(*arrays, *extra, progress=True)
+    else:
+        remote = graph.cells.name if graph is not None else None
+        values = compute_arrays([*arrays, *extra], remote)
     out = [d.copy(deep=False) for d in datasets]
     for (i, name), value in zip(slots, values[: len(slots)], strict=True):
         out[i].variables[name].data = value

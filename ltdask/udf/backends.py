@@ -43,23 +43,21 @@ def gpu_available() -> bool:
     """Whether the run's scheduler can use a CUDA device: on a `distributed` cluster, a
     worker started with a ``GPU`` resource (``dask worker --resources GPU=1``, or
     dask-cuda's workers); on the local schedulers, CuPy finding a device here."""
-    from ltdask._progress import default_client
+    from ltdask._progress import cluster_client
 
-    client = default_client()
-    if client is not None and on_cluster():
+    client = cluster_client()
+    if client is not None:
         workers = client.scheduler_info().get("workers", {})
         return any(w.get("resources", {}).get("GPU", 0) > 0 for w in workers.values())
     return local_gpu()
 
 
 def on_cluster() -> bool:
-    """Whether computations go to a `distributed` Client (the default scheduler)."""
-    import dask
+    """Whether computations go to a `distributed` Client (the configured scheduler or the
+    default Client)."""
+    from ltdask._progress import cluster_client
 
-    from ltdask._progress import default_client
-
-    scheduler = dask.config.get("scheduler", None)
-    return default_client() is not None and scheduler in (None, "dask.distributed")
+    return cluster_client() is not None
 
 
 @functools.cache

@@ -78,8 +78,8 @@ class PartitionGraph:
             plan.tile_corrections,
         )
         name = f"ltdask-udf-{plan.token}"
-        job_key = f"ltdask-job-{plan.token}"
-        tasks: dict = {job_key: DataNode(job_key, job)}
+        tasks: dict = {}
+        job_arg = _job_arg(job, f"ltdask-job-{plan.token}", tasks)
         deps = []
         blocks = dataset.partition_blocks()
         if blocks is not None:
@@ -87,7 +87,7 @@ class PartitionGraph:
             flat = blocks.reshape((dataset.num_frames, *plan.sig_shape))
             deps.append(flat)
         for i in range(len(plan.partitions)):
-            args: list = [TaskRef(job_key), i]
+            args: list = [job_arg, i]
             if deps:
                 args.append(TaskRef(block_key(flat.name, i, flat.ndim)))
             tasks[(name, i)] = Task((name, i), partition_task, *args)
@@ -257,6 +257,35 @@ def _extract_nav(cell, u, key, roi_part, dtype_):
 def _extract_partial(cell, u, key, stacked):
     arr = cell[0][u][key]
     return arr[np.newaxis] if stacked else arr
+
+
+#: on a ``distributed`` cluster, partition jobs that pickle to at most this many bytes
+#: travel inside each partition task (see `_job_arg`)
+JOB_INLINE_BYTES = 64 * 2**10
+
+
+def _job_arg(job: PartitionJob, key: str, tasks: dict):
+    """The job as the partition tasks take it: a reference to the node `key` added to
+    `tasks` that holds it, or, built for a cluster, the job itself where it is small.
+
+    On a cluster the job's node is computed first and then copied to each worker that
+    needs it: a scheduler round trip before any partition starts (5 ms on a busy 2-core
+    machine, 5 % of reading 2 GiB). A job that pickles small (a few KiB for a raw file)
+    goes inside each task instead. Large ones (thousands of files, a large ROI) keep their
+    node, so that each worker gets them once, and so do graphs built for the local
+    schedulers (where the node costs nothing), since they may be computed on a cluster
+    later.
+    """
+    if on_cluster():
+        from distributed.protocol.pickle import dumps
+
+        try:
+            if len(dumps(job)) <= JOB_INLINE_BYTES:
+                return job
+        except Exception:  # (distributed's own pickling of the node reports what fails)
+            pass
+    tasks[key] = DataNode(key, job)
+    return TaskRef(key)
 
 
 def gpu_annotation(plan: RunPlan):

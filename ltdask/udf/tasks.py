@@ -14,13 +14,14 @@ from collections.abc import Sequence
 
 import numpy as np
 from dask.highlevelgraph import HighLevelGraph
-from dask.task_spec import DataNode, Task, TaskRef
+from dask.task_spec import DataNode, GraphNode, Task, TaskRef
 
 __all__ = [
     "DataNode",
     "Task",
     "TaskRef",
     "block_key",
+    "compute_arrays",
     "pick_array",
     "task_array",
     "task_delayed",
@@ -66,3 +67,69 @@ def pick_array(source, name: str, shape: tuple[int, ...], dtype):
 
 def _pick(mapping, name):
     return mapping[name]
+
+
+def compute_arrays(arrays: Sequence, remote: str | None = None) -> list:
+    """The dask `arrays` computed together as ``dask.compute`` would (on the scheduler it
+    would use), their chunks fetched by key and put together here.
+
+    ``dask.compute`` adds a task per array that joins its chunks where they were computed,
+    and result arrays are a few cheap tasks (picks, reshapes) after their merges: on a
+    ``distributed`` cluster each such step is a round trip through the scheduler (3-5 ms
+    on a busy machine: a quarter of a 2 GiB run's time). Given the layer name `remote`
+    (the partition tasks), a cluster computes only that layer, the tasks that take from it
+    (merges) and what they need; the cheap rest runs here on what comes back.
+    """
+    from dask.base import get_scheduler
+    from dask.core import flatten
+    from dask.highlevelgraph import HighLevelGraph
+
+    from ltdask._progress import cluster_client, local_scheduler
+
+    graph = HighLevelGraph.merge(*(a.__dask_graph__() for a in arrays))
+    nested = [a.__dask_keys__() for a in arrays]
+    wanted = list(dict.fromkeys(flatten(nested)))
+    get = get_scheduler(collections=list(arrays), **local_scheduler(arrays))
+    client = cluster_client()
+    if remote is None or client is None or getattr(get, "__self__", None) is not client:
+        values = dict(zip(wanted, get(graph.cull(set(wanted)), wanted), strict=True))
+    else:
+        values = _on_workers_then_here(graph, wanted, remote, get)
+
+    def chunks(keys):
+        return [chunks(k) for k in keys] if isinstance(keys, list) else values[keys]
+
+    out = []
+    for a, keys in zip(arrays, nested, strict=True):
+        finalize, extra = a.__dask_postcompute__()
+        out.append(finalize(chunks(keys), *extra))
+    return out
+
+
+def _on_workers_then_here(graph, wanted: list, remote: str, get) -> dict:
+    """``{key: value}`` of `wanted`: the tasks of layer `remote`, those that depend on
+    them and their dependencies computed by `get` (a cluster); the rest here, on the
+    values that come back."""
+    from dask.local import get_sync
+
+    dsk = dict(graph.cull(set(wanted)))
+    if not all(isinstance(t, GraphNode) for t in dsk.values()):  # (not in dask 2025+)
+        return dict(zip(wanted, get(graph.cull(set(wanted)), wanted), strict=True))
+
+    def layer(key):
+        return key[0] if isinstance(key, tuple) else key
+
+    there = {k for k, t in dsk.items() if remote in (layer(k), *map(layer, t.dependencies))}
+    todo = list(there)
+    while todo:
+        for dep in dsk[todo.pop()].dependencies:
+            if dep not in there:
+                there.add(dep)
+                todo.append(dep)
+    here = {k: t for k, t in dsk.items() if k not in there}
+    used_here = set(wanted).union(*(t.dependencies for t in here.values()))
+    needed = [k for k in there if k in used_here]
+    if needed:
+        got = dict(zip(needed, get(graph.cull(set(needed)), needed), strict=True))
+        here.update({k: DataNode(k, v) for k, v in got.items()})
+    return dict(zip(wanted, get_sync(here, wanted), strict=True))
