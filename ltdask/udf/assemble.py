@@ -88,7 +88,7 @@ def compute_datasets(
     ):
         extra = [graph.done()]
     if progress:
-        values = run_compute(*arrays, *extra, progress=True)
+        values = list(run_compute(*arrays, *extra, progress=True))
     else:
         remote = graph.cells.name if graph is not None else None
         values = compute_arrays([*arrays, *extra], remote)
