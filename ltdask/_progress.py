@@ -29,6 +29,32 @@ def cluster_client():
     return owner if isinstance(owner, Client) else None
 
 
+#: how long `cluster_workers` answers from what it last fetched, in seconds
+WORKERS_TTL = 1.0
+_WORKERS: dict = {}  # id(client) -> (client, time fetched, workers)
+
+
+def cluster_workers(client) -> list[dict]:
+    """The workers of `client` as ``scheduler_info()`` lists them (``nthreads``,
+    ``memory_limit``, ``resources``, ...); empty where the client lists none (an
+    asynchronous client's cached view).
+
+    Each fetch is a round trip to the scheduler (about a millisecond, more while workers
+    are busy); what one fetched is used for `WORKERS_TTL` seconds, so that planning a run
+    (partition sizes, GPU workers) asks once, and runs in quick succession not at all.
+    """
+    import time
+
+    now = time.monotonic()
+    held = _WORKERS.get(id(client))
+    if held is not None and held[0] is client and now - held[1] < WORKERS_TTL:
+        return held[2]
+    workers = list(client.scheduler_info().get("workers", {}).values())
+    _WORKERS.clear()  # (one client at a time is the rule; never a stale one kept alive)
+    _WORKERS[id(client)] = (client, now, workers)
+    return workers
+
+
 #: ltdask's graphs are written task by task (`ltdask.udf.tasks`): dask's linear fusion only
 #: adds work to them (10-30 % of a short run) and drops the tasks' annotations (the GPU
 #: resource of CuPy runs on a cluster)

@@ -144,13 +144,13 @@ def for_cluster(dataset):
     pages, which count in the worker's RSS), never more partitions than `dataset` has. A
     dataset whose partitions were made under other settings than the current ones
     (``ltdask.partition-bytes`` set when it was opened) keeps them."""
-    from ltdask._progress import cluster_client
+    from ltdask._progress import cluster_client, cluster_workers
 
     size = _config.cluster_partition_bytes()  # (checked on every run)
     client = cluster_client()
     if client is None:
         return dataset
-    workers = list(client.scheduler_info().get("workers", {}).values())
+    workers = cluster_workers(client)
     if not workers:  # (an asynchronous client's cached view, or no worker yet: unknown)
         return dataset
     nthreads = [max(1, int(w.get("nthreads", 1))) for w in workers]

@@ -43,12 +43,11 @@ def gpu_available() -> bool:
     """Whether the run's scheduler can use a CUDA device: on a `distributed` cluster, a
     worker started with a ``GPU`` resource (``dask worker --resources GPU=1``, or
     dask-cuda's workers); on the local schedulers, CuPy finding a device here."""
-    from ltdask._progress import cluster_client
+    from ltdask._progress import cluster_client, cluster_workers
 
     client = cluster_client()
     if client is not None:
-        workers = client.scheduler_info().get("workers", {})
-        return any(w.get("resources", {}).get("GPU", 0) > 0 for w in workers.values())
+        return any(w.get("resources", {}).get("GPU", 0) > 0 for w in cluster_workers(client))
     return local_gpu()
 
 

@@ -83,3 +83,26 @@ def test_unknown_clusters_and_other_settings_keep_the_partitions(monkeypatch, sc
     on_cluster(monkeypatch, {"nthreads": 1})
     with dask.config.set(big):  # (the defaults: 128 MiB partitions, not the scan's)
         assert for_cluster(scan) is scan
+
+
+def test_cluster_workers_asks_the_scheduler_once_a_second(monkeypatch):
+    """Planning a run reads the workers (partition sizes, GPU workers): one round trip to
+    the scheduler for calls within `WORKERS_TTL`, a fresh one after it or for another
+    client."""
+    calls = []
+
+    class Counting(FakeClient):
+        def scheduler_info(self):
+            calls.append(self)
+            return super().scheduler_info()
+
+    one, two = Counting([{"nthreads": 2}]), Counting([{"nthreads": 3}, {"nthreads": 1}])
+    assert [w["nthreads"] for w in _progress.cluster_workers(one)] == [2]
+    assert [w["nthreads"] for w in _progress.cluster_workers(one)] == [2]
+    assert calls == [one]
+    assert [w["nthreads"] for w in _progress.cluster_workers(two)] == [3, 1]
+    assert calls == [one, two]
+    monkeypatch.setattr(_progress, "WORKERS_TTL", 0.0)
+    one.workers = [{"nthreads": 5}]
+    assert [w["nthreads"] for w in _progress.cluster_workers(one)] == [5]
+    assert calls == [one, two, one]
