@@ -32,7 +32,6 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_ab import limit_method  # noqa: E402
 from bench_read import (  # noqa: E402
     AXES,
     SIG,
@@ -151,6 +150,10 @@ def main(argv=None) -> None:
                     "workers": WORKERS,
                 }
             )
+    # (here, not at the top: the children and their spawned workers, which import this
+    # module again, need none of it)
+    from bench_ab import limit_method
+
     times: dict = {}
     limits: dict = {}
     pool = ThreadPoolExecutor(WORKERS)

@@ -40,6 +40,11 @@ fraction``                             kept maps give back their pages (``MADV_D
                                        limit (at most 0.1 below the worker's spill and
                                        pause fractions); 0: workers keep no maps (unless
                                        ``ltdask.map-cache-bytes`` is a size)
+``ltdask.worker-gc-       True        in a dask.distributed worker, ``gc.freeze()``
+freeze``                               after its first partition task: full garbage
+                                       collections then skip the modules and kernels
+                                       loaded so far (60-100 ms each otherwise, about
+                                       every other run; see :mod:`ltdask.worker_gc`)
 ``ltdask.compile-notice``  True        print one line to stderr when a process first
                                        compiles ltdask's numba kernels (an empty cache;
                                        see :mod:`ltdask.kernel_cache`); False: silent
@@ -71,6 +76,7 @@ DEFAULTS = {
         "view-chunk-partitions": 4,
         "map-cache-bytes": "auto",
         "worker-map-fraction": 0.5,
+        "worker-gc-freeze": True,
         "compile-notice": True,
     }
 }
@@ -155,6 +161,21 @@ def _fraction(value) -> float:
 
 def worker_map_fraction() -> float:
     return _setting("worker-map-fraction", _fraction, "a fraction from 0 to 1 such as 0.5")
+
+
+def _flag(value) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise ValueError
+
+
+def worker_gc_freeze() -> bool:
+    return _setting("worker-gc-freeze", _flag, "True or False")
 
 
 def from_distributed(getter: str):

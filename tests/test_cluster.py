@@ -147,6 +147,19 @@ def test_runs_on_a_cluster_take_no_extra_round_trips(client, scan):
     np.testing.assert_array_equal(res["intensity"], np.full((2, 2), roi.sum()))
 
 
+def test_workers_freeze_their_objects_after_a_partition_task(client, scan):
+    """``ltdask.worker-gc-freeze`` (on by default): every worker that ran a partition task
+    has frozen the garbage collector's objects once (see `ltdask.worker_gc`)."""
+    import gc
+
+    _, raw, _ = scan
+    SumUDF().compute(raw)
+    ran = client.run(lambda: __import__("ltdask").worker_gc._FROZEN_IN)
+    counts = client.run(gc.get_freeze_count)
+    assert ran and all(pids for pids in ran.values())
+    assert all(counts[w] > 10_000 for w in ran), counts
+
+
 def test_partition_tasks_return_partials_not_frames(client, tmp_path):
     """Each partition task's result, as a worker sends it, is a small fraction of the
     partition's data: partial buffers, never frames."""

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from dask.sizeof import sizeof
 
-from ltdask import scratch
+from ltdask import scratch, worker_gc
 from ltdask.common import Shape, Slice
 from ltdask.exceptions import UDFError
 from ltdask.io.dataset import DataSet, flat_of
@@ -64,6 +64,7 @@ def partition_task(job: PartitionJob, index: int, block=None) -> PartitionCell:
         raise
     out = np.empty(1, dtype=object).view(PartitionCell)
     out[0] = partials
+    worker_gc.after_task()
     return out
 
 
