@@ -239,7 +239,9 @@ def run_partition(
             b.udf.preprocess()
         bound.append(b)
 
-    shared = SharedStats.make([b.udf for b in bound if b.process_flat is not None], read_dtype)
+    # (the dtype of the tiles the UDFs see: the data's integers where they take them)
+    seen = read_dtype if context.tile_dtype is None else context.tile_dtype
+    shared = SharedStats.make([b.udf for b in bound if b.process_flat is not None], seen)
     if shared is not None:
         for b in bound:
             if b.process_flat is not None and shared.wants(b.udf):

@@ -10,7 +10,13 @@ from ltdask.udf.builtin.sums import csr_parts, dense_backend
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.kernels.sparse import csr_moments
 from ltdask.udf.kernels.statistics import chan_merge, moments
-from ltdask.udf.shared import moments_state, moments_work
+from ltdask.udf.shared import (
+    IntegerMoments,
+    finished_moments,
+    integer_tiles,
+    moments_state,
+    moments_work,
+)
 
 
 def _np_moments(tile, count, mean, m2):
@@ -85,7 +91,8 @@ class StdDevUDF(FlatTileUDF):
     MERGE_ALL_ON_NUMPY = True
     #: SumUDF and SumSigUDF in the same run share this pass (see ``ltdask.udf.shared``)
     SHARED_TILE_STATS = ("moments",)
-    #: 8/16-bit tiles come as the file's integers: the kernel converts each pixel to float64
+    #: 8/16-bit tiles come as the file's integers: their sums of x and x * x are exact in
+    #: int64 (`IntegerMoments`), turned into float64 moments a partition at a time
     NATIVE_INTEGER_TILES = True
     #: a dark frame and gain map are applied to the moments, not to every tile
     FOLDS_CORRECTIONS = ("dark", "gain")
@@ -139,6 +146,13 @@ class StdDevUDF(FlatTileUDF):
         stats[0] = _sparse_moments(rows, stats[0], stats[1], stats[2])
 
     def process_flat_tile(self, frames, p0, p1):
+        if integer_tiles(frames.dtype):
+            idx = self.meta.tiling_scheme_idx
+            state = self.task_data.stats.get(idx)
+            if state is None:
+                state = self.task_data.stats[idx] = IntegerMoments(p1 - p0)
+            state.add(frames, p0, p1)
+            return
         complex_ = frames.dtype.kind == "c"
         stats = self._stats(p1 - p0, complex_)
         if complex_:
@@ -154,11 +168,12 @@ class StdDevUDF(FlatTileUDF):
 
     def postprocess(self):
         scheme = self.meta.tiling_scheme
-        counts = {s[0] for s in self.task_data.stats.values()}
+        states = {idx: finished_moments(s) for idx, s in self.task_data.stats.items()}
+        counts = {s[0] for s in states.values()}
         if len(counts) > 1:
             raise UDFError(f"StdDevUDF: signal slices saw different frame counts {counts}")
         folded = self.meta.folded_corrections
-        for idx, (count, mean, m2, _) in self.task_data.stats.items():
+        for idx, (count, mean, m2, _) in states.items():
             index = scheme[idx].get()
             if folded is not None:  # (new arrays: the state may be shared with SumUDF)
                 mean, m2 = folded.fold_moments(mean, m2, index)

@@ -9,6 +9,7 @@ from ltdask.udf.base import FlatTileUDF
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.kernels.sparse import csr_col_sums, csr_row_sums
 from ltdask.udf.kernels.statistics import sum_frames, sum_pixels
+from ltdask.udf.shared import IntegerMoments
 
 #: what the sums process: numpy first (the numba kernels), sparse tiles as they are read
 #: (a raw CSR scan is never densified), CuPy arrays on a GPU
@@ -168,13 +169,21 @@ class SumUDF(FlatTileUDF):
         out = self.results.intensity
         folded = self.meta.folded_corrections
         sums = dict(self.task_data.acc)
+        frames = dict(self.task_data.frames)
+        moments = {}
+        for idx, state in self.task_data.moments.items():
+            if isinstance(state, IntegerMoments):  # (exact int64 sums of a shared pass)
+                frames[idx] = state.finished()[0]
+                sums[idx] = state.pixel_sums
+            else:
+                moments[idx] = state
         if folded is not None:
             # (in float64, from the exact integer sums: rounded once)
             for idx, acc in sums.items():
                 index = scheme[idx].get()
-                folded.add_folded_sums(out[index], acc, self.task_data.frames[idx], index)
+                folded.add_folded_sums(out[index], acc, frames[idx], index)
             sums = {}
-        for idx, (count, mean, m2, _) in self.task_data.moments.items():
+        for idx, (count, mean, m2, _) in moments.items():
             # (the state is shared: StdDevUDF reads it too; the product in task scratch)
             if folded is not None:
                 mean, _ = folded.fold_moments(mean, m2, scheme[idx].get())
