@@ -9,13 +9,17 @@ key                        default     meaning
                                        copies this much or more warns (PerformanceWarning)
 ``ltdask.min-partitions``  ``auto``    at least this many partitions (``auto``: one per
                                        CPU core of this machine)
-``ltdask.cluster-          ``auto``    partitions of UDF runs on a dask.distributed
-partition-bytes``                      cluster, where each task costs the scheduler a
-                                       few ms: ``auto``: 512 MiB unless
+``ltdask.run-partition-    ``auto``    partitions of UDF runs on the threaded scheduler
+bytes``                                (``compute``, ``lazy``): each task costs a thread
+                                       about 0.3 ms; ``auto``: 512 MiB unless
                                        ``ltdask.partition-bytes`` is set; a size: that
-                                       size. At least two partitions per worker thread,
-                                       at most 1/8 of a thread's share of the worker's
-                                       memory limit, never more than the dataset has
+                                       size. At least two partitions per thread, at most
+                                       1/8 of a thread's share of the RAM, never more
+                                       than the dataset has
+``ltdask.cluster-          ``auto``    the same on a dask.distributed cluster, where each
+partition-bytes``                      task costs the scheduler a few ms, and the memory
+                                       share is of the worker's memory limit; ``auto``:
+                                       as ``ltdask.run-partition-bytes``
 ``ltdask.tile-bytes``      ``auto``    tile size the negotiator aims for (``auto``: half
                                        the L3 cache per core, 1 to 8 MiB)
 ``ltdask.iter-updates``     10          iterated runs (``ltdask.iter``, ``run_udf_iter``,
@@ -70,6 +74,7 @@ DEFAULTS = {
     "ltdask": {
         "partition-bytes": "128MiB",
         "min-partitions": "auto",
+        "run-partition-bytes": "auto",
         "cluster-partition-bytes": "auto",
         "iter-updates": 10,
         "tile-bytes": "auto",
@@ -120,9 +125,20 @@ def partition_bytes() -> int:
     return _setting("partition-bytes", _bytes, "a positive size such as '128MiB'", minimum=1)
 
 
-#: the partition size of cluster runs where ``ltdask.cluster-partition-bytes`` is ``auto``
-#: (SumUDF over 4 GiB on 2 workers x 1 thread: 15-25 % faster than in 128 MiB partitions)
-CLUSTER_PARTITION_BYTES = 512 * MIB
+#: the partition size of UDF runs where ``ltdask.run-partition-bytes`` is ``auto``
+#: (SumUDF and StdDevUDF over 2-4 GiB, threaded scheduler, 2 threads: 13-15 % faster than
+#: in 128 MiB partitions; on 2 workers x 1 thread, 15-25 %)
+RUN_PARTITION_BYTES = 512 * MIB
+
+
+def run_partition_bytes() -> int:
+    """The partition size of UDF runs on the threaded scheduler (see the table above)."""
+    value = _setting("run-partition-bytes", _auto(_bytes), "'auto' or a size such as '512MiB'", 1)
+    if value != "auto":
+        return value
+    if dask.config.get("ltdask.partition-bytes") != DEFAULTS["ltdask"]["partition-bytes"]:
+        return partition_bytes()
+    return max(RUN_PARTITION_BYTES, partition_bytes())
 
 
 def cluster_partition_bytes() -> int:
@@ -130,11 +146,7 @@ def cluster_partition_bytes() -> int:
     value = _setting(
         "cluster-partition-bytes", _auto(_bytes), "'auto' or a size such as '512MiB'", 1
     )
-    if value != "auto":
-        return value
-    if dask.config.get("ltdask.partition-bytes") != DEFAULTS["ltdask"]["partition-bytes"]:
-        return partition_bytes()
-    return max(CLUSTER_PARTITION_BYTES, partition_bytes())
+    return run_partition_bytes() if value == "auto" else value
 
 
 def map_cache_bytes() -> int:

@@ -25,6 +25,9 @@ GOOD = [
     ("worker-map-fraction", 0, _config.worker_map_fraction, 0.0),
     ("worker-map-fraction", "0.25", _config.worker_map_fraction, 0.25),
     ("cluster-partition-bytes", "64MiB", _config.cluster_partition_bytes, 64 * 2**20),
+    ("run-partition-bytes", "96MiB", _config.run_partition_bytes, 96 * 2**20),
+    ("worker-gc-freeze", "off", _config.worker_gc_freeze, False),
+    ("worker-gc-freeze", True, _config.worker_gc_freeze, True),
 ]
 
 
@@ -51,6 +54,9 @@ BAD = [
     ("worker-map-fraction", float("nan"), "a fraction from 0 to 1"),
     ("cluster-partition-bytes", "lots", "'auto' or a size"),
     ("cluster-partition-bytes", 0, "'auto' or a size"),
+    ("run-partition-bytes", "lots", "'auto' or a size"),
+    ("run-partition-bytes", -3, "'auto' or a size"),
+    ("worker-gc-freeze", "maybe", "True or False"),
 ]
 
 
@@ -64,7 +70,8 @@ def test_bad_values_name_the_setting(key, value, expected):
         run = ltdask.compute
         if key == "iter-updates":  # read by iterated runs only
             run = lambda ds, udfs: list(ltdask.iter(ds, udfs))  # noqa: E731
-        if key not in ("map-cache-bytes", "view-chunk-partitions", "worker-map-fraction"):
+        read_elsewhere = ("map-cache-bytes", "view-chunk-partitions", "worker-map-fraction")
+        if key not in (*read_elsewhere, "worker-gc-freeze"):
             with pytest.raises(ConfigError, match=message):
                 run(ltdask.from_array(np.ones((4, 5, 6, 7), np.float32)), [ltdask.udf.SumUDF()])
 
@@ -112,11 +119,20 @@ def test_resident_bytes_is_what_psutil_measures():
     assert abs(rss - psutil.Process().memory_info().rss) < 16 * 2**20
 
 
-def test_cluster_partitions_follow_partition_bytes_when_set():
+@pytest.mark.parametrize("read", [_config.run_partition_bytes, _config.cluster_partition_bytes])
+def test_run_partitions_follow_partition_bytes_when_set(read):
     """``auto``: 512 MiB where ``ltdask.partition-bytes`` is the default, else that size
-    (a user who sets partitions gets them on a cluster too)."""
-    assert _config.cluster_partition_bytes() == 512 * 2**20
+    (a user who sets partitions gets them in runs too, local or on a cluster)."""
+    assert read() == 512 * 2**20
     with dask.config.set({"ltdask.partition-bytes": "32MiB"}):
-        assert _config.cluster_partition_bytes() == 32 * 2**20
+        assert read() == 32 * 2**20
     with dask.config.set({"ltdask.partition-bytes": "1GiB"}):
-        assert _config.cluster_partition_bytes() == 2**30
+        assert read() == 2**30
+
+
+def test_cluster_partitions_follow_run_partitions():
+    with dask.config.set({"ltdask.run-partition-bytes": "256MiB"}):
+        assert _config.cluster_partition_bytes() == 256 * 2**20
+        with dask.config.set({"ltdask.cluster-partition-bytes": "1GiB"}):
+            assert _config.cluster_partition_bytes() == 2**30
+            assert _config.run_partition_bytes() == 256 * 2**20

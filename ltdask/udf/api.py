@@ -10,7 +10,7 @@ partition, :mod:`~ltdask.udf.runner` inside), :mod:`~ltdask.udf.merge`,
 from __future__ import annotations
 
 from ltdask.io.dataset import DataSet
-from ltdask.io.partition import for_cluster
+from ltdask.io.partition import for_run
 from ltdask.udf.assemble import compute_datasets, to_datasets
 from ltdask.udf.graph import Run
 from ltdask.udf.interface import UDFBase
@@ -66,7 +66,7 @@ def lazy(
     """
     if isinstance(udfs, UDFBase):
         udfs = [udfs]
-    return to_datasets(Run(for_cluster(dataset), list(udfs), roi, corrections, backends).graph)
+    return to_datasets(Run(for_run(dataset), list(udfs), roi, corrections, backends).graph)
 
 
 def compute(
@@ -91,7 +91,7 @@ def compute(
     """
     if isinstance(udfs, UDFBase):
         udfs = [udfs]
-    graph = Run(for_cluster(dataset), list(udfs), roi, corrections, backends).graph
+    graph = Run(for_run(dataset), list(udfs), roi, corrections, backends).graph
     return compute_datasets(to_datasets(graph), progress=progress, graph=graph)
 
 

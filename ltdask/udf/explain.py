@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ltdask.io.partition import for_cluster
+from ltdask.io.partition import for_run
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.plan import plan_run
 
@@ -51,7 +51,7 @@ def explain(dataset, udfs, roi=None, corrections=None, backends=None) -> RunExpl
     """
     if isinstance(udfs, UDFBase):
         udfs = [udfs]
-    plan = plan_run(for_cluster(dataset), list(udfs), roi, corrections, backends)
+    plan = plan_run(for_run(dataset), list(udfs), roi, corrections, backends)
     scheme = plan.scheme
     shapes = sorted({tuple(s.shape) for s in scheme.slices})
     cut = ", ".join(str(s) for s in shapes)

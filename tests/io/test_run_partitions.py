@@ -1,4 +1,4 @@
-"""Partitions of runs on a distributed cluster (`ltdask.io.partition.for_cluster`), with a
+"""Partitions of runs on a distributed cluster (`ltdask.io.partition.for_run`), with a
 stand-in for the Client: what it reads of the cluster is its workers' threads and memory
 limits (a real cluster runs in ``tests/test_cluster.py``)."""
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import ltdask
-from ltdask import _progress
-from ltdask.io.partition import for_cluster
+from ltdask import _config, _progress
+from ltdask.io.partition import for_run
 
 #: frames of 16 x 16 float32 (1 KiB each): 128 MiB default partitions hold 131072 of them
 SIG = (16, 16)
@@ -42,20 +42,55 @@ def partitions(ds) -> int:
     return len(ds.get_partitions())
 
 
-def test_local_runs_keep_the_partitions(scan):
-    assert for_cluster(scan) is scan
+def test_local_runs_keep_the_partitions_by_default(scan):
+    """The scan's 256 KiB partitions are far below ``ltdask.run-partition-bytes``, but there
+    are no more of them than two per thread of a scheduler with 8 threads."""
+    with dask.config.set(scheduler="threads", num_workers=8):
+        assert for_run(scan) is scan
+
+
+LOCAL = {"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}
+
+
+@pytest.mark.parametrize("scheduler", [None, "threads", "threading"])
+def test_threaded_runs_take_larger_partitions(monkeypatch, scheduler):
+    """At least two per thread, of at most ``ltdask.run-partition-bytes``, and at most an
+    eighth of a thread's share of the RAM; results as numpy's."""
+    data = np.arange(64 * 64, dtype=np.float32).reshape(64, 64, 1, 1) * np.ones(SIG, np.float32)
+    with dask.config.set({**LOCAL, "ltdask.run-partition-bytes": 2048 * FRAME}):
+        ds = ltdask.from_array(data)
+        assert partitions(ds) == 16
+        with dask.config.set(scheduler=scheduler, num_workers=2):
+            coarse = for_run(ds)
+            assert partitions(coarse) == 4  # 2 threads: at least 4 (not the 2 of 2048 frames)
+            with dask.config.set(num_workers=1):
+                assert partitions(for_run(ds)) == 2  # 1 thread: 2048 frames each
+            monkeypatch.setattr(_config, "total_memory", lambda: 2 * 8 * 1024 * FRAME)
+            assert partitions(for_run(ds)) == 4  # 8 MiB of RAM per thread: 1024 frames
+            monkeypatch.setattr(_config, "total_memory", lambda: 2 * 8 * 512 * FRAME)
+            assert partitions(for_run(ds)) == 8
+            res = ltdask.udf.SumSigUDF().compute(ds)
+    np.testing.assert_array_equal(res["intensity"].values, data.sum(axis=(2, 3)))
+
+
+@pytest.mark.parametrize("scheduler", ["sync", "synchronous", "processes"])
+def test_other_local_schedulers_keep_the_partitions(scheduler):
+    with dask.config.set({**LOCAL, "ltdask.run-partition-bytes": 2048 * FRAME}):
+        ds = ltdask.from_array(np.zeros((64, 64, *SIG), np.float32))
+        with dask.config.set(scheduler=scheduler, num_workers=2):
+            assert for_run(ds) is ds
 
 
 def test_larger_partitions_at_least_two_per_thread(monkeypatch, scan):
     on_cluster(monkeypatch, {"nthreads": 1}, {"nthreads": 1})
     settings = {"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}
     with dask.config.set({**settings, "ltdask.cluster-partition-bytes": 2048 * FRAME}):
-        coarse = for_cluster(scan)
+        coarse = for_run(scan)
         assert partitions(coarse) == 4  # 2 threads: at least 4 (not the 2 of 2048 frames)
         on_cluster(monkeypatch, {"nthreads": 1})
-        assert partitions(for_cluster(scan)) == 2  # 1 thread: 2048 frames each
+        assert partitions(for_run(scan)) == 2  # 1 thread: 2048 frames each
         on_cluster(monkeypatch, {"nthreads": 8})
-        assert for_cluster(scan) is scan  # 16 threads' worth: no fewer partitions
+        assert for_run(scan) is scan  # 16 threads' worth: no fewer partitions
     np.testing.assert_array_equal(
         ltdask.udf.SumUDF().compute(coarse)["intensity"].values, np.zeros(SIG)
     )
@@ -66,9 +101,9 @@ def test_memory_limit_caps_the_partitions(monkeypatch, scan):
     settings = {"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}
     with dask.config.set({**settings, "ltdask.cluster-partition-bytes": 2048 * FRAME}):
         on_cluster(monkeypatch, {"nthreads": 1, "memory_limit": 8 * 1024 * FRAME})
-        assert partitions(for_cluster(scan)) == 4  # 1024 frames each
+        assert partitions(for_run(scan)) == 4  # 1024 frames each
         on_cluster(monkeypatch, {"nthreads": 2, "memory_limit": 8 * 1024 * FRAME})
-        assert partitions(for_cluster(scan)) == 8  # 512 each: 4 MiB per thread
+        assert partitions(for_run(scan)) == 8  # 512 each: 4 MiB per thread
 
 
 def test_unknown_clusters_and_other_settings_keep_the_partitions(monkeypatch, scan):
@@ -79,10 +114,10 @@ def test_unknown_clusters_and_other_settings_keep_the_partitions(monkeypatch, sc
     big = {"ltdask.cluster-partition-bytes": 2048 * FRAME}
     settings = {"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}
     with dask.config.set({**settings, **big}):
-        assert for_cluster(scan) is scan
+        assert for_run(scan) is scan
     on_cluster(monkeypatch, {"nthreads": 1})
     with dask.config.set(big):  # (the defaults: 128 MiB partitions, not the scan's)
-        assert for_cluster(scan) is scan
+        assert for_run(scan) is scan
 
 
 def test_cluster_workers_asks_the_scheduler_once_a_second(monkeypatch):
