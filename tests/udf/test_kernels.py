@@ -21,6 +21,7 @@ from ltdask.udf.builtin.apply_masks import _runs
 from ltdask.udf.builtin.com import _row_intervals
 from ltdask.udf.kernels.statistics import (
     BLOCK,
+    add_rows,
     chan_merge,
     moments,
     moments_frame_sums,
@@ -64,6 +65,20 @@ def test_sum_frames_integers():
     acc = np.zeros(7, np.int64)
     sum_frames(t, 0, 7, acc)
     np.testing.assert_array_equal(acc, t.sum(axis=0))
+
+
+@pytest.mark.parametrize("acc_dtype", [np.int64, np.float64, np.float32])
+@pytest.mark.parametrize("out_dtype", [np.float32, np.float64, np.int64])
+def test_add_rows_is_numpys_unsafe_add(acc_dtype, out_dtype):
+    """Into a strided column slice of a result, as ``np.add(..., casting="unsafe")``."""
+    rng = np.random.default_rng(4)
+    acc = (rng.random(9 * 5) * 2**40).astype(acc_dtype)
+    result = (rng.random((9, 13)) * 1000).astype(out_dtype)
+    want = result.copy()
+    view = want[:, 3:8]
+    np.add(view, acc.reshape(view.shape), out=view, casting="unsafe")
+    add_rows(result[:, 3:8], acc)
+    np.testing.assert_array_equal(result, want)
 
 
 def garbage_work() -> np.ndarray:

@@ -8,7 +8,7 @@ from ltdask import scratch
 from ltdask.udf.base import FlatTileUDF
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.kernels.sparse import csr_col_sums, csr_row_sums
-from ltdask.udf.kernels.statistics import sum_frames, sum_pixels
+from ltdask.udf.kernels.statistics import add_rows, sum_frames, sum_pixels
 from ltdask.udf.shared import IntegerMoments
 
 #: what the sums process: numpy first (the numba kernels), sparse tiles as they are read
@@ -190,7 +190,10 @@ class SumUDF(FlatTileUDF):
             sums[idx] = np.multiply(mean, count, out=scratch.zeros(mean.size, mean.dtype))
         for idx, acc in sums.items():
             view = out[scheme[idx].get()]
-            np.add(view, acc.reshape(view.shape), out=view, casting="unsafe")
+            if view.ndim == 2 and acc.flags.c_contiguous:
+                add_rows(view, acc.reshape(-1))
+            else:
+                np.add(view, acc.reshape(view.shape), out=view, casting="unsafe")
 
     def merge(self, dest, src):
         dest.intensity[:] += src.intensity

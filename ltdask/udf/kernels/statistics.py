@@ -200,6 +200,21 @@ def moments_frame_sums(frames, p0, p1, count, mean, m2, shift, frame_sums, with_
 
 
 @numba.njit(nogil=True, cache=True)
+def add_rows(out, acc):
+    """``out[y, x] += acc[y * cols + x]`` for a 2-D `out` of ``cols`` columns, a view that
+    may be strided (a signal slice of a result), computed as numpy's ``np.add(out, acc,
+    out=out, casting="unsafe")`` computes it (float64 for an int64 `acc` into float32), but
+    row by row: numpy's buffered casting of a strided view ran at 0.5 G pixels/s (7 ms of a
+    K2 IS partition's 3.8 M pixels)."""
+    cols = out.shape[1]
+    for y in range(out.shape[0]):
+        row = out[y]
+        part = acc[y * cols : (y + 1) * cols]
+        for x in range(cols):
+            row[x] += part[x]
+
+
+@numba.njit(nogil=True, cache=True)
 def chan_merge(count, n, part_sum, part_m2, total_sum, m2, mean):
     """Merge a part's (`n` frames, per-pixel `part_sum`, centred sums of squares `part_m2`)
     into running (`count`, `total_sum`, `m2`, `mean`) in place, by Chan et al.'s formula,
@@ -218,4 +233,12 @@ def chan_merge(count, n, part_sum, part_m2, total_sum, m2, mean):
     return total
 
 
-__all__ = ["BLOCK", "chan_merge", "moments", "moments_frame_sums", "sum_frames", "sum_pixels"]
+__all__ = [
+    "BLOCK",
+    "add_rows",
+    "chan_merge",
+    "moments",
+    "moments_frame_sums",
+    "sum_frames",
+    "sum_pixels",
+]
