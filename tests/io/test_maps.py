@@ -158,3 +158,38 @@ def test_trim_is_a_no_op_outside_workers(tmp_path):
     rss = ltdask._config.resident_bytes()
     MAPS.trim()  # no worker: no budget
     assert ltdask._config.resident_bytes() > rss - 8 * MIB
+
+
+def _vm_flags(address: int) -> set[str]:
+    """The kernel's VmFlags of the mapping of this process that holds `address`."""
+    flags, inside = set(), False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            first = line.split(maxsplit=1)[0]
+            if "-" in first and ":" not in first:
+                lo, hi = (int(v, 16) for v in first.split("-"))
+                inside = lo <= address < hi
+            elif inside and first == "VmFlags:":
+                flags = set(line.split()[1:])
+    return flags
+
+
+THP = "/sys/kernel/mm/transparent_hugepage/enabled"
+
+
+@pytest.mark.skipif(
+    not os.path.exists(THP) or "[never]" in open(THP).read(),
+    reason="needs Linux with transparent huge pages",
+)
+def test_maps_of_large_files_ask_for_huge_pages(tmp_path):
+    """Maps of files of 2 MiB or more carry ``MADV_HUGEPAGE`` (VmFlags ``hg``): page-cached
+    large folios map 2 MiB per fault, and pages read from disk through the map are cached
+    that way; smaller files are left as they are."""
+    big, small = tmp_path / "big.raw", tmp_path / "small.raw"
+    np.zeros(3 * 2**20, np.uint8).tofile(big)
+    np.zeros(2**20, np.uint8).tofile(small)
+    with keeping_maps(False):
+        large, little = map_file(str(big)), map_file(str(small))
+        assert "hg" in _vm_flags(large.ctypes.data)
+        assert "hg" not in _vm_flags(little.ctypes.data)
+        assert int(large.sum()) == 0
