@@ -93,7 +93,7 @@ def test_sum_pixels_f32(n, px, margins):
     before, after = margins
     t = tiles(5, n, px, np.float32, offset=100.0)
     out = np.zeros(n)
-    sum_pixels_f32(*embedded(t, before, after), out)
+    sum_pixels_f32(embedded(t, before, after), before, before + px, out)
     np.testing.assert_allclose(out, t.astype(np.float64).sum(axis=1), rtol=2e-6)
 
 
