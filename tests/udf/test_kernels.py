@@ -27,7 +27,6 @@ from ltdask.udf.kernels.statistics import (
     moments_frame_sums,
     sum_frames,
     sum_pixels,
-    sum_pixels_f32,
 )
 
 
@@ -80,21 +79,6 @@ def test_add_rows_is_numpys_unsafe_add(acc_dtype, out_dtype):
     np.add(view, acc.reshape(view.shape), out=view, casting="unsafe")
     add_rows(result[:, 3:8], acc)
     np.testing.assert_array_equal(result, want)
-
-
-@given(
-    n=st.integers(0, 9),
-    px=st.integers(1, 5000),
-    margins=st.tuples(st.integers(0, 3), st.integers(0, 3)),
-)
-def test_sum_pixels_f32(n, px, margins):
-    """Float32 blocks of 2048 pixels, float64 between them: numpy's float64 sums to
-    within float32's rounding of each block; the pixels around ``p0:p1`` (NaN) unread."""
-    before, after = margins
-    t = tiles(5, n, px, np.float32, offset=100.0)
-    out = np.zeros(n)
-    sum_pixels_f32(embedded(t, before, after), before, before + px, out)
-    np.testing.assert_allclose(out, t.astype(np.float64).sum(axis=1), rtol=2e-6)
 
 
 def garbage_work() -> np.ndarray:

@@ -8,7 +8,7 @@ from ltdask import scratch
 from ltdask.udf.base import FlatTileUDF
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.kernels.sparse import csr_col_sums, csr_row_sums
-from ltdask.udf.kernels.statistics import add_rows, sum_frames, sum_pixels, sum_pixels_f32
+from ltdask.udf.kernels.statistics import add_rows, sum_frames, sum_pixels
 from ltdask.udf.shared import IntegerMoments
 
 #: what the sums process: numpy first (the numba kernels), sparse tiles as they are read
@@ -270,5 +270,5 @@ class SumSigUDF(FlatTileUDF):
             sum_pixels(frames, p0, p1, out)
             return
         sums = np.zeros(frames.shape[0], acc_dtype)
-        (sum_pixels_f32 if frames.dtype == np.float32 else sum_pixels)(frames, p0, p1, sums)
+        sum_pixels(frames, p0, p1, sums)
         out += self._folded(sums).astype(out.dtype, copy=False)

@@ -93,60 +93,6 @@ def sum_pixels(frames, p0, p1, out):
         i += 1
 
 
-#: pixels per float32 partial sum in `sum_pixels_f32`
-F32_BLOCK = 2048
-
-
-@numba.njit(nogil=True, cache=True, fastmath=FASTMATH)
-def sum_pixels_f32(frames, p0, p1, out):
-    """`sum_pixels` for float32 frames and float64 `out`: each block of `F32_BLOCK` pixels
-    summed in float32 lanes (16 to a vector, none converted), the block sums added in
-    float64. Converting every pixel to float64 first halved the lanes: 69 -> 75 GB/s on
-    2 threads where memory is fast; the float32 part adds at most 2048 values (split over
-    the vector's lanes), so its relative error stays near float32's epsilon."""
-    n = frames.shape[0]
-    px = p1 - p0
-    i = 0
-    while i + 4 <= n:
-        r0 = frames[i][p0:p1]
-        r1 = frames[i + 1][p0:p1]
-        r2 = frames[i + 2][p0:p1]
-        r3 = frames[i + 3][p0:p1]
-        s0 = s1 = s2 = s3 = 0.0
-        for b0 in range(0, px, F32_BLOCK):
-            b1 = min(px, b0 + F32_BLOCK)
-            q0 = r0[b0:b1]
-            q1 = r1[b0:b1]
-            q2 = r2[b0:b1]
-            q3 = r3[b0:b1]
-            t0 = t1 = t2 = t3 = np.float32(0)
-            for k in range(q0.shape[0]):
-                t0 += q0[k]
-                t1 += q1[k]
-                t2 += q2[k]
-                t3 += q3[k]
-            s0 += t0
-            s1 += t1
-            s2 += t2
-            s3 += t3
-        out[i] += s0
-        out[i + 1] += s1
-        out[i + 2] += s2
-        out[i + 3] += s3
-        i += 4
-    while i < n:
-        row = frames[i][p0:p1]
-        s = 0.0
-        for b0 in range(0, px, F32_BLOCK):
-            q = row[b0 : min(px, b0 + F32_BLOCK)]
-            t = np.float32(0)
-            for k in range(q.shape[0]):
-                t += q[k]
-            s += t
-        out[i] += s
-        i += 1
-
-
 @numba.njit(nogil=True, cache=True, fastmath=FASTMATH)
 def moments(frames, p0, p1, count, mean, m2, shift, work):
     """Merge the tile ``frames[:, p0:p1]``'s per-pixel count / mean / centred sum of
@@ -295,5 +241,4 @@ __all__ = [
     "moments_frame_sums",
     "sum_frames",
     "sum_pixels",
-    "sum_pixels_f32",
 ]
