@@ -141,3 +141,30 @@ def test_cluster_workers_asks_the_scheduler_once_a_second(monkeypatch):
     one.workers = [{"nthreads": 5}]
     assert [w["nthreads"] for w in _progress.cluster_workers(one)] == [5]
     assert calls == [one, two, one]
+
+
+def test_runs_of_large_frames_hold_more_of_them(monkeypatch):
+    """Frames of 1 MiB or more (as float32): run partitions of at least `RUN_MIN_FRAMES`
+    frames even below ``ltdask.run-partition-bytes`` (their per-pixel state and results
+    are frame-sized), still at least two per thread and within the memory cap."""
+    from ltdask.io.partition import RUN_MIN_FRAMES
+
+    sig = (512, 512)  # 1 MiB as float32
+    n = 4 * RUN_MIN_FRAMES + 3
+    data = np.zeros((n, *sig), np.uint16)
+    data[:, 0, 0] = np.arange(n)
+    settings = {"ltdask.partition-bytes": "16MiB", "ltdask.min-partitions": 1}
+    with dask.config.set({**settings, "ltdask.run-partition-bytes": "32MiB"}):
+        ds = ltdask.from_array(data)
+        assert max(p.num_frames for p in ds.get_partitions()) < RUN_MIN_FRAMES
+        with dask.config.set(scheduler="threads", num_workers=2):
+            frames = [p.num_frames for p in for_run(ds).get_partitions()]
+            assert min(frames[:-1]) >= RUN_MIN_FRAMES and sum(frames) == n
+            with dask.config.set(num_workers=1):
+                frames = [p.num_frames for p in for_run(ds).get_partitions()]
+                assert min(frames[:-1]) >= RUN_MIN_FRAMES and len(frames) >= 2
+            monkeypatch.setattr(_config, "total_memory", lambda: 2 * 8 * 40 * 2**20)
+            frames = [p.num_frames for p in for_run(ds).get_partitions()]
+            assert max(frames) <= 40  # the memory cap: 40 MiB per thread's eighth
+            res = ltdask.udf.SumSigUDF().compute(ds)
+    np.testing.assert_array_equal(res["intensity"].values, np.arange(n))
