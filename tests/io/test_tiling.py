@@ -16,7 +16,7 @@ import ltdask
 from ltdask import Negotiator, TilingPreferences, TilingScheme
 from ltdask.common import Shape, Slice
 from ltdask.io import ArrayDataSet
-from ltdask.io.tiling import TILE_MAX, TILE_SIZE_BEST_FIT
+from ltdask.io.tiling import TILE_MAX, TILE_SIZE_BEST_FIT, VIEW_DEPTH
 
 MIB = 2**20
 TILE = TilingPreferences()
@@ -387,8 +387,9 @@ def test_negotiation_invariants(case):
         for c in consumers
     ]
     target = max(min(targets), base_px * itemsize)
-    # views of the data are not cut below a whole frame that fits the tile size
-    views = not ds.need_decode(read_dtype) and frame_bytes <= min(tile_bytes, io_max)
+    # views of the data are not cut below a whole frame where VIEW_DEPTH of them fit the
+    # tile size (larger frames are cut, so that tiles are several frames deep)
+    views = not ds.need_decode(read_dtype) and VIEW_DEPTH * frame_bytes <= min(tile_bytes, io_max)
     if views:
         assert scheme.tileshape[1:] == sig
     min_sig_px = min(ds.get_min_sig_size(), frame_px)
@@ -413,7 +414,6 @@ def test_large_frames_make_deep_tiles_and_partitions(tmp_path):
     partitions and tiles of one or a few whole frames, whose frame-sized per-pixel state
     (sums, results) costs more than reading them."""
     from ltdask.io.partition import MIN_FRAMES
-    from ltdask.io.tiling import VIEW_DEPTH
 
     sig = (600, 1024)  # 1.2 MiB of uint16, 2.4 MiB as float32
     path = tmp_path / "big.raw"
