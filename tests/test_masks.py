@@ -333,6 +333,7 @@ def test_radial_bins_are_libertems_ramps(sx, sy, cx, cy, r, fraction, n_bins):
     width=st.floats(1, 10),
 )
 @example(sx=3, sy=2, cx=1.5, cy=1.25, r=2.0, fraction=0.125, width=10)  # centre pixel (1, 2)
+@example(sx=3, sy=1, cx=1.5, cy=0.5, r=2.0, fraction=0.0, width=1.0)  # patched pixel inside
 def test_radial_bins_wide_ones_partition_the_ring(sx, sy, cx, cy, r, fraction, width):
     """Bins at least a pixel wide add up to the antialiased ring (away from the centre and
     its patched pixel, where LiberTEM's ramp and patch apply) and count every pixel in
@@ -348,7 +349,7 @@ def test_radial_bins_wide_ones_partition_the_ring(sx, sy, cx, cy, r, fraction, w
     if centre is not None:  # (rounded half to even, it can lie half a pixel off the centre)
         away[centre] = False
     np.testing.assert_allclose(bins.sum(axis=0)[away], ring[away], atol=1e-12)
-    inside = (d - 0.5 >= ri) & (d + 0.5 <= r)
+    inside = (d - 0.5 >= ri) & (d + 0.5 <= r) & away
     np.testing.assert_allclose(bins.sum(axis=0)[inside], 1)
 
 
