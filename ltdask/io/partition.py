@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -195,8 +196,6 @@ def for_run(dataset):
 def _local_threads() -> int | None:
     """The threads of the threaded scheduler where a run goes to it (the configured
     scheduler, or none: dask's default for arrays), else None."""
-    import os
-
     import dask
 
     if dask.config.get("scheduler", None) not in (None, "threads", "threading"):

@@ -67,8 +67,17 @@ class IntegerMoments:
         self.n = 0
         self.s1 = scratch.zeros(px, np.int64)
         self.s2 = scratch.zeros(px, np.int64)
-        self.state = moments_state(px)
+        self.state = [0, scratch.zeros(px), scratch.zeros(px), None]  # (no shift)
         self.pixel_sums = scratch.zeros(px, np.int64)
+
+    @classmethod
+    def kept(cls, states: dict, key, px: int) -> IntegerMoments:
+        """The `IntegerMoments` of `states` under `key`, made there for `px` pixels first
+        where there is none (one per signal slice of a partition)."""
+        state = states.get(key)
+        if state is None:
+            state = states[key] = cls(px)
+        return state
 
     def add(self, frames: np.ndarray, p0: int, p1: int, frame_sums=_NO_SUMS) -> None:
         """Add the tile ``frames[:, p0:p1]``; with `frame_sums` (int64, one per frame) also
@@ -148,9 +157,7 @@ class SharedStats:
         return TileStats(state, sums)
 
     def _integer(self, frames: np.ndarray, p0: int, p1: int, scheme_idx: int) -> TileStats:
-        state = self.states.get(scheme_idx)
-        if state is None:
-            state = self.states[scheme_idx] = IntegerMoments(p1 - p0)
+        state = IntegerMoments.kept(self.states, scheme_idx, p1 - p0)
         sums = np.zeros(frames.shape[0] if self.with_frame_sums else 0, np.int64)
         state.add(frames, p0, p1, sums)
         return TileStats(state, sums)

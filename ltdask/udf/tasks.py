@@ -91,10 +91,11 @@ def compute_arrays(arrays: Sequence, remote: str | None = None) -> list:
     wanted = list(dict.fromkeys(flatten(nested)))
     get = get_scheduler(collections=list(arrays), **local_scheduler(arrays))
     client = cluster_client()
-    if remote is None or client is None or getattr(get, "__self__", None) is not client:
-        values = dict(zip(wanted, get(graph.cull(set(wanted)), wanted), strict=True))
-    else:
+    values = None
+    if remote is not None and client is not None and getattr(get, "__self__", None) is client:
         values = _on_workers_then_here(graph, wanted, remote, get)
+    if values is None:
+        values = dict(zip(wanted, get(graph.cull(set(wanted)), wanted), strict=True))
 
     def chunks(keys):
         return [chunks(k) for k in keys] if isinstance(keys, list) else values[keys]
@@ -106,15 +107,16 @@ def compute_arrays(arrays: Sequence, remote: str | None = None) -> list:
     return out
 
 
-def _on_workers_then_here(graph, wanted: list, remote: str, get) -> dict:
+def _on_workers_then_here(graph, wanted: list, remote: str, get) -> dict | None:
     """``{key: value}`` of `wanted`: the tasks of layer `remote`, those that depend on
     them and their dependencies computed by `get` (a cluster); the rest here, on the
-    values that come back."""
+    values that come back. None where the graph holds tasks of the old spec (not in dask
+    2025+): then everything goes to the cluster."""
     from dask.local import get_sync
 
     dsk = dict(graph.cull(set(wanted)))
-    if not all(isinstance(t, GraphNode) for t in dsk.values()):  # (not in dask 2025+)
-        return dict(zip(wanted, get(graph.cull(set(wanted)), wanted), strict=True))
+    if not all(isinstance(t, GraphNode) for t in dsk.values()):
+        return None
 
     def layer(key):
         return key[0] if isinstance(key, tuple) else key

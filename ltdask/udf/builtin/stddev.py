@@ -147,11 +147,8 @@ class StdDevUDF(FlatTileUDF):
 
     def process_flat_tile(self, frames, p0, p1):
         if integer_tiles(frames.dtype):
-            idx = self.meta.tiling_scheme_idx
-            state = self.task_data.stats.get(idx)
-            if state is None:
-                state = self.task_data.stats[idx] = IntegerMoments(p1 - p0)
-            state.add(frames, p0, p1)
+            stats = self.task_data.stats
+            IntegerMoments.kept(stats, self.meta.tiling_scheme_idx, p1 - p0).add(frames, p0, p1)
             return
         complex_ = frames.dtype.kind == "c"
         stats = self._stats(p1 - p0, complex_)
