@@ -38,9 +38,16 @@ class UnsupportedError(LtdaskError, NotImplementedError):
     >>> try:
     ...     Context.make_with("dask", gpus=1)
     ... except UnsupportedError as e:
-    ...     print(e)
-    Context.make_with: gpus=1 is not supported by ltdask: UDFs run on the CPU only for now
+    ...     print(str(e)[:80])
+    Context.make_with: gpus=1 is not supported by ltdask: it has no GPU workers of i
     """
+
+
+_GPUS_WHY = (
+    "it has no GPU workers of its own; a run uses this process's GPU through CuPy "
+    '(run_udf(..., backends=("cupy",)), or a UDF that prefers a CUDA backend), and a '
+    "distributed cluster the workers started with `--resources GPU=1`"
+)
 
 
 def _refuse(where: str, argument: str, value, why: str):
@@ -132,10 +139,11 @@ class Context(AnalysisMixin):
         ``"inline"`` runs synchronously; ``"threads"`` on dask's threaded scheduler;
         ``"dask"`` (and LiberTEM's other specs) on the active dask scheduler (a
         ``distributed.Client`` if one is set up). ``cpus`` (a count or a list of CPUs) runs
-        that many threads. GPUs are not supported yet.
+        that many threads. ``gpus`` is refused: runs use a GPU through CuPy where the
+        run's ``backends`` or its UDFs ask for one (see `UnsupportedError`).
         """
         if gpus not in (None, 0) and not (hasattr(gpus, "__len__") and len(gpus) == 0):
-            _refuse("Context.make_with", "gpus", gpus, "UDFs run on the CPU only for now")
+            _refuse("Context.make_with", "gpus", gpus, _GPUS_WHY)
         ctx = cls(plot_class=plot_class)
         ctx.executor = executor_spec
         ctx._config = cls._scheduler_config(executor_spec, cpus)

@@ -27,6 +27,11 @@ SCIPY_CSR = UDFBase.BACKEND_SCIPY_CSR
 KNOWN = UDFBase.CPU_BACKENDS | UDFBase.CUDA_BACKENDS
 #: what UDFs see: 2-D backends get ``(frames, pixels)`` tiles
 D2 = UDFBase.D2_BACKENDS
+#: the CSR form that frames of a (not subscriptable) COO matrix are cut from
+_COO_AS_CSR = {
+    UDFBase.BACKEND_SCIPY_COO: SCIPY_CSR,
+    UDFBase.BACKEND_CUPY_SCIPY_COO: UDFBase.BACKEND_CUPY_SCIPY_CSR,
+}
 
 #: per position in a UDF's list of preferences, added to the conversion cost: a later
 #: choice must save more than this to be taken (sparseconverter's costs are seconds per
@@ -245,8 +250,9 @@ class TileForms:
         """Frame `i` as `target`: 2-D backends ``(1, pixels)`` (a nav dim of 1, as
         LiberTEM gives them), the others ``sig_shape``."""
         if target in D2:
-            if target == UDFBase.BACKEND_SCIPY_COO:  # (not subscriptable)
-                return convert(self.get(SCIPY_CSR)[i : i + 1], target, self.sig_shape)
+            csr = _COO_AS_CSR.get(target)
+            if csr is not None:  # (COO matrices are not subscriptable)
+                return convert(self.get(csr)[i : i + 1], target, self.sig_shape)
             return self.get(target)[i : i + 1]
         return self.get(target)[i]
 

@@ -64,7 +64,9 @@ class Probe(ltdask.UDF):
         ok = self.meta.array_backend == self.params.backend
         from sparseconverter import get_backend
 
-        ok &= get_backend(arr) == self.params.backend
+        # (`cuda` UDFs get numpy arrays and move them to the GPU themselves)
+        delivered = "numpy" if self.params.backend == self.BACKEND_CUDA else self.params.backend
+        ok &= get_backend(arr) == delivered
         ok &= arr.shape == ((frames, int(np.prod(SIG))) if d2 else (frames, *SIG))
         rows = arr.reshape((frames, -1))
         self.results.frames[:] = self.forbuf(rows.sum(axis=1), self.results.frames)

@@ -9,6 +9,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ltdask.udf.apply import apply_whole
+from ltdask.udf.backends import to_host
 from ltdask.udf.base import UDF
 from ltdask.udf.builtin._kernels import flat_tile, interval_moments
 
@@ -196,9 +197,14 @@ class CoMUDF(UDF):
         sy, sx = tuple(self.meta.dataset_shape.sig)
         p = self.params.com_params
         mask, starts, stops = _disk(sy, sx, *self._center(), p.r, p.ri)
-        return {"mask": mask, "starts": starts, "stops": stops, "cols": {}}
+        return {"mask": mask, "starts": starts, "stops": stops, "cols": {}, "device": {}}
+
+    def get_backends(self):
+        return (self.BACKEND_NUMPY, self.BACKEND_CUPY)
 
     def process_tile(self, tile):
+        if self.meta.array_backend == self.BACKEND_CUPY:
+            return self._device_tile(tile)
         sig = self.meta.sig_slice
         if sig.origin[1] == 0 and sig.shape[1] == self.meta.dataset_shape.sig[1]:
             frames = flat_tile(tile)
@@ -213,6 +219,22 @@ class CoMUDF(UDF):
         out[:, 0] += weighted.sum(axis=(1, 2))
         out[:, 1] += (weighted * y).sum(axis=(1, 2))
         out[:, 2] += (weighted * x).sum(axis=(1, 2))
+
+    def _device_tile(self, tile):
+        """A CuPy tile: the three sums as one product with the signal slice's ``(pixels,
+        3)`` weights (mask, mask · y, mask · x), in float64, kept on the device."""
+        import cupy
+
+        sig = self.meta.sig_slice
+        key = (tuple(sig.origin), tuple(sig.shape))
+        weights = self.task_data.device.get(key)
+        if weights is None:
+            y, x = np.mgrid[sig.get()]
+            m = self.task_data.mask[sig.get()].astype(np.float64)
+            host = np.stack([m, m * y, m * x], axis=-1).reshape(-1, 3)
+            weights = self.task_data.device[key] = cupy.asarray(host)
+        rows = tile.reshape((tile.shape[0], -1)).astype(np.float64)
+        self.results.raw_mask_result[:] += to_host(rows @ weights)
 
     def process_flat_tile(self, frames, p0, p1):
         sig = self.meta.sig_slice

@@ -26,6 +26,10 @@ class LogsumUDF(UDF):
     def __init__(self):
         super().__init__()
 
+    def get_backends(self):
+        # (frames as numpy or CuPy arrays alike: numpy's functions dispatch to CuPy's)
+        return (self.BACKEND_NUMPY, self.BACKEND_CUPY)
+
     def get_result_buffers(self):
         return {"logsum": self.buffer(kind="sig", dtype="float32", where="device")}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ltdask.exceptions import UDFError
+from ltdask.udf.backends import to_host
 from ltdask.udf.base import FlatTileUDF
 from ltdask.udf.builtin.sums import csr_parts, dense_backend
 from ltdask.udf.interface import UDFBase
@@ -19,13 +20,17 @@ from ltdask.udf.shared import (
 )
 
 
-def _np_moments(tile, count, mean, m2):
-    """numpy version of the `moments` kernel (complex data)."""
-    n = tile.shape[0]
+def _array_moments(rows, count, mean, m2):
+    """The `moments` kernel in array operations, for a numpy (complex data) or CuPy tile as
+    ``(frames, pixels)``: the tile's own mean and centred sum of squares in `mean`'s dtype,
+    on the tile's device, added to the running (host) moments."""
+    n = rows.shape[0]
     if n == 0:
         return count
-    tmean = tile.mean(axis=0)
-    return _add_moments(count, mean, m2, n, tmean, (np.abs(tile - tmean) ** 2).sum(axis=0))
+    wide = rows.astype(mean.dtype, copy=False)
+    tmean = wide.mean(axis=0)
+    tm2 = (abs(wide - tmean) ** 2).sum(axis=0)
+    return _add_moments(count, mean, m2, n, to_host(tmean), to_host(tm2))
 
 
 def _sparse_moments(rows, count, mean, m2):
@@ -38,7 +43,7 @@ def _sparse_moments(rows, count, mean, m2):
     if n == 0:
         return count
     if rows.dtype.kind == "c":  # (rare: bincount takes real weights only)
-        return _np_moments(for_backend(rows, UDFBase.BACKEND_NUMPY), count, mean, m2)
+        return _array_moments(for_backend(rows, UDFBase.BACKEND_NUMPY), count, mean, m2)
     parts = csr_parts(rows)
     if parts is not None:
         tmean, tm2 = np.empty(px), np.empty(px)
@@ -111,6 +116,7 @@ class StdDevUDF(FlatTileUDF):
             self.BACKEND_SCIPY_COO,
             self.BACKEND_SPARSE_COO,
             self.BACKEND_SPARSE_GCXS,
+            self.BACKEND_CUPY,
         )
 
     def get_result_buffers(self):
@@ -143,7 +149,8 @@ class StdDevUDF(FlatTileUDF):
             return super().process_tile(tile)
         rows = tile.reshape((tile.shape[0], -1)) if tile.ndim != 2 else tile
         stats = self._stats(rows.shape[1], tile.dtype.kind == "c")
-        stats[0] = _sparse_moments(rows, stats[0], stats[1], stats[2])
+        add = _array_moments if self.meta.array_backend == self.BACKEND_CUPY else _sparse_moments
+        stats[0] = add(rows, stats[0], stats[1], stats[2])
 
     def process_flat_tile(self, frames, p0, p1):
         if integer_tiles(frames.dtype):
@@ -153,7 +160,7 @@ class StdDevUDF(FlatTileUDF):
         complex_ = frames.dtype.kind == "c"
         stats = self._stats(p1 - p0, complex_)
         if complex_:
-            stats[0] = _np_moments(frames[:, p0:p1], stats[0], stats[1], stats[2])
+            stats[0] = _array_moments(frames[:, p0:p1], stats[0], stats[1], stats[2])
         else:
             work = self.task_data.work
             if work is None:
