@@ -320,6 +320,11 @@ class DataSet(Calibrated):
         for data, first, s in self.iter_tiles(positions, scheme, dtype, block):
             yield data, first, s, flat_of(data)
 
+    def pixel_layout(self):
+        """A `ltdask.io.layout.PixelLayout` where the frames are the files' raw frames with
+        their pixels moved (UDFs that sum per pixel then read the raw frames), else None."""
+        return None
+
     def default_corrections(self):
         """The `ltdask.CorrectionSet` the acquisition carries (a stored dark frame...) or None:
         applied where no ``corrections=`` is given (``CorrectionSet()``: none)."""

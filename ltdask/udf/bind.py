@@ -50,6 +50,10 @@ class RunContext:
     #: the prepared corrections (dark, gain) the UDFs apply to their results instead of the
     #: runner to every tile (``FOLDS_CORRECTIONS``): their tiles come uncorrected
     folded: object = None
+    #: the dataset's `PixelLayout` where every UDF sums its raw frames and moves its
+    #: per-pixel results (``FOLDS_LAYOUT``), and the tiling scheme of the raw frames
+    layout: object = None
+    layout_scheme: TilingScheme | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,6 +99,7 @@ def make_meta(
         nav_calibration=context.nav_calibration,
         sig_calibration=context.sig_calibration,
     )
+    meta.pixel_layout = context.layout
     if backend is not None:
         meta.array_backend = backend
         meta.device_class = "cuda" if backend in UDFBase.CUDA_BACKENDS else "cpu"

@@ -67,6 +67,12 @@ def explain(dataset, udfs, roi=None, corrections=None, backends=None) -> RunExpl
         lines.append(
             "corrections (dark/gain/excluded pixels) applied as tiles are read: dense tiles"
         )
+    if plan.context.layout is not None:
+        raw = plan.context.layout_scheme.slices[0].shape
+        lines.append(
+            f"tiles are the files' raw frames of {tuple(raw)}, read as stored: the UDFs move "
+            "their per-pixel results to the frame's pixels"
+        )
     bplan = plan.context.backends
     assert bplan is not None
     lines.append(bplan.describe([type(u).__name__ for u in plan.udfs]))

@@ -89,6 +89,10 @@ class UDFMeta:
         #: ``FOLDS_CORRECTIONS``; its tiles are then uncorrected): the prepared corrections
         #: (``dark_gain(sig_index, dtype)`` gives them for a signal slice), else None
         self.folded_corrections = folded_corrections
+        #: where the UDF's tiles are the files' raw frames (its class declares
+        #: ``FOLDS_LAYOUT``): the `ltdask.io.layout.PixelLayout` that moves its per-pixel
+        #: sums to the image's pixels, else None
+        self.pixel_layout = None
         self.run_id = run_id
         self.nav_calibration = nav_calibration or (Axis(),) * len(dataset_shape.nav)
         self.sig_calibration = sig_calibration or (Axis(),) * len(dataset_shape.sig)

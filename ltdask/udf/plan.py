@@ -9,11 +9,13 @@ engine works from: the partition graph (:mod:`ltdask.udf.graph`), the merges
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
 from ltdask import _config
+from ltdask.common import Shape, Slice
 from ltdask.exceptions import MergeNotImplementedError, UDFError
 from ltdask.io.dataset import DataSet
 from ltdask.io.partition import Partition
@@ -172,6 +174,12 @@ def plan_run(
         # each costs some overhead: tiles of whole partitions
         depth = max([p.num_frames for p in partitions] + [1])
         scheme = TilingScheme(scheme.slices, depth=depth, intent=scheme.intent)
+    layout, layout_scheme = _raw_layout(dataset, udfs, methods, consumers, read_as, context)
+    if layout is not None:
+        # the UDFs sum the raw frames, whole, and move their sums to the image's pixels
+        full = Slice.full(Shape(context.sig_shape, sig_dims=len(context.sig_shape)))
+        scheme = TilingScheme([full], depth=layout_scheme.depth, intent=layout_scheme.intent)
+        context = dataclasses.replace(context, layout=layout, layout_scheme=layout_scheme)
     if any(meth is not UDFMethod.TILE for meth in methods) and len(scheme) != 1:
         raise UDFError(
             f"{dataset.path}: frame and partition UDFs need whole frames, but the "
@@ -192,6 +200,7 @@ def plan_run(
         prepared,
         sizes,
         calibration,
+        layout,
     )
     return RunPlan(
         dataset=dataset,
@@ -230,6 +239,28 @@ def native_tile_dtype(dataset, udfs, input_dtype, prepared, backend_plan) -> np.
     ):
         return None
     return native
+
+
+def _raw_layout(dataset, udfs, methods, consumers, read_as, context):
+    """``(layout, scheme)``: the dataset's `PixelLayout` and the tiling scheme of its raw
+    frames where every UDF of the run sums the raw frames and moves its per-pixel results
+    (``FOLDS_LAYOUT``, declared by the class itself) -- tiles of whole raw frames, numpy,
+    uncorrected (no corrections, or corrections the UDFs fold) -- else ``(None, None)``."""
+    plan = context.backends
+    corrections = context.corrections
+    tile_corrections = corrections is not None and corrections.have_corrections()
+    if (
+        (tile_corrections and context.folded is None)
+        or (plan is not None and (plan.source, set(plan.targets)) != (BACKEND_NUMPY, {"numpy"}))
+        or any(meth is not UDFMethod.TILE for meth in methods)
+        or not all(vars(type(u)).get("FOLDS_LAYOUT", False) for u in udfs)
+    ):
+        return None, None
+    layout = dataset.pixel_layout()
+    if layout is None:
+        return None, None
+    scheme = layout.dataset.negotiate(consumers, read_as, context.roi.flat)
+    return (layout, scheme) if len(scheme) == 1 else (None, None)
 
 
 def folds_corrections(udfs, prepared) -> bool:

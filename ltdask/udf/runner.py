@@ -256,7 +256,11 @@ def run_partition(
         if corrections is not None:
             largest = max(math.prod(sl.shape) for sl in scheme.slices)
             corrected = scratch.empty(scheme.depth * largest, read_dtype)
-        if source == BACKEND_NUMPY:
+        if context.layout is not None:  # (the raw frames, for UDFs that move their sums)
+            tiles = context.layout.dataset.iter_flat_tiles(
+                present, context.layout_scheme, tile_dtype, block
+            )
+        elif source == BACKEND_NUMPY:
             tiles = dataset.iter_flat_tiles(present, scheme, tile_dtype, block)
         else:
             tiles = _native_tiles(dataset, present, scheme, tile_dtype, block, source)

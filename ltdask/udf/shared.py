@@ -107,6 +107,13 @@ def finished_moments(state) -> list:
     return state.finished() if isinstance(state, IntegerMoments) else state
 
 
+def moved_moments(layout, state) -> list:
+    """``[count, mean, m2, None]`` of the raw frames' pixels (a `moments_state` list or an
+    `IntegerMoments`) as the image's pixels of `layout` (a `PixelLayout`)."""
+    count, mean, m2, _ = finished_moments(state)
+    return [count, layout.gather(mean), layout.gather(m2), None]
+
+
 class TileStats:
     __slots__ = ("moments", "frame_sums")
 

@@ -19,6 +19,7 @@ from helpers.frms6files import fold, random_images, write_acquisition
 import ltdask
 from ltdask.io.formats.frms6 import open_frms6
 from ltdask.io.formats.frms6_kernels import unfold
+from ltdask.udf import PickUDF, StdDevUDF, SumSigUDF, SumUDF
 
 SMALL = {"ltdask.partition-bytes": 3000, "ltdask.min-partitions": 1, "ltdask.tile-bytes": 400}
 RAW = ltdask.CorrectionSet()
@@ -73,6 +74,93 @@ def test_udfs_with_dark_and_roi(tmp_path, binning):
     np.testing.assert_allclose(res["intensity"].values, expected.sum(0), rtol=1e-5, atol=1e-3)
     np.testing.assert_allclose(
         sums["intensity"].values.reshape(-1), (images - dark).sum((1, 2)), rtol=1e-5
+    )
+
+
+def _without_layout(cls):
+    """`cls` as a subclass that reads decoded frames (``FOLDS_LAYOUT`` is declared by a
+    class itself; the other declarations are kept)."""
+    attrs = {k: v for k, v in vars(cls).items() if k.isupper() and k != "FOLDS_LAYOUT"}
+    return type(f"Decoded{cls.__name__}", (cls,), attrs)
+
+
+@pytest.mark.parametrize(
+    "binning, nav, sync_offset, corrections",
+    [
+        pytest.param(1, (3, 4), 0, "dark", id="bin1-dark"),
+        pytest.param(2, (3, 4), 0, "dark+gain", id="bin2-dark-gain"),
+        pytest.param(4, (2, 5), 2, None, id="bin4-skip-2-raw"),
+        pytest.param(1, (3, 5), -3, "dark+gain", id="bin1-missing-frames"),
+        pytest.param(2, (1,), 11, "dark", id="bin2-one-frame"),
+    ],
+)
+@pytest.mark.parametrize("which", ["sum", "sumsig", "stddev", "all"])
+def test_udfs_sum_the_raw_frames(tmp_path, binning, nav, sync_offset, corrections, which):
+    """Sum, SumSig and StdDev read the raw frames as stored (no unfolding) and move their
+    per-pixel results: equal to numpy on the unfolded frames, and to the same UDFs reading
+    decoded frames."""
+    hdr, images, dark = acquisition(tmp_path, 12, (8, 6), binning, splits=(4, 7))
+    gain = np.random.default_rng(7).random((8, 6)) + 0.5
+    np.save(tmp_path / "gain.npy", gain)
+    kw = {"gain_map_path": tmp_path / "gain.npy"} if corrections == "dark+gain" else {}
+    kw["enable_offset_correction"] = corrections is not None
+    warn = sync_offset < 0
+    with pytest.warns(ltdask.MissingFramesWarning) if warn else _nothing():
+        ds = open_frms6(hdr, nav_shape=nav, sync_offset=sync_offset, **kw)
+    n = int(np.prod(nav))
+    frames = np.zeros((n, 8, 6))
+    for i in range(n):
+        if 0 <= sync_offset + i < 12:
+            frames[i] = images[sync_offset + i]
+    present = (np.arange(n) + sync_offset >= 0) & (np.arange(n) + sync_offset < 12)
+    if corrections is not None:
+        frames = np.where(present[:, None, None], frames - dark, 0)
+    if corrections == "dark+gain":
+        frames = frames * gain
+    roi = np.random.default_rng(3).random(nav) < 0.6
+    roi.reshape(-1)[-1] = True
+    picked = frames[roi.reshape(-1) & present]
+    classes = {"sum": [SumUDF], "sumsig": [SumSigUDF], "stddev": [StdDevUDF]}
+    classes["all"] = [SumUDF, SumSigUDF, StdDevUDF]
+    udfs = [c() for c in classes[which]]
+    with dask.config.set(SMALL):
+        # (SumSigUDF does not fold a gain map: then its tiles are corrected, as decoded)
+        folds = corrections != "dark+gain" or which not in ("sumsig", "all")
+        assert ("the files' raw frames" in str(ltdask.explain(ds, udfs, roi=roi))) == folds
+        got = ltdask.compute(ds, udfs, roi=roi)
+        decoded = ltdask.compute(ds, [_without_layout(c)() for c in classes[which]], roi=roi)
+    for res, ref in zip(got, decoded, strict=True):
+        for name in ref.data_vars:
+            np.testing.assert_allclose(res[name].values, ref[name].values, rtol=1e-6, atol=1e-6)
+            np.testing.assert_array_equal(
+                res[name].attrs.get("valid", None), ref[name].attrs.get("valid", None)
+            )
+    for cls, res in zip(classes[which], got, strict=True):
+        if cls is SumUDF:
+            want = picked.sum(0)
+            np.testing.assert_allclose(res["intensity"].values, want, rtol=1e-5, atol=1e-3)
+        elif cls is SumSigUDF:
+            sel = roi.reshape(-1) & present
+            values = res["intensity"].values.reshape(-1)[sel]
+            np.testing.assert_allclose(values, frames[sel].sum((1, 2)), rtol=1e-5, atol=1e-2)
+        else:
+            np.testing.assert_allclose(res["var"].values, picked.var(0), rtol=1e-4, atol=1e-3)
+            assert int(res["num_frames"].values.reshape(-1)[0]) == len(picked)
+
+
+def test_other_runs_read_decoded_frames(tmp_path):
+    """Excluded pixels (repaired in each tile) and UDFs that see the frames (a pick) read
+    unfolded frames."""
+    hdr, images, dark = acquisition(tmp_path)
+    ds = open_frms6(hdr)
+    mask = np.zeros((8, 6), bool)
+    mask[2, 3] = True
+    repaired = ltdask.CorrectionSet(dark=dark, excluded_pixels=mask)
+    for udfs, kw in [([SumUDF()], {"corrections": repaired}), ([SumUDF(), PickUDF()], {})]:
+        assert "raw frames" not in str(ltdask.explain(ds, udfs, **kw))
+    res = ltdask.compute(ds, [SumUDF(), PickUDF()], roi=np.eye(3, 4, dtype=bool))
+    np.testing.assert_allclose(
+        res[0]["intensity"].values, (images[[0, 5, 10]] - dark).sum(0), rtol=1e-5, atol=1e-3
     )
 
 

@@ -30,7 +30,13 @@ from ltdask.io.formats.frms6_headers import (
     read_file_header,
     read_hdr,
 )
-from ltdask.io.formats.frms6_kernels import decode_frms6, frms6_read_ranges, unfold
+from ltdask.io.formats.frms6_kernels import (
+    decode_frms6,
+    frms6_read_ranges,
+    unfold,
+    unfold_index,
+)
+from ltdask.io.layout import PixelLayout
 from ltdask.io.registry import Format
 
 
@@ -217,6 +223,17 @@ class Frms6DataSet(FileDataSet):
         if rows < height and cols == self.sig_shape[1]:
             return (max(1, depth * rows // height), height, cols)
         return tileshape
+
+    def pixel_layout(self) -> PixelLayout:
+        """The raw frames as they are in the files (``(rows, 2 width)``, 64-byte headers
+        between them), and where :func:`unfold` moves their pixels."""
+        raw = self.metadata["raw frame"]
+        fileset = self.fileset
+        plain = FileSet(fileset.files, raw, np.dtype("<u2"), FRAME_HEADER_BYTES)
+        twin = FileDataSet(
+            plain, Decoder("<u2"), tuple(self.shape.nav), sync_offset=self.sync_offset
+        )
+        return PixelLayout(twin, unfold_index, (raw[0], raw[1], self.binning), self.binning)
 
     def dark_frame(self) -> np.ndarray:
         """The mean of the dark frames (``NAME_000.frms6``), unfolded, float32."""

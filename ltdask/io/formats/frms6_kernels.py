@@ -116,3 +116,15 @@ def unfold(raw: np.ndarray, binning: int) -> np.ndarray:
     bottom = raw[:, ::-1, width:][:, :, ::-1]
     image = np.concatenate([top, bottom], axis=1)
     return np.repeat(image, binning, axis=1)
+
+
+def unfold_index(height: int, width: int, binning: int) -> np.ndarray:
+    """The raw pixel (flat, of ``height`` rows of ``width``) of each unfolded image pixel
+    (flat, ``(2 height binning, width / 2)``): what :func:`unfold` moves where."""
+    half = width // 2
+    y = np.arange(2 * height * binning)[:, None] // binning
+    x = np.arange(half)[None, :]
+    upper = y < height
+    rows = np.where(upper, y, 2 * height - 1 - y)
+    cols = np.where(upper, x, width - 1 - x)
+    return (rows * width + cols).reshape(-1)

@@ -17,6 +17,7 @@ from ltdask.udf.shared import (
     integer_tiles,
     moments_state,
     moments_work,
+    moved_moments,
 )
 
 
@@ -101,6 +102,8 @@ class StdDevUDF(FlatTileUDF):
     NATIVE_INTEGER_TILES = True
     #: a dark frame and gain map are applied to the moments, not to every tile
     FOLDS_CORRECTIONS = ("dark", "gain")
+    #: frames stored with their pixels moved are reduced as stored, the moments moved once
+    FOLDS_LAYOUT = True
 
     def __init__(self, dtype=None, use_numba=True):
         super().__init__(dtype=dtype, use_numba=use_numba)
@@ -173,6 +176,9 @@ class StdDevUDF(FlatTileUDF):
     def postprocess(self):
         scheme = self.meta.tiling_scheme
         states = {idx: finished_moments(s) for idx, s in self.task_data.stats.items()}
+        layout = self.meta.pixel_layout
+        if layout is not None:  # (moments of the raw frames' pixels: moved to the image's)
+            states = {idx: moved_moments(layout, s) for idx, s in states.items()}
         counts = {s[0] for s in states.values()}
         if len(counts) > 1:
             raise UDFError(f"StdDevUDF: signal slices saw different frame counts {counts}")

@@ -9,7 +9,7 @@ from ltdask.udf.base import FlatTileUDF
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.kernels.sparse import csr_col_sums, csr_row_sums
 from ltdask.udf.kernels.statistics import add_rows, sum_frames, sum_pixels
-from ltdask.udf.shared import IntegerMoments
+from ltdask.udf.shared import IntegerMoments, moved_moments
 
 #: what the sums process: numpy first (the numba kernels), sparse tiles as they are read
 #: (a raw CSR scan is never densified), CuPy arrays on a GPU
@@ -119,6 +119,8 @@ class SumUDF(FlatTileUDF):
     NATIVE_INTEGER_TILES = True
     #: a dark frame and gain map are applied to the sums, not to every tile
     FOLDS_CORRECTIONS = ("dark", "gain")
+    #: frames stored with their pixels moved are summed as stored, the sums moved once
+    FOLDS_LAYOUT = True
 
     def __init__(self, dtype="float32"):
         super().__init__(dtype=dtype)
@@ -177,6 +179,10 @@ class SumUDF(FlatTileUDF):
                 sums[idx] = state.pixel_sums
             else:
                 moments[idx] = state
+        layout = self.meta.pixel_layout
+        if layout is not None:  # (sums of the raw frames: moved to the image's pixels)
+            sums = {idx: layout.gather(acc) for idx, acc in sums.items()}
+            moments = {idx: moved_moments(layout, state) for idx, state in moments.items()}
         if folded is not None:
             # (in float64, from the exact integer sums: rounded once)
             for idx, acc in sums.items():
@@ -235,6 +241,9 @@ class SumSigUDF(FlatTileUDF):
     #: a dark frame is taken off each frame's sum, not off every pixel of the tile (a gain
     #: map weights the pixels: with one, the tiles are corrected)
     FOLDS_CORRECTIONS = ("dark",)
+    #: frames stored with their pixels moved are summed as stored (each raw pixel counted
+    #: as the image pixels it stands for)
+    FOLDS_LAYOUT = True
 
     def get_backends(self):
         return SUM_BACKENDS
@@ -250,6 +259,9 @@ class SumSigUDF(FlatTileUDF):
     def _folded(self, sums: np.ndarray) -> np.ndarray:
         """`sums` of the current tile's uncorrected frames over its signal slice, less the
         dark frame's sum over the slice where the run folds it (float64)."""
+        layout = self.meta.pixel_layout
+        if layout is not None and layout.multiplicity != 1:
+            sums = sums * layout.multiplicity
         folded = self.meta.folded_corrections
         if folded is None:
             return sums
@@ -266,7 +278,9 @@ class SumSigUDF(FlatTileUDF):
     def process_flat_tile(self, frames, p0, p1):
         out = self.results.intensity
         acc_dtype = _accumulator_dtype(frames.dtype)
-        if out.dtype == acc_dtype and self.meta.folded_corrections is None:
+        layout = self.meta.pixel_layout
+        moved = layout is not None and layout.multiplicity != 1
+        if out.dtype == acc_dtype and self.meta.folded_corrections is None and not moved:
             sum_pixels(frames, p0, p1, out)
             return
         sums = np.zeros(frames.shape[0], acc_dtype)
