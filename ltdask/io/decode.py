@@ -184,5 +184,18 @@ class Decoder:
         else:
             decode_plain(src, file_idx, ranges, self._proto, out)
 
+    #: the dtype `add_sums` adds a tile's pixels in
+    sum_dtype: np.dtype | None = None
+
+    def can_sum(self, scheme) -> bool:
+        """Whether `add_sums` sums the tiles of `scheme` (by default: no decoder does)."""
+        return False
+
+    def add_sums(self, buffers, ranges: np.ndarray, slice_px: int, acc: np.ndarray) -> bool:
+        """``acc += `` the frames of one tile's `ranges` summed per pixel of its signal
+        slice (`slice_px` pixels), decoded on the way, never into a tile (where
+        `can_sum`); False, nothing added, where it cannot for these ranges."""
+        return False
+
     def __dask_tokenize__(self):
         return (type(self).__qualname__, self.native_dtype.str)

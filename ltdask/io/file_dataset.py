@@ -173,6 +173,29 @@ class FileDataSet(DataSet):
         if group is not None:
             yield from self._decoded_tiles(maps, frames[group:], scheme, dtype, group)
 
+    def tile_sums(self, positions: np.ndarray, scheme: TilingScheme):
+        """An iterator of ``(first, n, scheme_idx, sums)`` per tile: its `n` frames summed
+        per pixel of its signal slice (flat, in the decoder's `sum_dtype`; one buffer,
+        reused), decoded on the way and never into a tile (`Decoder.add_sums`) -- or None
+        where the decoder cannot for `scheme` (the run then reads tiles)."""
+        if not self.decoder.can_sum(scheme):
+            return None
+        return self._tile_sums(self.stream_frames(positions), scheme)
+
+    def _tile_sums(self, frames: np.ndarray, scheme: TilingScheme):
+        if frames.size == 0:
+            return
+        tiles, ranges = self.fileset.read_ranges(frames, scheme.depth, scheme.slices_array)
+        maps = self.fileset.open()
+        slice_px = [math.prod(s.shape) for s in scheme.slices]
+        sums = scratch.empty(max(slice_px), self.decoder.sum_dtype)
+        for t, (first, n, s) in enumerate(tiles.tolist()):
+            acc = sums[: slice_px[s]]
+            acc[:] = 0
+            if not self.decoder.add_sums(maps, ranges[t], slice_px[s], acc):
+                raise RuntimeError(f"{self.path}: the decoder refused the sums of tile {t}")
+            yield first, n, s, acc
+
     def _decoded_tiles(self, maps: MappedFiles, frames, scheme: TilingScheme, dtype, offset):
         """Flat tiles of `frames` decoded into a buffer (reused: each tile is processed
         before the next), numbered from `offset` within the partition."""

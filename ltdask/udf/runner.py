@@ -247,7 +247,17 @@ def run_partition(
             if b.process_flat is not None and shared.wants(b.udf):
                 b.shared = shared
     source = BACKEND_NUMPY if plan is None else plan.source
-    if present.size:
+    sums = None
+    if present.size and corrections is None and source == BACKEND_NUMPY:
+        sums = _decoder_sums(dataset, bound, scheme, context, present)
+    if sums is not None:
+        b = bound[0]
+        for first, n, s, acc in sums:
+            at = int(k0) + first
+            b.udf.meta.set_slice(origin + at, n, scheme.slices[s], s)
+            b.set_views(slice(at, at + n), scheme.sig_indices[s], s)
+            b.udf.process_tile_sums(acc, n, context.tile_dtype)
+    elif present.size:
         sig_indices = scheme.sig_indices
         tile_dtype = read_dtype if corrections is None else corrections.tile_dtype
         if context.tile_dtype is not None:  # (integers, for UDFs that take them)
@@ -335,6 +345,23 @@ def run_partition(
         b.udf.cleanup()
         out.append({k: to_host(a) for k, a in b.arrays.items()})
     return out
+
+
+def _decoder_sums(dataset: DataSet, bound: list[_Bound], scheme, context: RunContext, present):
+    """The tiles' per-pixel sums from the dataset's decoder (`FileDataSet.tile_sums`) for a
+    run of one UDF that takes them in place of integer tiles (``SUMS_FROM_DECODER``,
+    declared by the class itself: SumUDF), or None."""
+    if len(bound) != 1 or context.tile_dtype is None or context.layout is not None:
+        return None
+    b = bound[0]
+    if (
+        not b.dense
+        or b.method is not UDFMethod.TILE
+        or not vars(type(b.udf)).get("SUMS_FROM_DECODER", False)
+        or not hasattr(dataset, "tile_sums")
+    ):
+        return None
+    return dataset.tile_sums(present, scheme)
 
 
 def _native_tiles(dataset: DataSet, present, scheme: TilingScheme, dtype, block, source: str):

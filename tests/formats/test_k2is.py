@@ -19,8 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ltdask
+from ltdask.common import Shape, Slice
 from ltdask.io.formats.k2is import open_k2is
 from ltdask.io.formats.k2is_kernels import decode_k2is, unpack12
+from ltdask.io.tiling import TilingScheme
 
 N = 5
 
@@ -114,6 +116,42 @@ def test_tiles_follow_blocks(scan, frames):
 
 
 @pytest.mark.parametrize(
+    "settings",
+    [
+        pytest.param({}, id="default-tiles"),
+        pytest.param({"ltdask.tile-bytes": 200_000}, id="small-tiles"),
+    ],
+)
+@pytest.mark.parametrize("roi", [None, "some", "one", "none"])
+def test_sum_from_the_decoder(scan, frames, settings, roi, monkeypatch):
+    """SumUDF alone takes each tile's sums from the decoder (unpacked and added in one pass,
+    four frames at a time, no tile): equal to numpy, and the tiles are never unpacked."""
+    from ltdask.io.formats.k2is import K2ISDecoder
+
+    roi = {None: None, "some": np.array([1, 0, 1, 1, 1], bool), "one": np.eye(1, 5, 3)[0] > 0}.get(
+        roi, np.zeros(5, bool)
+    )
+    picked = frames if roi is None else frames[roi]
+    with dask.config.set(
+        {**settings, "ltdask.partition-bytes": 80_000_000, "ltdask.min-partitions": 1}
+    ):
+        ds = open_k2is(scan)
+        monkeypatch.setattr(K2ISDecoder, "_decode_file", _refuse)
+        res = ltdask.udf.SumUDF().compute(ds, roi=roi)
+        np.testing.assert_array_equal(res["intensity"].values, picked.sum(0, dtype=np.float64))
+        # with another UDF, or slices that are not one block wide: unpacked tiles
+        monkeypatch.undo()
+        wide = TilingScheme([Slice((0, 0), Shape((1860, 32), sig_dims=2))], depth=4)
+        assert not K2ISDecoder().can_sum(wide)
+        both = ltdask.compute(ds, [ltdask.udf.SumUDF(), ltdask.udf.SumSigUDF()], roi=roi)
+    np.testing.assert_array_equal(both[0]["intensity"].values, res["intensity"].values)
+
+
+def _refuse(*args):
+    raise AssertionError("a tile was unpacked")
+
+
+@pytest.mark.parametrize(
     "chunks", [pytest.param((2, 1000, 555), id="unaligned"), pytest.param((1, 7, 2048), id="rows")]
 )
 def test_any_chunking(scan, frames, chunks):
@@ -145,6 +183,9 @@ def test_shutter_sync(tmp_path, frames, scan_shape, shutter, nav, sync_offset, f
     assert ds.valid_nav_mask().reshape(-1).tolist() == [
         0 <= first + i < 4 for i in range(got.shape[0])
     ]
+    with dask.config.set({"ltdask.partition-bytes": 80_000_000, "ltdask.min-partitions": 1}):
+        total = ltdask.udf.SumUDF().compute(ds)["intensity"].values  # (missing frames: none)
+    np.testing.assert_array_equal(total, got.sum(0, dtype=np.float64))
     # a given sync_offset counts frames of the synchronised stream
     again = open_k2is(path, nav_shape=(2,), sync_offset=1)
     np.testing.assert_array_equal(again.to_dask().compute(), frames[1:3])

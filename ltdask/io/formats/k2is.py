@@ -34,6 +34,7 @@ from ltdask.io.formats.k2is_kernels import (
     NUM_SECTORS,
     decode_k2is,
     k2is_read_ranges,
+    sum_k2is,
 )
 from ltdask.io.formats.k2is_sync import SYNC_BYTES, sync_sectors
 from ltdask.io.registry import Format
@@ -97,6 +98,21 @@ class K2ISDecoder(Decoder):
 
     def _decode_file(self, src, file_idx, ranges, out):
         decode_k2is(src, file_idx, ranges, out)
+
+    #: 12-bit pixels: sums of a tile's frames fit uint32 (up to 2**20 frames)
+    sum_dtype = np.dtype(np.uint32)
+
+    def can_sum(self, scheme) -> bool:
+        # slices one block wide: each block's rows unpack into one run of the slice
+        return scheme.depth < 2**20 and all(
+            s.shape[1] == BLOCK_COLS and s.origin[1] % BLOCK_COLS == 0 for s in scheme.slices
+        )
+
+    def add_sums(self, buffers, ranges, slice_px: int, acc) -> bool:
+        for file_idx in np.unique(ranges[ranges[:, 1] != ranges[:, 2], 0]):
+            if not sum_k2is(buffers[file_idx], int(file_idx), ranges, slice_px, acc):
+                return False
+        return True
 
 
 class K2ISDataSet(FileDataSet):

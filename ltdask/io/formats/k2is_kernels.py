@@ -148,6 +148,90 @@ def decode_k2is(src, file_idx, ranges, out):
                     out[d + c - c0] = _pixel(src, p, c)
 
 
+@numba.njit(nogil=True, cache=True, inline="always")
+def _low(b0, b1):
+    return b0 | ((b1 & np.uint16(0x0F)) << np.uint16(8))
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _high(b1, b2):
+    return (b1 >> np.uint16(4)) | (b2 << np.uint16(4))
+
+
+@numba.njit(nogil=True, cache=True)
+def _add_four(s0, s1, s2, s3, acc):
+    """``acc += `` the pixels of four packed runs (12-bit sums of four fit uint16)."""
+    for k in range(acc.shape[0] // 2):
+        a = _low(np.uint16(s0[3 * k]), np.uint16(s0[3 * k + 1]))
+        a += _low(np.uint16(s1[3 * k]), np.uint16(s1[3 * k + 1]))
+        a += _low(np.uint16(s2[3 * k]), np.uint16(s2[3 * k + 1]))
+        a += _low(np.uint16(s3[3 * k]), np.uint16(s3[3 * k + 1]))
+        b = _high(np.uint16(s0[3 * k + 1]), np.uint16(s0[3 * k + 2]))
+        b += _high(np.uint16(s1[3 * k + 1]), np.uint16(s1[3 * k + 2]))
+        b += _high(np.uint16(s2[3 * k + 1]), np.uint16(s2[3 * k + 2]))
+        b += _high(np.uint16(s3[3 * k + 1]), np.uint16(s3[3 * k + 2]))
+        acc[2 * k] += a
+        acc[2 * k + 1] += b
+
+
+@numba.njit(nogil=True, cache=True)
+def _add_one(s0, acc):
+    for k in range(acc.shape[0] // 2):
+        acc[2 * k] += _low(np.uint16(s0[3 * k]), np.uint16(s0[3 * k + 1]))
+        acc[2 * k + 1] += _high(np.uint16(s0[3 * k + 1]), np.uint16(s0[3 * k + 2]))
+
+
+@numba.njit(nogil=True, cache=True)
+def sum_k2is(src, file_idx, ranges, slice_px, acc):
+    """``acc += `` the frames of one tile unpacked (``acc``: the tile's signal slice, flat),
+    without unpacking them into a tile: four frames' runs of each block at a time.
+
+    The ranges of a tile come frame by frame, the same blocks for every frame (frames
+    that are not in the files have none). Returns False, having added nothing, where a
+    block is not read whole-width into a slice one block wide (the unpacked rows would not
+    be one run of the slice)."""
+    used = 0
+    for i in range(ranges.shape[0]):
+        if ranges[i, 1] == ranges[i, 2]:
+            break
+        if ranges[i, 7] != 0 or ranges[i, 8] != BLOCK_COLS or ranges[i, 4] != BLOCK_COLS:
+            return False
+        used += 1
+    if used == 0:
+        return True
+    first = ranges[0, 3] // slice_px
+    per_frame = 0
+    while per_frame < used and ranges[per_frame, 3] // slice_px == first:
+        per_frame += 1
+    n = used // per_frame
+    for j in range(per_frame):
+        if ranges[j, 0] != file_idx:
+            continue
+        r0, r1 = ranges[j, 5], ranges[j, 6]
+        d = ranges[j, 3] % slice_px
+        size = (r1 - r0) * ROW_BYTES
+        a = acc[d : d + size // 3 * 2]
+        i = 0
+        while i + 4 <= n:
+            p0 = ranges[i * per_frame + j, 1] + r0 * ROW_BYTES
+            p1 = ranges[(i + 1) * per_frame + j, 1] + r0 * ROW_BYTES
+            p2 = ranges[(i + 2) * per_frame + j, 1] + r0 * ROW_BYTES
+            p3 = ranges[(i + 3) * per_frame + j, 1] + r0 * ROW_BYTES
+            _add_four(
+                src[p0 : p0 + size],
+                src[p1 : p1 + size],
+                src[p2 : p2 + size],
+                src[p3 : p3 + size],
+                a,
+            )
+            i += 4
+        while i < n:
+            p0 = ranges[i * per_frame + j, 1] + r0 * ROW_BYTES
+            _add_one(src[p0 : p0 + size], a)
+            i += 1
+    return True
+
+
 def unpack12(packed: np.ndarray) -> np.ndarray:
     """The numpy reference of the unpacking: bytes (3 per 2 pixels) -> uint16 pixels."""
     b = packed.reshape(-1, 3).astype(np.uint16)

@@ -121,6 +121,9 @@ class SumUDF(FlatTileUDF):
     FOLDS_CORRECTIONS = ("dark", "gain")
     #: frames stored with their pixels moved are summed as stored, the sums moved once
     FOLDS_LAYOUT = True
+    #: run alone on packed pixels, it takes each tile's sums from the decoder, which adds
+    #: the pixels up as it unpacks them (`process_tile_sums`): no tile is made
+    SUMS_FROM_DECODER = True
 
     def __init__(self, dtype="float32"):
         super().__init__(dtype=dtype)
@@ -162,6 +165,15 @@ class SumUDF(FlatTileUDF):
         if dense_backend(self):
             return super().process_tile(tile)
         add_sums(self, tile, 0, self._acc(int(np.prod(tile.shape[1:])), tile.dtype))
+
+    def process_tile_sums(self, sums: np.ndarray, n: int, dtype) -> None:
+        """The per-pixel `sums` of the current tile's `n` frames of integers of `dtype`
+        (``SUMS_FROM_DECODER``), in place of the tile."""
+        acc = self._acc(sums.size, dtype)
+        acc += sums
+        counts = self.task_data.frames
+        idx = self.meta.tiling_scheme_idx
+        counts[idx] = counts.get(idx, 0) + n
 
     def process_shared_stats(self, stats):
         self.task_data.moments[self.meta.tiling_scheme_idx] = stats.moments
