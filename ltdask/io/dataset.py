@@ -315,20 +315,16 @@ class DataSet(Calibrated):
         ``flat`` is ``(frames, p0, p1)``: a C-contiguous ``(n, pixels)`` array whose
         ``frames[:, p0:p1]`` holds ``data`` flattened (so numba kernels can read row blocks
         of whole frames without strides), or None where there is no such array. UDF runs
-        read through this method; by default it wraps :meth:`iter_tiles`.
-        """
+        read through this method; by default it wraps :meth:`iter_tiles`."""
         for data, first, s in self.iter_tiles(positions, scheme, dtype, block):
             yield data, first, s, flat_of(data)
 
     def pixel_layout(self):
-        """A `ltdask.io.layout.PixelLayout` where the frames are the files' raw frames with
-        their pixels moved (UDFs that sum per pixel then read the raw frames), else None."""
-        return None
+        """The `ltdask.io.layout.PixelLayout` of frames stored with their pixels moved."""
 
     def default_corrections(self):
         """The `ltdask.CorrectionSet` the acquisition carries (a stored dark frame...) or None:
         applied where no ``corrections=`` is given (``CorrectionSet()``: none)."""
-        return None
 
     def for_task(self) -> DataSet:
         """What a task needs of this dataset (small, picklable)."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ltdask.common import Shape
+from ltdask.io.layout import PixelLayout
 from ltdask.io.tiling import TilingScheme
 from ltdask.udf.backends import BackendPlan
 from ltdask.udf.buffers import BufferSpec, Namespace
@@ -52,7 +53,7 @@ class RunContext:
     folded: object = None
     #: the dataset's `PixelLayout` where every UDF sums its raw frames and moves its
     #: per-pixel results (``FOLDS_LAYOUT``), and the tiling scheme of the raw frames
-    layout: object = None
+    layout: PixelLayout | None = None
     layout_scheme: TilingScheme | None = None
 
 

@@ -67,7 +67,7 @@ def explain(dataset, udfs, roi=None, corrections=None, backends=None) -> RunExpl
         lines.append(
             "corrections (dark/gain/excluded pixels) applied as tiles are read: dense tiles"
         )
-    if plan.context.layout is not None:
+    if plan.context.layout_scheme is not None:
         raw = plan.context.layout_scheme.slices[0].shape
         lines.append(
             f"tiles are the files' raw frames of {tuple(raw)}, read as stored: the UDFs move "

@@ -6,6 +6,7 @@ import numpy as np
 
 from ltdask.calibration import Axis
 from ltdask.common import Shape, Slice
+from ltdask.io.layout import PixelLayout
 
 
 class UDFMeta:
@@ -92,7 +93,7 @@ class UDFMeta:
         #: where the UDF's tiles are the files' raw frames (its class declares
         #: ``FOLDS_LAYOUT``): the `ltdask.io.layout.PixelLayout` that moves its per-pixel
         #: sums to the image's pixels, else None
-        self.pixel_layout = None
+        self.pixel_layout: PixelLayout | None = None
         self.run_id = run_id
         self.nav_calibration = nav_calibration or (Axis(),) * len(dataset_shape.nav)
         self.sig_calibration = sig_calibration or (Axis(),) * len(dataset_shape.sig)

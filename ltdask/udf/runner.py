@@ -256,7 +256,7 @@ def run_partition(
             at = int(k0) + first
             b.udf.meta.set_slice(origin + at, n, scheme.slices[s], s)
             b.set_views(slice(at, at + n), scheme.sig_indices[s], s)
-            b.udf.process_tile_sums(acc, n, context.tile_dtype)
+            b.udf.process_tile_sums(acc, n, context.tile_dtype)  # type: ignore[attr-defined]
     elif present.size:
         sig_indices = scheme.sig_indices
         tile_dtype = read_dtype if corrections is None else corrections.tile_dtype

@@ -255,6 +255,35 @@ def test_scans(tmp_path, few_frames_per_partition, n, files, nav_shape, sync_off
     assert len(ds.get_partitions()) > 1
 
 
+@pytest.mark.parametrize("quad, gap, sig", LAYOUTS)
+@pytest.mark.parametrize("raw", MODES)
+@pytest.mark.parametrize("tile_bytes", [4096, 1 << 20])
+def test_sum_from_the_decoder(tmp_path, monkeypatch, quad, gap, sig, raw, tile_bytes):
+    """SumUDF alone on 12-bit raw frames and on U16 frames (big-endian) adds the pixels up
+    as the decoder reads them, four frames at a time, never decoding a tile: equal to
+    numpy over several files, with a sync offset, a ROI and any tiling."""
+    from ltdask.io import decode
+    from ltdask.io.formats import mib_layout
+
+    counts = make_counts(np.random.default_rng(5), 23, sig, 12, gap)
+    paths = write_scan(tmp_path, counts, files=3, depth=12, raw=raw, quad=quad, gap=gap)
+    roi = np.random.default_rng(2).random((4, 6)) > 0.3
+    expected = expected_scan(counts, (4, 6), -2)
+    config = {"ltdask.tile-bytes": tile_bytes, "ltdask.partition-bytes": 1 << 20}
+    with dask.config.set({**config, "ltdask.min-partitions": 1}):
+        ds = open_mib(paths, nav_shape=(4, 6), sync_offset=-2)
+        plan_ok = ds.decoder.can_sum(ds.negotiate([], np.float32))
+        assert plan_ok
+        for module, name in ((decode, "decode_swapped"), (mib_layout, "decode_raw")):
+            monkeypatch.setattr(module, name, _refuse_decoding)
+        res = ltdask.udf.SumUDF(dtype="float64").compute(ds, roi=roi)
+    np.testing.assert_array_equal(res["intensity"].values, expected[roi].sum(0, dtype="f8"))
+
+
+def _refuse_decoding(*args):
+    raise AssertionError("a tile was decoded")
+
+
 def test_files_sorted_by_sequence_number(tmp_path):
     counts = make_counts(np.random.default_rng(2), 12, (6, 128), 6)
     paths = write_scan(tmp_path, counts, files=3, depth=6, raw=True)

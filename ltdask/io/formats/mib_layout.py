@@ -16,7 +16,7 @@ from ltdask.exceptions import DataSetError
 from ltdask.io.decode import Decoder
 from ltdask.io.fileset import File, FileSet
 from ltdask.io.formats.mib_headers import MIB_MAGIC, PIXEL_TYPES, MibHeader
-from ltdask.io.formats.mib_kernels import decode_raw, raw_read_ranges
+from ltdask.io.formats.mib_kernels import decode_raw, raw_read_ranges, sum_raw12
 
 #: raw mode: bits of one pixel's field in the 64-bit words, and the decoded dtype
 RAW_FIELD_BITS = {1: 1, 6: 8, 12: 16, 24: 16}
@@ -196,6 +196,16 @@ class MibRawDecoder(Decoder):
 
     def _decode_file(self, src, file_idx, ranges, out):
         decode_raw(src, file_idx, ranges, self.field_bits, self.counter_depth == 24, out)
+
+    def can_sum(self, scheme) -> bool:
+        # 16-bit fields (counter depth 12) of whole words; sums of a tile fit uint32
+        return self.field_bits == 16 and self.counter_depth != 24 and scheme.depth < 65537
+
+    def add_sums(self, buffers, ranges, slice_px: int, acc) -> bool:
+        for file_idx in np.unique(ranges[ranges[:, 1] != ranges[:, 2], 0]):
+            if not sum_raw12(buffers[file_idx], int(file_idx), ranges, slice_px, acc):
+                return False
+        return True
 
     def __dask_tokenize__(self):
         return (super().__dask_tokenize__(), self.field_bits, self.counter_depth, self.gap)
