@@ -263,6 +263,24 @@ def _raw_layout(dataset, udfs, methods, consumers, read_as, context):
     return (layout, scheme) if len(scheme) == 1 else (None, None)
 
 
+def decoder_sums(dataset, udfs, context, scheme) -> bool:
+    """Whether the run's one UDF takes each tile's per-pixel sums from the dataset's decoder
+    in place of the tile (``SUMS_FROM_DECODER``, declared by the class itself: SumUDF):
+    integer tiles of numpy, uncorrected, read through a decoder that sums them
+    (`Decoder.can_sum`: packed or swapped pixels)."""
+    plan = context.backends
+    decoder = getattr(dataset, "decoder", None)
+    return (
+        len(udfs) == 1
+        and vars(type(udfs[0])).get("SUMS_FROM_DECODER", False)
+        and context.tile_dtype is not None
+        and context.layout is None
+        and (plan is None or plan.targets == (BACKEND_NUMPY,))
+        and decoder is not None
+        and decoder.can_sum(scheme)
+    )
+
+
 def folds_corrections(udfs, prepared) -> bool:
     """Whether every UDF of the run applies the corrections of `prepared` to its results
     (``FOLDS_CORRECTIONS``, declared by the class itself: ``"dark"``, ``"gain"``, the

@@ -26,6 +26,7 @@ from ltdask.udf.backends import TileForms, on_device, to_host
 from ltdask.udf.bind import PartitionPlace, RunContext, bind, partition_params
 from ltdask.udf.buffers import BufferSpec, Namespace, declared_buffers, stored_buffers
 from ltdask.udf.interface import UDFBase, UDFMethod
+from ltdask.udf.plan import decoder_sums
 from ltdask.udf.shared import SharedStats
 
 
@@ -349,19 +350,10 @@ def run_partition(
 
 def _decoder_sums(dataset: DataSet, bound: list[_Bound], scheme, context: RunContext, present):
     """The tiles' per-pixel sums from the dataset's decoder (`FileDataSet.tile_sums`) for a
-    run of one UDF that takes them in place of integer tiles (``SUMS_FROM_DECODER``,
-    declared by the class itself: SumUDF), or None."""
-    if len(bound) != 1 or context.tile_dtype is None or context.layout is not None:
+    run whose one UDF takes them in place of integer tiles (`plan.decoder_sums`), or None."""
+    if not decoder_sums(dataset, [b.udf for b in bound], context, scheme):
         return None
-    b = bound[0]
-    if (
-        not b.dense
-        or b.method is not UDFMethod.TILE
-        or not vars(type(b.udf)).get("SUMS_FROM_DECODER", False)
-        or not hasattr(dataset, "tile_sums")
-    ):
-        return None
-    return dataset.tile_sums(present, scheme)
+    return dataset.tile_sums(present, scheme)  # type: ignore[attr-defined]
 
 
 def _native_tiles(dataset: DataSet, present, scheme: TilingScheme, dtype, block, source: str):

@@ -136,6 +136,9 @@ def test_sum_from_the_decoder(scan, frames, settings, roi, monkeypatch):
         {**settings, "ltdask.partition-bytes": 80_000_000, "ltdask.min-partitions": 1}
     ):
         ds = open_k2is(scan)
+        said = "the decoder adds the pixels up"
+        assert said in str(ltdask.explain(ds, [ltdask.udf.SumUDF()], roi=roi))
+        assert said not in str(ltdask.explain(ds, [ltdask.udf.SumUDF(), ltdask.udf.PickUDF()]))
         monkeypatch.setattr(K2ISDecoder, "_decode_file", _refuse)
         res = ltdask.udf.SumUDF().compute(ds, roi=roi)
         np.testing.assert_array_equal(res["intensity"].values, picked.sum(0, dtype=np.float64))
