@@ -41,6 +41,8 @@ each format, by the format's own writer:
 
 The counts are below 4096, so the 12-bit raw file holds the same data as the others.
 
+Before measuring, every file the methods read is dropped from the page cache and read back
+(`bench_read.recache_file`), so that all are cached alike whatever earlier runs did.
 Each is measured as ``SumUDF().compute(open_*(...))`` (opening included) with dask's
 threaded scheduler on 2 threads; every method is warmed up once (which also pulls its file
 into the page cache), then the methods run interleaved, ``--repeats`` rounds; the table
@@ -72,6 +74,9 @@ from helpers.dmfiles import write_dm  # noqa: E402
 from helpers.emdfiles import frame_metadata  # noqa: E402
 from helpers.mibfiles import write_mib  # noqa: E402
 from helpers.tvipsfiles import frame_headers, series_header  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_read import recache_file  # noqa: E402
 
 SIG = (256, 256)
 DTYPE = np.dtype("uint16")
@@ -425,10 +430,37 @@ def selected(names: list[str], only) -> list[str]:
     return [n for n in names if any(o == n or (o not in names and o in n) for o in only)]
 
 
+def dataset_files(ds) -> list[str]:
+    """The files an ltdask dataset reads (the frames' files; else its path, if a file)."""
+    fileset = getattr(ds, "fileset", None)
+    if fileset is not None:
+        return [f.path for f in fileset.files]
+    path = getattr(ds, "path", None)
+    return [path] if isinstance(path, str) and os.path.isfile(path) else []
+
+
+def recache(todo: dict) -> None:
+    """Every file the methods read dropped from the page cache and read back, so that all
+    are cached alike: as a file just read is (in 2 MiB folios where the kernel and the
+    filesystem have them), whatever earlier runs did to them -- a file first faulted in
+    through a map stays in 4 KiB pages, and faulting those in halves a run's speed."""
+    files: set[str] = set()
+    for open_ds in todo.values():
+        ds = open_ds()
+        if isinstance(ds, ltdask.DataSet):
+            files.update(dataset_files(ds))
+    total = sum(os.path.getsize(f) for f in files)
+    if total > 0.6 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"):
+        log(f"  {total / 2**30:.1f} GiB of files: more than the page cache keeps; use --only")
+    for path in sorted(files):
+        recache_file(path)
+
+
 def interleaved(todo: dict, repeats: int) -> dict[str, list[float]]:
     """Seconds of each method's runs: one warm-up each, then `repeats` rounds of all of them
     in turn (the machine's drift hits every method alike)."""
     times: dict[str, list[float]] = {k: [] for k in todo}
+    recache(todo)
     with dask.config.set(scheduler="threads", num_workers=THREADS):
         for name, open_ds in todo.items():
             log(f"  warm-up {name}")
