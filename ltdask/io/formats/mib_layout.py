@@ -12,11 +12,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ltdask import scratch
 from ltdask.exceptions import DataSetError
-from ltdask.io.decode import Decoder
+from ltdask.io.decode import Decoder, sum_swapped16
 from ltdask.io.fileset import File, FileSet
 from ltdask.io.formats.mib_headers import MIB_MAGIC, PIXEL_TYPES, MibHeader
-from ltdask.io.formats.mib_kernels import decode_raw, raw_read_ranges, sum_raw12
+from ltdask.io.formats.mib_kernels import (
+    LITTLE_ENDIAN,
+    decode_raw,
+    raw_read_ranges,
+    sum_raw12,
+)
 
 #: raw mode: bits of one pixel's field in the 64-bit words, and the decoded dtype
 RAW_FIELD_BITS = {1: 1, 6: 8, 12: 16, 24: 16}
@@ -202,10 +208,39 @@ class MibRawDecoder(Decoder):
         return self.field_bits == 16 and self.counter_depth != 24 and scheme.depth < 65537
 
     def add_sums(self, buffers, ranges, slice_px: int, acc) -> bool:
-        for file_idx in np.unique(ranges[ranges[:, 1] != ranges[:, 2], 0]):
+        files = np.unique(ranges[ranges[:, 1] != ranges[:, 2], 0])
+        if _stored_runs(ranges, slice_px):
+            # runs of whole words, as stored: a word's fields are its big-endian 16-bit
+            # halves, last first; summed as big-endian uint16 in the stored order, then each
+            # group of four reversed
+            stored = scratch.zeros(slice_px, acc.dtype)
+            for file_idx in files:
+                sum_swapped16(buffers[file_idx], int(file_idx), ranges, slice_px, stored)
+            acc += stored.reshape(-1, 4)[:, ::-1].reshape(-1)
+            return True
+        for file_idx in files:
             if not sum_raw12(buffers[file_idx], int(file_idx), ranges, slice_px, acc):
                 return False
         return True
 
     def __dask_tokenize__(self):
         return (super().__dask_tokenize__(), self.field_bits, self.counter_depth, self.gap)
+
+
+def _stored_runs(ranges: np.ndarray, slice_px: int) -> bool:
+    """Whether every range is one run of whole words read forwards (``rows == 1``, no skip
+    nor shift) placed at a multiple of four pixels of a slice of whole words: its pixels
+    are the stored 16-bit halves, four to a word in reverse."""
+    used = ranges[ranges[:, 1] != ranges[:, 2]]
+    return bool(
+        LITTLE_ENDIAN
+        and slice_px % 4 == 0
+        and (used[:, 1] % 8 == 0).all()
+        and (used[:, 4] == 0).all()
+        and (used[:, 5] % 4 == 0).all()
+        and (used[:, 6] == 1).all()
+        and (used[:, 8] == 1).all()
+        and (used[:, 10] == 0).all()
+        and (used[:, 3] % 4 == 0).all()
+        and (used[:, 2] - used[:, 1] == 2 * used[:, 5]).all()
+    )
