@@ -10,6 +10,7 @@ engine works from: the partition graph (:mod:`ltdask.udf.graph`), the merges
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +27,10 @@ from ltdask.udf.bind import RunContext, bind
 from ltdask.udf.buffers import BufferSpec, declared_buffers, stored_buffers
 from ltdask.udf.interface import UDFBase, UDFMethod, overrides
 from ltdask.udf.roi import Selection
+
+#: the largest per-pixel sums (uint32) of a frame that a run whose tiles are summed by the
+#: decoder keeps whole (they stay in the core's cache as four frames at a time are added)
+SUMMED_SLICE_BYTES = 2 << 20
 
 
 @dataclass(frozen=True, eq=False)
@@ -180,6 +185,9 @@ def plan_run(
         full = Slice.full(Shape(context.sig_shape, sig_dims=len(context.sig_shape)))
         scheme = TilingScheme([full], depth=layout_scheme.depth, intent=layout_scheme.intent)
         context = dataclasses.replace(context, layout=layout, layout_scheme=layout_scheme)
+    summed = _summed_scheme(dataset, udfs, context, partitions, scheme)
+    if summed is not None:
+        scheme = summed
     if any(meth is not UDFMethod.TILE for meth in methods) and len(scheme) != 1:
         raise UDFError(
             f"{dataset.path}: frame and partition UDFs need whole frames, but the "
@@ -279,6 +287,21 @@ def decoder_sums(dataset, udfs, context, scheme) -> bool:
         and decoder is not None
         and decoder.can_sum(scheme)
     )
+
+
+def _summed_scheme(dataset, udfs, context, partitions, scheme) -> TilingScheme | None:
+    """Where the decoder sums the tiles (`decoder_sums`) no tile is made, so the negotiated
+    size does not apply: tiles a partition deep (at most 65536 frames), of whole frames
+    where their sums fit `SUMMED_SLICE_BYTES` (Merlin raw 12-bit, 256 x 256: 29 -> 41 GB/s),
+    else of the negotiated slices; None where the decoder does not sum them."""
+    depth = min(65536, max([p.num_frames for p in partitions] + [1]))
+    sig = context.sig_shape
+    if 4 * math.prod(sig) <= SUMMED_SLICE_BYTES:
+        whole = TilingScheme([Slice.full(Shape(sig, sig_dims=len(sig)))], depth=depth)
+        if decoder_sums(dataset, udfs, context, whole):
+            return whole
+    deep = TilingScheme(scheme.slices, depth=depth, intent=scheme.intent)
+    return deep if decoder_sums(dataset, udfs, context, deep) else None
 
 
 def folds_corrections(udfs, prepared) -> bool:
