@@ -280,6 +280,22 @@ def test_sum_from_the_decoder(tmp_path, monkeypatch, quad, gap, sig, raw, tile_b
     np.testing.assert_array_equal(res["intensity"].values, expected[roi].sum(0, dtype="f8"))
 
 
+def test_sums_of_slices_cut_inside_words(tmp_path):
+    """Tiles whose columns cut a raw word are decoded and summed (`FileDataSet.tile_sums`
+    falls back tile by tile); the others are summed by the decoder."""
+    from ltdask.common import Shape, Slice
+    from ltdask.io.tiling import TilingScheme
+
+    counts = make_counts(np.random.default_rng(1), 10, (6, 128), 12, 0)
+    ds = open_mib(write_scan(tmp_path, counts, depth=12, raw=True), nav_shape=(10,))
+    cuts = [Slice((0, x), Shape((6, min(6, 128 - x)), sig_dims=2)) for x in range(0, 128, 6)]
+    scheme = TilingScheme(cuts, depth=4)
+    total = np.zeros((6, 128))
+    for first, n, s, sums in ds.tile_sums(np.arange(10), scheme):
+        total[scheme.slices[s].get()] += sums.reshape(scheme.slices[s].shape)
+    np.testing.assert_array_equal(total, counts.sum(0))
+
+
 def _refuse_decoding(*args):
     raise AssertionError("a tile was decoded")
 
