@@ -291,9 +291,12 @@ def test_sums_of_slices_cut_inside_words(tmp_path):
     cuts = [Slice((0, x), Shape((6, min(6, 128 - x)), sig_dims=2)) for x in range(0, 128, 6)]
     scheme = TilingScheme(cuts, depth=4)
     total = np.zeros((6, 128))
-    for first, n, s, sums in ds.tile_sums(np.arange(10), scheme):
+    frames = np.zeros(len(cuts), int)
+    for _first, n, s, sums in ds.tile_sums(np.arange(10), scheme):
         total[scheme.slices[s].get()] += sums.reshape(scheme.slices[s].shape)
+        frames[s] += n
     np.testing.assert_array_equal(total, counts.sum(0))
+    assert (frames == 10).all()
 
 
 def _refuse_decoding(*args):
