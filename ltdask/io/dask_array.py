@@ -29,7 +29,7 @@ def dataset_to_dask(ds: DataSet, dtype=None, chunks=None):
         scheme = ds.negotiate(
             [consumer], dtype, max_io_size=largest * math.prod(ds.sig_shape) * dtype.itemsize
         )
-        chunks = (*ds.dask_nav_chunks(dtype), *scheme.sig_chunks)
+        chunks = (*_copy_nav_chunks(ds, dtype, scheme.sig_chunks), *scheme.sig_chunks)
     else:
         chunks = da.core.normalize_chunks(chunks, tuple(ds.shape), dtype=dtype)
     name = f"ltdask-{type(ds).__name__.lower()}-{tokenize(ds, dtype.str, chunks)}"
@@ -42,6 +42,28 @@ def dataset_to_dask(ds: DataSet, dtype=None, chunks=None):
         dataset=ds.for_task(),
         read_dtype=dtype,
     )
+
+
+#: the most bytes of a ``to_dask()`` chunk of whole frames that is a copy (decoded, or
+#: converted to another dtype): a larger array is fresh pages from the kernel, zeroed for
+#: every chunk (above glibc's largest mmap threshold, 32 MiB); one this size comes back
+#: from the heap (``to_dask(dtype="float32").sum()`` of a uint16 scan: 6.3 -> 8.0 GB/s)
+COPY_CHUNK_BYTES = 16 << 20
+
+
+def _copy_nav_chunks(ds: DataSet, dtype: np.dtype, sig_chunks) -> tuple:
+    """`DataSet.dask_nav_chunks`, cut finer where the chunks are copies of whole frames
+    larger than `COPY_CHUNK_BYTES` (where the frame is cut into signal chunks, a finer nav
+    grid would multiply their number)."""
+    from ltdask.io.partition import nav_grid
+
+    nav = ds.dask_nav_chunks(dtype)
+    if ds.hands_out_views(dtype) or any(len(c) > 1 for c in sig_chunks):
+        return nav
+    frame_bytes = math.prod(ds.sig_shape) * dtype.itemsize
+    if math.prod(max(c) for c in nav) * frame_bytes <= COPY_CHUNK_BYTES:
+        return nav
+    return nav_grid(ds.nav_shape, frame_bytes, target_frames=COPY_CHUNK_BYTES // frame_bytes)
 
 
 def block_positions(nav_shape, nav_location) -> np.ndarray:

@@ -434,6 +434,28 @@ def test_graph_for_a_million_frames(tmp_path):
     assert int(arr[1000, 5].sum().compute()) == 0
 
 
+def test_copied_chunks_stay_small(tmp_path, monkeypatch):
+    """Chunks that are copies of whole frames (another dtype, or decoded) are cut to at most
+    `COPY_CHUNK_BYTES` (fresh allocations above it are zeroed pages for every chunk);
+    views and frames cut into signal chunks keep their grid."""
+    from ltdask.io import dask_array
+
+    monkeypatch.setattr(dask_array, "COPY_CHUNK_BYTES", 3 * 6 * 16 * 8)
+    data = np.arange(16 * 6 * 4 * 4, dtype=np.uint16).reshape(16, 6, 4, 4)
+    path = tmp_path / "scan.raw"
+    data.tofile(path)
+    with dask.config.set({"ltdask.partition-bytes": 1 << 20, "ltdask.min-partitions": 1}):
+        ds = ltdask.open_raw(path, nav_shape=(16, 6), sig_shape=(4, 4), dtype="uint16")
+        copied = ds.to_dask(dtype="float64")
+        views = ds.to_dask()
+        tiled = ds.to_dask(dtype="float64", chunks=(16, 6, 2, 4))
+    assert max(copied.chunks[0]) * 6 * 16 * 8 <= dask_array.COPY_CHUNK_BYTES
+    assert len(copied.chunks[0]) > 1 and views.chunks[0] == (16,)
+    assert tiled.chunks[:2] == ((16,), (6,))
+    for arr in (copied, views, tiled):
+        np.testing.assert_array_equal(arr.compute(), data)
+
+
 def test_view_chunks_join_partitions(tmp_path):
     """Chunks that are views of the files join several partitions (fewer, larger tasks);
     chunks that need decoding stay one partition each."""
