@@ -140,6 +140,11 @@ def sum_swapped16(src, file_idx, ranges, slice_px, acc):
 _WORDS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
+def used_files(ranges: np.ndarray) -> np.ndarray:
+    """The files that the read-range rows with bytes to read name (padding rows: none)."""
+    return np.unique(ranges[ranges[:, 1] != ranges[:, 2], 0])
+
+
 class Decoder:
     """Decodes read ranges of plain numpy-dtype pixels (either byte order).
 
@@ -190,8 +195,8 @@ class Decoder:
         """Decode all `ranges` (2-D) from the file `buffers` (uint8 arrays) into flat `out`."""
         if ranges.shape[0] == 0:
             return
-        used = ranges[ranges[:, 1] != ranges[:, 2], 0]
-        if used.size == 0:
+        files = used_files(ranges)
+        if files.size == 0:
             return
         if out.dtype == np.float16 and not self._through_numpy:
             # numba kernels cannot write float16: decode as float64 (exact for every pixel
@@ -201,7 +206,7 @@ class Decoder:
             self.decode(buffers, ranges, wide)
             out[...] = wide
             return
-        for file_idx in np.unique(used):
+        for file_idx in files:
             if self._through_numpy:
                 self._decode_file_numpy(buffers[file_idx], int(file_idx), ranges, out)
             else:
@@ -241,8 +246,14 @@ class Decoder:
         """``acc += `` the frames of one tile's `ranges` summed per pixel of its signal
         slice (`slice_px` pixels), decoded on the way, never into a tile (where
         `can_sum`); False, nothing added, where it cannot for these ranges."""
-        for file_idx in np.unique(ranges[ranges[:, 1] != ranges[:, 2], 0]):
-            sum_swapped16(buffers[file_idx], int(file_idx), ranges, slice_px, acc)
+        for file_idx in used_files(ranges):
+            if not self._sum_file(buffers[file_idx], int(file_idx), ranges, slice_px, acc):
+                return False
+        return True
+
+    def _sum_file(self, src, file_idx, ranges, slice_px, acc) -> bool:
+        """`add_sums` for the ranges of one file (big-endian uint16 here)."""
+        sum_swapped16(src, file_idx, ranges, slice_px, acc)
         return True
 
     def __dask_tokenize__(self):

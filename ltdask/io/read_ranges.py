@@ -64,6 +64,18 @@ def _find_file(files, frame):
 
 
 @numba.njit(nogil=True, cache=True)
+def rows_per_frame(ranges, used, slice_px):
+    """How many of the `used` read-range rows of one tile belong to each frame: the rows come
+    frame by frame, the same for every frame (frames not in the files have none), so the
+    first frame's slot has as many as each (``dest // slice_px``: the slot)."""
+    first = ranges[0, 3] // slice_px
+    n = 0
+    while n < used and ranges[n, 3] // slice_px == first:
+        n += 1
+    return n
+
+
+@numba.njit(nogil=True, cache=True)
 def tile_table(n_slots, depth, n_slices):
     """``(first_slot, n_slots, scheme_idx)`` of each tile: blocks of `depth` slots, every
     signal slice of a block before the next block."""

@@ -182,8 +182,7 @@ def plan_run(
     layout, layout_scheme = _raw_layout(dataset, udfs, methods, consumers, read_as, context)
     if layout is not None:
         # the UDFs sum the raw frames, whole, and move their sums to the image's pixels
-        full = Slice.full(Shape(context.sig_shape, sig_dims=len(context.sig_shape)))
-        scheme = TilingScheme([full], depth=layout_scheme.depth, intent=layout_scheme.intent)
+        scheme = _whole_frames(context, layout_scheme.depth, layout_scheme.intent)
         context = dataclasses.replace(context, layout=layout, layout_scheme=layout_scheme)
     summed = _summed_scheme(dataset, udfs, context, partitions, scheme)
     if summed is not None:
@@ -276,14 +275,13 @@ def decoder_sums(dataset, udfs, context, scheme) -> bool:
     in place of the tile (``SUMS_FROM_DECODER``, declared by the class itself: SumUDF):
     integer tiles of numpy, uncorrected, read through a decoder that sums them
     (`Decoder.can_sum`: packed or swapped pixels)."""
-    plan = context.backends
     decoder = getattr(dataset, "decoder", None)
     return (
         len(udfs) == 1
         and vars(type(udfs[0])).get("SUMS_FROM_DECODER", False)
+        # (integer tiles: numpy everywhere and uncorrected, see `native_tile_dtype`)
         and context.tile_dtype is not None
         and context.layout is None
-        and (plan is None or plan.targets == (BACKEND_NUMPY,))
         and decoder is not None
         and decoder.can_sum(scheme)
     )
@@ -295,13 +293,18 @@ def _summed_scheme(dataset, udfs, context, partitions, scheme) -> TilingScheme |
     where their sums fit `SUMMED_SLICE_BYTES` (Merlin raw 12-bit, 256 x 256: 29 -> 41 GB/s),
     else of the negotiated slices; None where the decoder does not sum them."""
     depth = min(65536, max([p.num_frames for p in partitions] + [1]))
-    sig = context.sig_shape
-    if 4 * math.prod(sig) <= SUMMED_SLICE_BYTES:
-        whole = TilingScheme([Slice.full(Shape(sig, sig_dims=len(sig)))], depth=depth)
+    if 4 * math.prod(context.sig_shape) <= SUMMED_SLICE_BYTES:
+        whole = _whole_frames(context, depth)
         if decoder_sums(dataset, udfs, context, whole):
             return whole
     deep = TilingScheme(scheme.slices, depth=depth, intent=scheme.intent)
     return deep if decoder_sums(dataset, udfs, context, deep) else None
+
+
+def _whole_frames(context, depth: int, intent="tile") -> TilingScheme:
+    """Tiles of `depth` whole frames."""
+    sig = context.sig_shape
+    return TilingScheme([Slice.full(Shape(sig, sig_dims=len(sig)))], depth=depth, intent=intent)
 
 
 def folds_corrections(udfs, prepared) -> bool:

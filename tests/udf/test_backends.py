@@ -16,6 +16,7 @@ from ltdask.udf import ApplyMasksUDF, PickUDF, StdDevUDF, SumSigUDF, SumUDF
 from ltdask.udf.backends import plan_backends
 
 CPU = sorted(ltdask.UDF.CPU_BACKENDS - {ltdask.UDF.BACKEND_SPARSE_DOK})
+GPU = sorted(ltdask.UDF.CUDA_BACKENDS)
 NAV, SIG = (5, 7), (9, 11)
 
 
@@ -92,8 +93,22 @@ class Probe(ltdask.UDF):
         dest.pixels[:] += src.pixels
 
 
+def _gpu() -> bool:
+    try:
+        import cupy
+    except ImportError:
+        return False
+    try:
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # no driver: cupy imports, CUDA calls fail
+        return False
+
+
+ON_GPU = pytest.mark.skipif(not _gpu(), reason="needs cupy and a CUDA device")
+
+
 @pytest.mark.parametrize("method", ["tile", "frame", "partition"])
-@pytest.mark.parametrize("backend", CPU)
+@pytest.mark.parametrize("backend", CPU + [pytest.param(b, marks=ON_GPU) for b in GPU])
 def test_each_backend_is_delivered(source, backend, method):
     ds, data = source
     roi = np.random.default_rng(3).random(NAV) < 0.6
@@ -331,18 +346,7 @@ def test_cuda_udf_without_gpu_workers_is_refused(distributed_client):
         assert plan.device == "cpu"
 
 
-def _gpu() -> bool:
-    try:
-        import cupy
-    except ImportError:
-        return False
-    try:
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # no driver: cupy imports, CUDA calls fail
-        return False
-
-
-@pytest.mark.skipif(not _gpu(), reason="needs cupy and a CUDA device (`ltdask[gpu]`)")
+@ON_GPU
 @pytest.mark.parametrize("source", ["dense", "csr-file"])
 def test_cupy_end_to_end_equals_numpy(tmp_path, source):
     """On a machine with a GPU: shipped UDFs restricted to CuPy give numpy's results."""

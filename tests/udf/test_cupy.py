@@ -1,33 +1,20 @@
-"""CUDA backends on a machine with a GPU: each CuPy backend delivered to a UDF that asks for
-it, the shipped UDFs on the GPU equal to their CPU runs (dense, sparse and corrected
-sources, ROIs, integer files), a LiberTEM-style UDF written with ``self.xp``, and a
-`distributed` cluster whose worker has a ``GPU`` resource. Skipped where CuPy finds no
-device; the plan's checks without a GPU are in test_backends.py."""
+"""CuPy on a machine with a GPU: the shipped UDFs on the GPU equal to their CPU runs (dense,
+sparse and corrected sources, ROIs, integer files), a LiberTEM-style UDF written with
+``self.xp``, and a `distributed` cluster whose worker has a ``GPU`` resource. Skipped where
+CuPy finds no device. Each CUDA backend delivered to a UDF that asks for it, and the plan's
+checks without a GPU: test_backends.py."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from helpers.formatfiles import write_raw_csr
-from test_backends import NAV, SIG, Probe, _gpu, counts, source  # noqa: F401 (fixture)
+from test_backends import NAV, ON_GPU, SIG, counts
 
 import ltdask
 from ltdask.udf import ApplyMasksUDF, CoMUDF, LogsumUDF, StdDevUDF, SumSigUDF, SumUDF
 
-pytestmark = pytest.mark.skipif(not _gpu(), reason="needs cupy and a CUDA device")
-
-GPU = sorted(ltdask.UDF.CUDA_BACKENDS)
-
-
-@pytest.mark.parametrize("method", ["tile", "frame", "partition"])
-@pytest.mark.parametrize("backend", GPU)
-def test_each_cuda_backend_is_delivered(source, backend, method):  # noqa: F811
-    ds, data = source
-    roi = np.random.default_rng(3).random(NAV) < 0.6
-    res = Probe(backend, method).compute(ds, roi=roi)
-    assert res["ok"].values[roi].all()
-    np.testing.assert_allclose(res["frames"].values[roi], data[roi].sum(axis=(1, 2)), rtol=1e-6)
-    np.testing.assert_allclose(res["pixels"].values, data[roi].sum(axis=0), rtol=1e-6)
+pytestmark = ON_GPU
 
 
 def shipped():

@@ -108,11 +108,8 @@ class K2ISDecoder(Decoder):
             s.shape[1] == BLOCK_COLS and s.origin[1] % BLOCK_COLS == 0 for s in scheme.slices
         )
 
-    def add_sums(self, buffers, ranges, slice_px: int, acc) -> bool:
-        for file_idx in np.unique(ranges[ranges[:, 1] != ranges[:, 2], 0]):
-            if not sum_k2is(buffers[file_idx], int(file_idx), ranges, slice_px, acc):
-                return False
-        return True
+    def _sum_file(self, src, file_idx, ranges, slice_px, acc) -> bool:
+        return sum_k2is(src, file_idx, ranges, slice_px, acc)
 
 
 class K2ISDataSet(FileDataSet):

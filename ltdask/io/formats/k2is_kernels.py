@@ -12,7 +12,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ltdask.io.read_ranges import tile_table
+from ltdask.io.read_ranges import rows_per_frame, tile_table
 
 BLOCK_BYTES = 0x5758
 BLOCK_HEADER_BYTES = 40
@@ -199,10 +199,7 @@ def sum_k2is(src, file_idx, ranges, slice_px, acc):
         used += 1
     if used == 0:
         return True
-    first = ranges[0, 3] // slice_px
-    per_frame = 0
-    while per_frame < used and ranges[per_frame, 3] // slice_px == first:
-        per_frame += 1
+    per_frame = rows_per_frame(ranges, used, slice_px)
     n = used // per_frame
     for j in range(per_frame):
         if ranges[j, 0] != file_idx:

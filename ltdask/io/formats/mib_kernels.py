@@ -37,7 +37,13 @@ import sys
 import numba
 import numpy as np
 
-from ltdask.io.read_ranges import _find_file, _run_offset, _runs_for_slice, tile_table
+from ltdask.io.read_ranges import (
+    _find_file,
+    _run_offset,
+    _runs_for_slice,
+    rows_per_frame,
+    tile_table,
+)
 
 RAW_COLUMNS = 11
 
@@ -377,10 +383,7 @@ def sum_raw12(src, file_idx, ranges, slice_px, acc):
     if used == 0:
         return True
     words = src[: (src.shape[0] // 8) * 8].view(np.uint64)
-    first = ranges[0, 3] // slice_px
-    per_frame = 0
-    while per_frame < used and ranges[per_frame, 3] // slice_px == first:
-        per_frame += 1
+    per_frame = rows_per_frame(ranges, used, slice_px)
     frames = used // per_frame
     for j in range(per_frame):
         n, rows, src_stride = ranges[j, 5], ranges[j, 6], ranges[j, 7]

@@ -14,7 +14,7 @@ import numpy as np
 
 from ltdask import scratch
 from ltdask.exceptions import DataSetError
-from ltdask.io.decode import Decoder, sum_swapped16
+from ltdask.io.decode import Decoder, sum_swapped16, used_files
 from ltdask.io.fileset import File, FileSet
 from ltdask.io.formats.mib_headers import MIB_MAGIC, PIXEL_TYPES, MibHeader
 from ltdask.io.formats.mib_kernels import (
@@ -208,20 +208,19 @@ class MibRawDecoder(Decoder):
         return self.field_bits == 16 and self.counter_depth != 24 and scheme.depth < 65537
 
     def add_sums(self, buffers, ranges, slice_px: int, acc) -> bool:
-        files = np.unique(ranges[ranges[:, 1] != ranges[:, 2], 0])
-        if _stored_runs(ranges, slice_px):
-            # runs of whole words, as stored: a word's fields are its big-endian 16-bit
-            # halves, last first; summed as big-endian uint16 in the stored order, then each
-            # group of four reversed
-            stored = scratch.zeros(slice_px, acc.dtype)
-            for file_idx in files:
-                sum_swapped16(buffers[file_idx], int(file_idx), ranges, slice_px, stored)
-            acc += stored.reshape(-1, 4)[:, ::-1].reshape(-1)
-            return True
-        for file_idx in files:
-            if not sum_raw12(buffers[file_idx], int(file_idx), ranges, slice_px, acc):
-                return False
+        if not _stored_runs(ranges, slice_px):
+            return super().add_sums(buffers, ranges, slice_px, acc)
+        # runs of whole words, as stored: a word's fields are its big-endian 16-bit halves,
+        # last first; summed as big-endian uint16 in the stored order, then each group of
+        # four reversed
+        stored = scratch.zeros(slice_px, acc.dtype)
+        for file_idx in used_files(ranges):
+            sum_swapped16(buffers[file_idx], int(file_idx), ranges, slice_px, stored)
+        acc += stored.reshape(-1, 4)[:, ::-1].reshape(-1)
         return True
+
+    def _sum_file(self, src, file_idx, ranges, slice_px, acc) -> bool:
+        return sum_raw12(src, file_idx, ranges, slice_px, acc)
 
     def __dask_tokenize__(self):
         return (super().__dask_tokenize__(), self.field_bits, self.counter_depth, self.gap)

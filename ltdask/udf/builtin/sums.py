@@ -155,11 +155,14 @@ class SumUDF(FlatTileUDF):
             acc = accs[self.meta.tiling_scheme_idx] = scratch.zeros(px, acc_dtype)
         return acc
 
-    def process_flat_tile(self, frames, p0, p1):
-        sum_frames(frames, p0, p1, self._acc(p1 - p0, frames.dtype))
+    def _count(self, n: int) -> None:
         counts = self.task_data.frames
         idx = self.meta.tiling_scheme_idx
-        counts[idx] = counts.get(idx, 0) + frames.shape[0]
+        counts[idx] = counts.get(idx, 0) + n
+
+    def process_flat_tile(self, frames, p0, p1):
+        sum_frames(frames, p0, p1, self._acc(p1 - p0, frames.dtype))
+        self._count(frames.shape[0])
 
     def process_tile(self, tile):
         if dense_backend(self):
@@ -171,9 +174,7 @@ class SumUDF(FlatTileUDF):
         (``SUMS_FROM_DECODER``), in place of the tile."""
         acc = self._acc(sums.size, dtype)
         acc += sums
-        counts = self.task_data.frames
-        idx = self.meta.tiling_scheme_idx
-        counts[idx] = counts.get(idx, 0) + n
+        self._count(n)
 
     def process_shared_stats(self, stats):
         self.task_data.moments[self.meta.tiling_scheme_idx] = stats.moments
