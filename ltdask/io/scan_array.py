@@ -1,0 +1,155 @@
+"""`ScanArray`: the dask array that ``DataSet.to_dask()`` returns.
+
+It is a plain `dask.array.Array` in every respect but one: its sums and means over the
+navigation dims, the signal dims or all dims, of integer chunks (what detectors write),
+are taken by the numba kernels of the shipped UDFs (exact integer sums, four frames per
+pass, never a float copy of a chunk) in place of numpy's ``sum``, which converts integers
+to the result dtype in small buffers and runs at a third of the memory's speed. Results
+are those of numpy's sums of the same chunks, to the rounding of the result dtype (the
+integer sums are exact, then rounded once). Every other operation, and these ones on
+float chunks or other axes, is dask's; arrays derived from a `ScanArray` by slicing or
+rechunking are `ScanArray`\\ s too, anything else a plain dask array.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+import dask.array as da
+import numpy as np
+
+#: pixels per block of per-pixel sums: their int64 accumulators (512 KiB) stay in L2
+#: while the chunk's frames go by (16384: 3 % slower, 4096: 15 %)
+SUM_BLOCK = 65536
+
+_NP_SUM = inspect.signature(np.sum)
+_NP_MEAN = inspect.signature(np.mean)
+
+
+class ScanArray(da.Array):
+    """A `dask.array.Array` whose ``sum`` and ``mean`` of integer frames run ltdask's
+    kernels (see the module's description); ``numpy.sum`` and ``numpy.mean`` of it too.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> data = np.arange(2 * 3 * 4 * 5, dtype=np.uint16).reshape(2, 3, 4, 5)
+    >>> arr = ltdask.from_array(data).to_dask()
+    >>> type(arr).__name__, arr.sum(axis=(0, 1)).dtype
+    ('ScanArray', dtype('uint64'))
+    >>> bool((arr.sum(axis=(2, 3), dtype="float32").compute() == data.sum(axis=(2, 3))).all())
+    True
+    """
+
+    __slots__ = ()
+
+    def sum(self, axis=None, dtype=None, keepdims=False, split_every=None, out=None):
+        if dtype is None:
+            dtype = np.zeros(1, dtype=self.dtype).sum().dtype
+        return da.reduction(
+            self,
+            chunk_sum,
+            _aggregate_sum,
+            axis=axis,
+            keepdims=keepdims,
+            dtype=dtype,
+            split_every=split_every,
+            out=out,
+            name="sum",
+        )
+
+    def mean(self, axis=None, dtype=None, keepdims=False, split_every=None, out=None):
+        if self.dtype.kind not in "ui" or out is not None:
+            return super().mean(axis, dtype, keepdims, split_every, out)
+        axes = _axes(axis, self.ndim)
+        count = math.prod(self.shape[a] for a in axes)
+        total = self.sum(axes, np.float64, keepdims, split_every)
+        return (total / count).astype(dtype or np.float64)
+
+    def _rebuild(self, dsk, *, rename=None):  # (what ``persist()`` returns)
+        return as_scan_array(super()._rebuild(dsk, rename=rename))
+
+    def __getitem__(self, index):
+        return as_scan_array(super().__getitem__(index))
+
+    def rechunk(self, *args, **kwargs):
+        return as_scan_array(super().rechunk(*args, **kwargs))
+
+    def __array_function__(self, func, types, args, kwargs):
+        method = {np.sum: (self.sum, _NP_SUM), np.mean: (self.mean, _NP_MEAN)}.get(func)
+        if method is not None:
+            bound = method[1].bind(*args, **kwargs).arguments
+            if bound.pop("a") is self and set(bound) <= {"axis", "dtype", "keepdims", "out"}:
+                return method[0](**bound)
+        return super().__array_function__(func, types, args, kwargs)
+
+
+def as_scan_array(arr):
+    """`arr` (a dask array) as a `ScanArray` (the same graph); anything else as it is."""
+    if type(arr) is not da.Array:
+        return arr
+    return ScanArray(arr.dask, arr.name, arr.chunks, meta=arr._meta)
+
+
+def _axes(axis, ndim: int) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    axis = (axis,) if np.ndim(axis) == 0 else tuple(axis)
+    return tuple(sorted(int(a) % ndim for a in axis))
+
+
+def _aggregate_sum(x, axis=None, keepdims=False, dtype=None):
+    return np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype)
+
+
+def chunk_sum(x, axis=None, keepdims=True, dtype=None, computing_meta=False):
+    """``numpy.sum(x, axis, dtype, keepdims=keepdims)`` of one chunk, by ltdask's kernels
+    where `x` is an integer array whose summed axes are its first or its last ones and
+    whose ``(frames, pixels)`` view is C-contiguous; by numpy otherwise."""
+    dtype = np.dtype(dtype) if dtype is not None else np.zeros(1, x.dtype).sum().dtype
+    flat = None if computing_meta else _flat(x, _axes(axis, x.ndim))
+    if flat is None or dtype.kind not in "uif":
+        return np.sum(x, axis=axis, dtype=dtype, keepdims=keepdims)
+    from ltdask.udf.kernels.statistics import sum_frames, sum_pixels
+
+    frames, per_pixel = flat
+    # int64 sums of 8/16-bit unsigned and of signed integers, uint64 of uint32 (numba adds
+    # uint32 and int64 in float64)
+    acc_dtype = np.uint64 if x.dtype == np.uint32 else np.int64
+    if per_pixel:
+        acc = np.zeros(frames.shape[1], acc_dtype)
+        for p0 in range(0, acc.size, SUM_BLOCK):
+            p1 = min(acc.size, p0 + SUM_BLOCK)
+            sum_frames(frames, p0, p1, acc[p0:p1])
+    else:
+        acc = np.zeros(frames.shape[0], acc_dtype)
+        sum_pixels(frames, 0, frames.shape[1], acc)
+    axes = _axes(axis, x.ndim)
+    out = acc.astype(dtype).reshape([1 if a in axes else s for a, s in enumerate(x.shape)])
+    return out if keepdims else out.squeeze(axes)
+
+
+def _flat(x, axes: tuple[int, ...]):
+    """``(frames, per_pixel)``: `x` as a C-contiguous ``(frames, pixels)`` view, and whether
+    `axes` are the frames' (a sum per pixel) or the pixels' (a sum per frame; all axes
+    too); None where the kernels do not apply."""
+    if not (type(x) in (np.ndarray, np.memmap) and x.dtype.kind in "ui" and x.size):
+        return None
+    if x.dtype.itemsize > 4 or not x.dtype.isnative or not axes:
+        return None
+    per_pixel = axes == tuple(range(len(axes))) and len(axes) < x.ndim
+    if per_pixel:
+        split = len(axes)  # (sums per pixel over the leading axes)
+    elif axes == tuple(range(x.ndim - len(axes), x.ndim)):
+        split = x.ndim - len(axes)  # (sums per frame over the trailing axes; all: 1 frame)
+    else:
+        return None
+    shape = (math.prod(x.shape[:split]), math.prod(x.shape[split:]))
+    try:
+        frames = np.reshape(x, shape, copy=False)
+    except ValueError:
+        return None
+    if not frames.flags.c_contiguous:
+        return None
+    return frames, per_pixel

@@ -1,0 +1,164 @@
+"""`ScanArray`: sums and means of ``to_dask()`` by ltdask's kernels, against numpy."""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ltdask
+from ltdask.io.scan_array import ScanArray
+from ltdask.udf.kernels import statistics
+
+INT_DTYPES = ["uint8", "uint16", "uint32", "int8", "int16", "int32"]
+#: the reductions of a (nav, nav, sig, sig) array: per pixel, per frame, whole, and axes
+#: the kernels do not take (numpy's sums)
+AXES = [(0, 1), (2, 3), None, (0, 1, 2, 3), 0, (1, 2, 3), (3,), (1, 2), -1, (0, 2)]
+RESULT_DTYPES = [None, "float32", "float64", "int16", "uint8", "int64"]
+
+
+@pytest.fixture
+def kernel_calls(monkeypatch):
+    """How often the per-pixel and the per-frame kernel ran (they still run)."""
+    calls = {"frames": 0, "pixels": 0}
+
+    def counted(name, fn):
+        def wrapper(*args):
+            calls[name] += 1
+            return fn(*args)
+
+        return wrapper
+
+    monkeypatch.setattr(statistics, "sum_frames", counted("frames", statistics.sum_frames))
+    monkeypatch.setattr(statistics, "sum_pixels", counted("pixels", statistics.sum_pixels))
+    return calls
+
+
+def _raw(tmp_path, data, **kwargs):
+    path = tmp_path / "scan.raw"
+    data.tofile(path)
+    return ltdask.open_raw(
+        path, nav_shape=data.shape[:2], sig_shape=data.shape[2:], dtype=data.dtype, **kwargs
+    )
+
+
+def _reference(data, axis, dtype):
+    """numpy's sum, from exact 64-bit sums (numpy's own float32 sums of integers round at
+    every step)."""
+    wide = np.int64 if data.dtype != np.uint32 else np.uint64
+    exact = data.astype(wide).sum(axis=axis)
+    return np.asarray(exact).astype(dtype or np.zeros(1, data.dtype).sum().dtype)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    dtype=st.sampled_from(INT_DTYPES),
+    nav=st.tuples(st.integers(1, 6), st.integers(1, 7)),
+    sig=st.tuples(st.integers(1, 9), st.integers(1, 8)),
+    axis=st.sampled_from(AXES),
+    result_dtype=st.sampled_from(RESULT_DTYPES),
+    seed=st.integers(0, 2**16),
+    frames_per_chunk=st.integers(1, 11),
+)
+def test_sums_equal_numpy(
+    tmp_path_factory, dtype, nav, sig, axis, result_dtype, seed, frames_per_chunk
+):
+    info = np.iinfo(dtype)
+    # (sums exact in float32: any order of adding gives the same result)
+    low, high = max(int(info.min), -100), min(int(info.max), 255)
+    data = np.random.default_rng(seed).integers(low, high, (*nav, *sig), dtype=dtype)
+    ds = _raw(tmp_path_factory.mktemp("scan"), data)
+    rows = max(1, frames_per_chunk // nav[1])
+    for arr in (ds.to_dask(), ds.to_dask(chunks=(rows, -1, -1, -1))):
+        got = arr.sum(axis=axis, dtype=result_dtype)
+        want = _reference(data, axis, result_dtype)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.compute(), want)
+        np.testing.assert_array_equal(np.sum(arr, axis=axis, dtype=result_dtype).compute(), want)
+        np.testing.assert_allclose(arr.mean(axis=axis).compute(), data.mean(axis=axis))
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES)
+def test_kernels_sum_views_of_the_file(tmp_path, dtype, kernel_calls):
+    data = np.random.default_rng(1).integers(0, 100, (5, 3, 6, 7), dtype=dtype)
+    arr = _raw(tmp_path, data).to_dask(chunks=(2, 3, 6, 7))
+    np.testing.assert_array_equal(arr.sum(axis=(0, 1)).compute(), data.sum(axis=(0, 1)))
+    assert kernel_calls == {"frames": 3, "pixels": 0}  # one call per chunk
+    np.testing.assert_array_equal(arr.sum(axis=(2, 3)).compute(), data.sum(axis=(2, 3)))
+    np.testing.assert_array_equal(arr.sum().compute(), data.sum())
+    assert kernel_calls == {"frames": 3, "pixels": 6}
+
+
+def test_kernels_sum_blocks_of_large_frames(tmp_path, kernel_calls, monkeypatch):
+    from ltdask.io import scan_array
+
+    monkeypatch.setattr(scan_array, "SUM_BLOCK", 10)
+    data = np.random.default_rng(2).integers(0, 2**16, (2, 3, 5, 7), dtype=np.uint16)
+    arr = _raw(tmp_path, data).to_dask(chunks=data.shape)
+    np.testing.assert_array_equal(arr.sum(axis=(0, 1), dtype="float64"), data.sum(axis=(0, 1)))
+    assert kernel_calls["frames"] == 4  # 35 pixels in blocks of 10
+
+
+def test_other_reductions_are_numpys(tmp_path, kernel_calls):
+    data = np.random.default_rng(3).integers(0, 100, (4, 3, 5, 6), dtype=np.uint16)
+    ints = _raw(tmp_path, data).to_dask()
+    floats = ltdask.from_array(data.astype(np.float32)).to_dask()
+    np.testing.assert_array_equal(ints.sum(axis=(0, 2)).compute(), data.sum(axis=(0, 2)))
+    np.testing.assert_array_equal(floats.sum(axis=(0, 1)).compute(), data.sum(axis=(0, 1)))
+    np.testing.assert_array_equal(np.mean(ints, axis=(1, 3)), data.mean(axis=(1, 3)))
+    assert kernel_calls == {"frames": 0, "pixels": 0}
+
+
+def test_sums_of_big_endian_and_decoded_scans(tmp_path):
+    data = np.random.default_rng(4).integers(0, 2**16, (3, 4, 5, 6), dtype=np.uint16)
+    ds = _raw(tmp_path, data.astype(">u2"))
+    got = ds.to_dask().sum(axis=(0, 1), dtype="float64").compute()
+    np.testing.assert_array_equal(got, data.sum(axis=(0, 1)))
+    arr = ds.to_dask(dtype="int32")
+    np.testing.assert_array_equal(arr.sum(axis=(2, 3)).compute(), data.sum(axis=(2, 3)))
+
+
+def test_one_frame_and_keepdims(tmp_path):
+    data = np.arange(30, dtype=np.uint16).reshape(1, 1, 5, 6)
+    arr = _raw(tmp_path, data).to_dask()
+    for axis in ((0, 1), (2, 3), None):
+        got = arr.sum(axis=axis, keepdims=True)
+        assert got.shape == data.sum(axis=axis, keepdims=True).shape
+        np.testing.assert_array_equal(got.compute(), data.sum(axis=axis, keepdims=True))
+        np.testing.assert_array_equal(
+            arr.mean(axis=axis, keepdims=True).compute(), data.mean(axis=axis, keepdims=True)
+        )
+
+
+def test_derived_arrays(tmp_path):
+    data = np.random.default_rng(5).integers(0, 100, (4, 3, 5, 6), dtype=np.uint16)
+    arr = _raw(tmp_path, data).to_dask()
+    assert isinstance(arr, ScanArray)
+    for derived in (arr[1:3], arr.rechunk((1, 3, 5, 6)), arr.persist()):
+        assert isinstance(derived, ScanArray)
+    # anything else is dask's own array
+    assert type(arr + 1) is da.Array and type(arr.astype("float32")) is da.Array
+    part = arr[1:3, :, 2:].sum(axis=(0, 1)).compute()
+    np.testing.assert_array_equal(part, data[1:3, :, 2:].sum((0, 1)))
+    out = da.zeros((5, 6), dtype=np.uint64, chunks=-1)
+    arr.sum(axis=(0, 1), out=out)
+    np.testing.assert_array_equal(out.compute(), data.sum(axis=(0, 1)))
+
+
+def test_xarray_sums_use_the_kernels(tmp_path, kernel_calls):
+    data = np.random.default_rng(6).integers(0, 100, (4, 3, 5, 6), dtype=np.uint16)
+    xarr = _raw(tmp_path, data).to_xarray()
+    got = xarr.sum(dim=xarr.dims[:2])
+    np.testing.assert_array_equal(got.values, data.sum(axis=(0, 1)))
+    np.testing.assert_allclose(xarr.mean(dim=xarr.dims[2:]).values, data.mean(axis=(2, 3)))
+    assert kernel_calls["frames"] >= 1 and kernel_calls["pixels"] >= 1
+
+
+def test_corrected_scans_are_scan_arrays(tmp_path):
+    data = np.random.default_rng(7).integers(0, 100, (2, 3, 5, 6), dtype=np.uint16)
+    dark = np.full((5, 6), 1.5, dtype=np.float32)
+    arr = _raw(tmp_path, data).to_dask(corrections=ltdask.CorrectionSet(dark=dark))
+    assert isinstance(arr, ScanArray)
+    np.testing.assert_allclose(arr.sum(axis=(0, 1)).compute(), data.sum(axis=(0, 1)) - 6 * 1.5)
