@@ -1,14 +1,16 @@
 """`ScanArray`: the dask array that ``DataSet.to_dask()`` returns.
 
-It is a plain `dask.array.Array` in every respect but one: its sums and means over the
-navigation dims, the signal dims or all dims, of integer chunks (what detectors write),
-are taken by the numba kernels of the shipped UDFs (exact integer sums, four frames per
-pass, never a float copy of a chunk) in place of numpy's ``sum``, which converts integers
-to the result dtype in small buffers and runs at a third of the memory's speed. Results
-are those of numpy's sums of the same chunks, to the rounding of the result dtype (the
-integer sums are exact, then rounded once). Every other operation, and these ones on
-float chunks or other axes, is dask's; arrays derived from a `ScanArray` by slicing or
-rechunking are `ScanArray`\\ s too, anything else a plain dask array.
+It is a plain `dask.array.Array` in every respect but one: its sums over the navigation
+dims, the signal dims or all dims are taken by the numba kernels of the shipped UDFs in
+place of numpy's ``sum``, chunk by chunk. For integer chunks (what detectors write) these
+are exact 64-bit sums, four frames per pass, never a float copy of a chunk: numpy converts
+integers to the result dtype in small buffers, at a third of the memory's speed. Means of
+integers are those sums divided. Float sums per pixel stay in the chunk's dtype (as
+numpy's, four frames per pass), float sums per frame are taken in float64. Results are
+numpy's sums of the same chunks, to the rounding of the result dtype. Every other
+operation, and these ones over other axes, is dask's; arrays derived from a `ScanArray`
+by slicing, rechunking or ``persist()`` are `ScanArray`\\ s too, anything else a plain
+dask array.
 """
 
 from __future__ import annotations
@@ -105,18 +107,17 @@ def _aggregate_sum(x, axis=None, keepdims=False, dtype=None):
 
 def chunk_sum(x, axis=None, keepdims=True, dtype=None, computing_meta=False):
     """``numpy.sum(x, axis, dtype, keepdims=keepdims)`` of one chunk, by ltdask's kernels
-    where `x` is an integer array whose summed axes are its first or its last ones and
-    whose ``(frames, pixels)`` view is C-contiguous; by numpy otherwise."""
+    where the summed axes are the chunk's first or its last ones, its ``(frames, pixels)``
+    view is C-contiguous and `_sum_dtype` gives the sums' dtype; by numpy otherwise."""
     dtype = np.dtype(dtype) if dtype is not None else np.zeros(1, x.dtype).sum().dtype
-    flat = None if computing_meta else _flat(x, _axes(axis, x.ndim))
-    if flat is None or dtype.kind not in "uif":
+    axes = _axes(axis, x.ndim)
+    flat = None if computing_meta else _flat(x, axes)
+    acc_dtype = None if flat is None else _sum_dtype(x.dtype, dtype, flat[1])
+    if acc_dtype is None:
         return np.sum(x, axis=axis, dtype=dtype, keepdims=keepdims)
     from ltdask.udf.kernels.statistics import sum_frames, sum_pixels
 
     frames, per_pixel = flat
-    # int64 sums of 8/16-bit unsigned and of signed integers, uint64 of uint32 (numba adds
-    # uint32 and int64 in float64)
-    acc_dtype = np.uint64 if x.dtype == np.uint32 else np.int64
     if per_pixel:
         acc = np.zeros(frames.shape[1], acc_dtype)
         for p0 in range(0, acc.size, SUM_BLOCK):
@@ -125,18 +126,35 @@ def chunk_sum(x, axis=None, keepdims=True, dtype=None, computing_meta=False):
     else:
         acc = np.zeros(frames.shape[0], acc_dtype)
         sum_pixels(frames, 0, frames.shape[1], acc)
-    axes = _axes(axis, x.ndim)
     out = acc.astype(dtype).reshape([1 if a in axes else s for a, s in enumerate(x.shape)])
     return out if keepdims else out.squeeze(axes)
+
+
+def _sum_dtype(dtype: np.dtype, result: np.dtype, per_pixel: bool):
+    """The dtype the kernels sum chunks of `dtype` in, for a result of dtype `result`, or
+    None where numpy sums them.
+
+    Integers: exact 64-bit sums (uint64 of uint32: numba adds uint32 and int64 in float64),
+    for any integer or float result. Floats: sums per pixel in their own dtype where the
+    result has it (as numpy adds the frames up; the kernel four at a time); sums per frame
+    in float64 (each pixel converted, then the float result rounded once: as exact as
+    numpy's pairwise sums or more)."""
+    if result.kind not in "uif" or not dtype.isnative:
+        return None
+    if dtype.kind in "ui" and dtype.itemsize <= 4:
+        return np.dtype(np.uint64 if dtype == np.uint32 else np.int64)
+    if dtype not in (np.float32, np.float64):
+        return None
+    if per_pixel:
+        return dtype if result == dtype else None
+    return np.dtype(np.float64) if result.kind == "f" else None
 
 
 def _flat(x, axes: tuple[int, ...]):
     """``(frames, per_pixel)``: `x` as a C-contiguous ``(frames, pixels)`` view, and whether
     `axes` are the frames' (a sum per pixel) or the pixels' (a sum per frame; all axes
     too); None where the kernels do not apply."""
-    if not (type(x) in (np.ndarray, np.memmap) and x.dtype.kind in "ui" and x.size):
-        return None
-    if x.dtype.itemsize > 4 or not x.dtype.isnative or not axes:
+    if not (type(x) in (np.ndarray, np.memmap) and x.size and axes):
         return None
     per_pixel = axes == tuple(range(len(axes))) and len(axes) < x.ndim
     if per_pixel:

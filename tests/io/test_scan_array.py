@@ -101,12 +101,49 @@ def test_kernels_sum_blocks_of_large_frames(tmp_path, kernel_calls, monkeypatch)
     assert kernel_calls["frames"] == 4  # 35 pixels in blocks of 10
 
 
+@settings(max_examples=25, deadline=None)
+@given(
+    dtype=st.sampled_from(["float32", "float64"]),
+    nav=st.tuples(st.integers(1, 5), st.integers(1, 6)),
+    sig=st.tuples(st.integers(1, 9), st.integers(1, 8)),
+    axis=st.sampled_from(AXES),
+    result_dtype=st.sampled_from([None, "float32", "float64"]),
+    seed=st.integers(0, 2**16),
+    special=st.sampled_from([None, np.nan, np.inf, -np.inf]),
+)
+def test_float_sums_equal_numpy(
+    tmp_path_factory, dtype, nav, sig, axis, result_dtype, seed, special
+):
+    rng = np.random.default_rng(seed)
+    data = rng.normal(100, 30, (*nav, *sig)).astype(dtype)
+    if special is not None:  # (NaN and infinities go through the sums as through numpy's)
+        data[tuple(rng.integers(0, s) for s in data.shape)] = special
+    arr = _raw(tmp_path_factory.mktemp("scan"), data).to_dask()
+    got = arr.sum(axis=axis, dtype=result_dtype)
+    want = data.astype(np.float64).sum(axis=axis).astype(result_dtype or dtype)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got.compute(), want, rtol=1e-5 if "32" in str(got.dtype) else 1e-12)
+
+
+def test_float_sums_use_the_kernels(tmp_path, kernel_calls):
+    data = np.random.default_rng(8).normal(size=(4, 3, 5, 6)).astype(np.float32)
+    arr = _raw(tmp_path, data).to_dask(chunks=(2, 3, 5, 6))
+    np.testing.assert_allclose(arr.sum(axis=(0, 1)).compute(), data.sum(axis=(0, 1)), rtol=1e-5)
+    np.testing.assert_allclose(arr.sum(axis=(2, 3)).compute(), data.sum(axis=(2, 3)), rtol=1e-5)
+    assert kernel_calls == {"frames": 2, "pixels": 2}
+
+
 def test_other_reductions_are_numpys(tmp_path, kernel_calls):
     data = np.random.default_rng(3).integers(0, 100, (4, 3, 5, 6), dtype=np.uint16)
     ints = _raw(tmp_path, data).to_dask()
     floats = ltdask.from_array(data.astype(np.float32)).to_dask()
+    halves = ltdask.from_array(data.astype(np.float16)).to_dask()
     np.testing.assert_array_equal(ints.sum(axis=(0, 2)).compute(), data.sum(axis=(0, 2)))
-    np.testing.assert_array_equal(floats.sum(axis=(0, 1)).compute(), data.sum(axis=(0, 1)))
+    # (float32 frames summed per pixel into float64: each converted first, as numpy does)
+    got = floats.sum(axis=(0, 1), dtype="float64").compute()
+    np.testing.assert_array_equal(got, data.sum(axis=(0, 1)))
+    np.testing.assert_array_equal(halves.sum(axis=(0, 1)).compute(), data.sum(axis=(0, 1)))
+    np.testing.assert_array_equal(ints.sum(axis=(0, 1), dtype=bool).compute(), data.any((0, 1)))
     np.testing.assert_array_equal(np.mean(ints, axis=(1, 3)), data.mean(axis=(1, 3)))
     assert kernel_calls == {"frames": 0, "pixels": 0}
 
