@@ -11,7 +11,7 @@ key                        default     meaning
                                        CPU core of this machine)
 ``ltdask.run-partition-    ``auto``    partitions of UDF runs on the threaded scheduler
 bytes``                                (``compute``, ``lazy``): each task costs a thread
-                                       about 0.3 ms; ``auto``: 512 MiB unless
+                                       about 0.3 ms; ``auto``: 1 GiB unless
                                        ``ltdask.partition-bytes`` is set; a size: that
                                        size. At least two partitions per thread, at most
                                        1/8 of a thread's share of the RAM, never more
@@ -126,9 +126,10 @@ def partition_bytes() -> int:
 
 
 #: the partition size of UDF runs where ``ltdask.run-partition-bytes`` is ``auto``
-#: (SumUDF and StdDevUDF over 2-4 GiB, threaded scheduler, 2 threads: 13-15 % faster than
-#: in 128 MiB partitions; on 2 workers x 1 thread, 15-25 %)
-RUN_PARTITION_BYTES = 512 * MIB
+#: (SumUDF and StdDevUDF over 2-4 GiB, threaded scheduler, 2 threads: 512 MiB partitions
+#: 13-15 % faster than 128 MiB ones, 1 GiB 3-9 % faster than 512 MiB; on 2 workers x 1
+#: thread and 1 x 2, 512 MiB 15-25 % faster than 128 MiB, 1 GiB 8-17 % faster than 512 MiB)
+RUN_PARTITION_BYTES = 1024 * MIB
 
 
 def run_partition_bytes() -> int:

@@ -307,7 +307,7 @@ def test_cluster_runs_take_larger_partitions(client, scan, tmp_path):
         (total,) = ltdask.compute(ds, [SumUDF()])
         assert " in 16 partition(s)" in str(sync(ltdask.explain, ds, [SumUDF()]))
     np.testing.assert_array_equal(total["intensity"].values, data.sum(axis=(0, 1)))
-    # made under PARTITIONS, run under the defaults (cluster partitions of 512 MiB): kept
+    # made under PARTITIONS, run under the defaults (cluster partitions of 1 GiB): kept
     assert " in 16 partition(s)" in str(ltdask.explain(raw, [SumUDF()]))
     with dask.config.set(PARTITIONS):  # (auto: partition-bytes as set)
         assert " in 16 partition(s)" in str(ltdask.explain(raw, [SumUDF()]))

@@ -147,7 +147,7 @@ def for_run(dataset):
     some time (on the threaded scheduler about 0.3 ms of a thread, with the GIL; on a
     ``distributed`` cluster a few ms), so runs take partitions of
     ``ltdask.run-partition-bytes`` on the threaded scheduler (a SumUDF over 2-4 GiB ran
-    13-15 % faster in 512 MiB partitions than in 128 MiB ones) and of
+    3-9 % faster in 1 GiB partitions than in 512 MiB ones) and of
     ``ltdask.cluster-partition-bytes`` on a cluster; frames of 1 MiB or more (as float32)
     at least `RUN_MIN_FRAMES` of them to a partition. Always at least two per thread (the
     threaded scheduler's ``num_workers``, or the workers' threads), at most an eighth of a
