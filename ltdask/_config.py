@@ -11,7 +11,7 @@ key                        default     meaning
                                        CPU core of this machine)
 ``ltdask.run-partition-    ``auto``    partitions of UDF runs on the threaded scheduler
 bytes``                                (``compute``, ``lazy``): each task costs a thread
-                                       about 0.3 ms; ``auto``: 1 GiB unless
+                                       about 0.3 ms; ``auto``: 512 MiB unless
                                        ``ltdask.partition-bytes`` is set; a size: that
                                        size. At least two partitions per thread, at most
                                        1/8 of a thread's share of the RAM, never more
@@ -19,7 +19,8 @@ bytes``                                (``compute``, ``lazy``): each task costs 
 ``ltdask.cluster-          ``auto``    the same on a dask.distributed cluster, where each
 partition-bytes``                      task costs the scheduler a few ms, and the memory
                                        share is of the worker's memory limit; ``auto``:
-                                       as ``ltdask.run-partition-bytes``
+                                       as ``ltdask.run-partition-bytes`` where that or
+                                       ``ltdask.partition-bytes`` is set, else 1 GiB
 ``ltdask.tile-bytes``      ``auto``    tile size the negotiator aims for (``auto``: half
                                        the L3 cache per core, 1 to 8 MiB)
 ``ltdask.iter-updates``     10          iterated runs (``ltdask.iter``, ``run_udf_iter``,
@@ -126,20 +127,27 @@ def partition_bytes() -> int:
 
 
 #: the partition size of UDF runs where ``ltdask.run-partition-bytes`` is ``auto``
-#: (SumUDF and StdDevUDF over 2-4 GiB, threaded scheduler, 2 threads: 512 MiB partitions
-#: 13-15 % faster than 128 MiB ones, 1 GiB 3-9 % faster than 512 MiB; on 2 workers x 1
-#: thread and 1 x 2, 512 MiB 15-25 % faster than 128 MiB, 1 GiB 8-17 % faster than 512 MiB)
-RUN_PARTITION_BYTES = 1024 * MIB
+#: (SumUDF and StdDevUDF over 2-4 GiB, threaded scheduler, 2 threads: 13-15 % faster than
+#: in 128 MiB partitions; 1 GiB was 3-9 % faster again, but the pages of the files that
+#: the running tasks map count in the RSS: 1.25 GiB at the peak of a SumUDF over 4-16
+#: GiB of uint16, against 0.7 GiB over 1 GiB, where 512 MiB keeps it flat)
+RUN_PARTITION_BYTES = 512 * MIB
+#: the same on a distributed cluster (``ltdask.cluster-partition-bytes`` ``auto``), where
+#: a task costs a few ms of the scheduler's and the workers' time and the memory share per
+#: task is capped (`ltdask.io.partition.for_run`): Sum and StdDev over 2-4 GiB on 2 x 1 and
+#: 1 x 2 workers 8-17 % faster than in 512 MiB partitions (15-25 % faster than 128 MiB)
+CLUSTER_PARTITION_BYTES = 1024 * MIB
 
 
-def run_partition_bytes() -> int:
-    """The partition size of UDF runs on the threaded scheduler (see the table above)."""
+def run_partition_bytes(auto: int = RUN_PARTITION_BYTES) -> int:
+    """The partition size of UDF runs on the threaded scheduler (see the table above);
+    `auto`: the size where neither it nor ``ltdask.partition-bytes`` is set."""
     value = _setting("run-partition-bytes", _auto(_bytes), "'auto' or a size such as '512MiB'", 1)
     if value != "auto":
         return value
     if dask.config.get("ltdask.partition-bytes") != DEFAULTS["ltdask"]["partition-bytes"]:
         return partition_bytes()
-    return max(RUN_PARTITION_BYTES, partition_bytes())
+    return max(auto, partition_bytes())
 
 
 def cluster_partition_bytes() -> int:
@@ -147,7 +155,7 @@ def cluster_partition_bytes() -> int:
     value = _setting(
         "cluster-partition-bytes", _auto(_bytes), "'auto' or a size such as '512MiB'", 1
     )
-    return run_partition_bytes() if value == "auto" else value
+    return run_partition_bytes(CLUSTER_PARTITION_BYTES) if value == "auto" else value
 
 
 def map_cache_bytes() -> int:

@@ -119,15 +119,19 @@ def test_resident_bytes_is_what_psutil_measures():
     assert abs(rss - psutil.Process().memory_info().rss) < 16 * 2**20
 
 
-@pytest.mark.parametrize("read", [_config.run_partition_bytes, _config.cluster_partition_bytes])
-def test_run_partitions_follow_partition_bytes_when_set(read):
-    """``auto``: 1 GiB where ``ltdask.partition-bytes`` is the default, else that size
-    (a user who sets partitions gets them in runs too, local or on a cluster)."""
-    assert read() == 2**30
+@pytest.mark.parametrize(
+    "read, auto",
+    [(_config.run_partition_bytes, 512 * 2**20), (_config.cluster_partition_bytes, 2**30)],
+)
+def test_run_partitions_follow_partition_bytes_when_set(read, auto):
+    """``auto``: 512 MiB (1 GiB on a cluster) where ``ltdask.partition-bytes`` is the
+    default, else that size (a user who sets partitions gets them in runs too, local or on
+    a cluster)."""
+    assert read() == auto
     with dask.config.set({"ltdask.partition-bytes": "32MiB"}):
         assert read() == 32 * 2**20
-    with dask.config.set({"ltdask.partition-bytes": "2GiB"}):
-        assert read() == 2**31
+    with dask.config.set({"ltdask.partition-bytes": "1GiB"}):
+        assert read() == 2**30
 
 
 def test_cluster_partitions_follow_run_partitions():
