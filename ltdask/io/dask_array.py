@@ -16,14 +16,23 @@ if TYPE_CHECKING:
 
 def dataset_to_dask(ds: DataSet, dtype=None, chunks=None):
     """See :meth:`ltdask.io.dataset.DataSet.to_dask`."""
+    dtype = ds.resolve_dtype(dtype)
+    arr = as_scan_array(_chunks_of(ds, dtype, chunks))
+    native = ds.resolve_dtype(None).newbyteorder("=")
+    if dtype != native and np.can_cast(native, dtype, "safe"):
+        # (frames converted to a dtype that holds every value: their sums from the natives)
+        arr.sums_from = dataset_to_dask(ds)
+    return arr
+
+
+def _chunks_of(ds: DataSet, dtype: np.dtype, chunks):
     import dask.array as da
     from dask.base import tokenize
 
-    dtype = ds.resolve_dtype(dtype)
     blocks = ds.partition_blocks()
     if blocks is not None:
         arr = blocks if chunks is None else blocks.rechunk(chunks)
-        return as_scan_array(arr if arr.dtype == dtype else arr.astype(dtype))
+        return arr if arr.dtype == dtype else arr.astype(dtype)
     if chunks is None:
         largest = max(p.num_frames for p in ds.get_partitions())
         consumer = TilingPreferences("tile", depth=TILE_MAX, total_size=TILE_MAX)
@@ -34,7 +43,7 @@ def dataset_to_dask(ds: DataSet, dtype=None, chunks=None):
     else:
         chunks = da.core.normalize_chunks(chunks, tuple(ds.shape), dtype=dtype)
     name = f"ltdask-{type(ds).__name__.lower()}-{tokenize(ds, dtype.str, chunks)}"
-    arr = da.map_blocks(
+    return da.map_blocks(
         load_block,
         chunks=chunks,
         dtype=dtype,
@@ -43,7 +52,6 @@ def dataset_to_dask(ds: DataSet, dtype=None, chunks=None):
         dataset=ds.for_task(),
         read_dtype=dtype,
     )
-    return as_scan_array(arr)
 
 
 #: the most bytes of a ``to_dask()`` chunk of whole frames that is a copy (decoded, or

@@ -7,7 +7,9 @@ are exact 64-bit sums, four frames per pass, never a float copy of a chunk: nump
 integers to the result dtype in small buffers, at a third of the memory's speed. Means of
 integers are those sums divided. Float sums per pixel stay in the chunk's dtype (as
 numpy's, four frames per pass), float sums per frame are taken in float64. Results are
-numpy's sums of the same chunks, to the rounding of the result dtype. Every other
+numpy's sums of the same chunks, to the rounding of the result dtype. Frames converted
+to a dtype that holds each of their values (``to_dask(dtype="float32")`` of 8- or 16-bit
+integers) are summed from the native ones (`ScanArray.sums_from`). Every other
 operation, and these ones over other axes, is dask's; arrays derived from a `ScanArray`
 by slicing, rechunking or ``persist()`` are `ScanArray`\\ s too, anything else a plain
 dask array.
@@ -46,9 +48,17 @@ class ScanArray(da.Array):
 
     __slots__ = ()
 
+    #: the same scan in a dtype whose values this one holds exactly (``to_dask(dtype=
+    #: "float32")`` of uint16 frames: the native integers), or None: sums and means are
+    #: taken from it (the integers summed exactly, then rounded once, as a float sum of
+    #: the converted frames would be without rounding on the way)
+    sums_from: ScanArray | None = None
+
     def sum(self, axis=None, dtype=None, keepdims=False, split_every=None, out=None):
         if dtype is None:
             dtype = np.zeros(1, dtype=self.dtype).sum().dtype
+        if self.sums_from is not None and out is None:
+            return self.sums_from.sum(axis, dtype, keepdims, split_every)
         return da.reduction(
             self,
             chunk_sum,
@@ -62,6 +72,9 @@ class ScanArray(da.Array):
         )
 
     def mean(self, axis=None, dtype=None, keepdims=False, split_every=None, out=None):
+        if self.sums_from is not None and out is None:
+            dtype = dtype or np.mean(np.zeros(1, dtype=self.dtype)).dtype
+            return self.sums_from.mean(axis, dtype, keepdims, split_every)
         if self.dtype.kind not in "ui" or out is not None:
             return super().mean(axis, dtype, keepdims, split_every, out)
         axes = _axes(axis, self.ndim)

@@ -199,3 +199,42 @@ def test_corrected_scans_are_scan_arrays(tmp_path):
     arr = _raw(tmp_path, data).to_dask(corrections=ltdask.CorrectionSet(dark=dark))
     assert isinstance(arr, ScanArray)
     np.testing.assert_allclose(arr.sum(axis=(0, 1)).compute(), data.sum(axis=(0, 1)) - 6 * 1.5)
+
+
+@pytest.mark.parametrize(
+    "native, dtype, from_natives",
+    [
+        ("uint16", "float32", True),
+        ("uint8", "float64", True),
+        ("int16", "int32", True),
+        ("float32", "float64", True),
+        ("uint32", "float32", False),  # (float32 does not hold every uint32)
+        ("uint16", "float16", False),
+        ("uint16", "uint16", False),
+    ],
+)
+def test_sums_of_converted_frames_from_the_natives(tmp_path, native, dtype, from_natives):
+    data = np.random.default_rng(9).integers(0, 250, (4, 3, 5, 6)).astype(native)
+    arr = _raw(tmp_path, data).to_dask(dtype=dtype)
+    assert (arr.sums_from is not None) == from_natives
+    converted = data.astype(dtype).astype(np.float64)
+    rtol = 1e-2 if dtype == "float16" else 1e-6  # (float16 sums round as they go)
+    for axis in ((0, 1), (2, 3), None, (1, 3)):
+        got = arr.sum(axis=axis)
+        assert got.dtype == np.zeros(1, dtype).sum().dtype
+        np.testing.assert_allclose(got.compute(), converted.sum(axis=axis), rtol=rtol)
+        mean = arr.mean(axis=axis)
+        assert mean.dtype == np.mean(np.zeros(1, dtype)).dtype
+        np.testing.assert_allclose(mean.compute(), converted.mean(axis=axis), rtol=1e-3)
+    # (a slice of it sums its own chunks)
+    part = arr[1:, :, 2:]
+    assert part.sums_from is None
+    np.testing.assert_allclose(part.sum(axis=(0, 1)).compute(), converted[1:, :, 2:].sum((0, 1)))
+
+
+def test_sums_of_float32_frames_of_integers_run_the_integer_kernels(tmp_path, kernel_calls):
+    data = np.random.default_rng(10).integers(0, 2**16, (4, 3, 5, 6), dtype=np.uint16)
+    arr = _raw(tmp_path, data).to_dask(dtype="float32", chunks=(2, 3, 5, 6))
+    np.testing.assert_array_equal(arr.sum(axis=(0, 1), dtype="float64"), data.sum(axis=(0, 1)))
+    # (float32 frames summed per pixel into float64 would be numpy's: the natives were read)
+    assert kernel_calls["frames"] >= 1
