@@ -32,8 +32,8 @@ _NP_MEAN = inspect.signature(np.mean)
 
 
 class ScanArray(da.Array):
-    """A `dask.array.Array` whose ``sum`` and ``mean`` of integer frames run ltdask's
-    kernels (see the module's description); ``numpy.sum`` and ``numpy.mean`` of it too.
+    """A `dask.array.Array` whose sums (and means of integers) run ltdask's kernels (see
+    the module's description); ``numpy.sum`` and ``numpy.mean`` of it too.
 
     Examples
     --------
