@@ -8,6 +8,7 @@ send back are partial results, never frames.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import pickle
@@ -185,6 +186,22 @@ def test_partition_tasks_return_partials_not_frames(client, tmp_path):
         assert sent < p.num_frames * frame_bytes / 10, (sent, p.num_frames * frame_bytes)
     results = ltdask.compute(ds, [SumUDF(), SumSigUDF()])
     np.testing.assert_allclose(results[0]["intensity"].values, data.sum(axis=(0, 1)), rtol=1e-6)
+
+
+def test_runs_in_a_loop_get_keys_of_their_own(client, scan, caplog):
+    """Runs of the same UDFs back to back: each with keys of its own (the last run's are
+    still being released), so the client never gathers a key before it is computed again
+    ("Couldn't gather ... rescheduling": 3-10 in 60 runs with shared keys)."""
+    from ltdask.udf.plan import plan_run
+
+    data, raw, _ = scan
+    assert len({plan_run(raw, [SumUDF()]).token for _ in range(2)}) == 2
+    assert len({sync(plan_run, raw, [SumUDF()]).token for _ in range(2)}) == 1  # (not here)
+    with caplog.at_level(logging.WARNING, logger="distributed.client"):
+        for _ in range(20):
+            (total,) = ltdask.compute(raw, [SumUDF()])
+            np.testing.assert_allclose(total["intensity"].values, data.sum(axis=(0, 1)))
+    assert "Couldn't gather" not in caplog.text
 
 
 # -- results agree with the synchronous scheduler ------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import uuid
 from dataclasses import dataclass
 
 import numpy as np
@@ -198,6 +199,7 @@ def plan_run(
     # and the calibrations, which UDFs may use (``meta.sig_calibration``)
     calibration = (dataset.nav_calibration, dataset.sig_calibration)
     token = tokenize(
+        _cluster_nonce(),
         dataset_token,
         udfs,
         selection.flat,
@@ -318,6 +320,19 @@ def folds_corrections(udfs, prepared) -> bool:
         return False
     given = {name for name in ("dark", "gain") if getattr(prepared.source, name) is not None}
     return all(given <= set(vars(type(u)).get("FOLDS_CORRECTIONS", ())) for u in udfs)
+
+
+def _cluster_nonce() -> str | None:
+    """A new random string where the run goes to a ``distributed`` cluster, else None.
+
+    The keys of a run are those of its UDFs and data; on a cluster, runs get keys of their
+    own: a run of the same UDFs right after another one (a loop) would submit keys that
+    the scheduler is still releasing, and the client then gathers them before they are
+    computed again ("Couldn't gather keys ... rescheduling", logged as errors; 3-10 in 60
+    back-to-back SumUDF runs)."""
+    from ltdask._progress import cluster_client
+
+    return uuid.uuid4().hex if cluster_client() is not None else None
 
 
 def input_dtype(dataset: DataSet, udfs: list[UDFBase]) -> np.dtype:
