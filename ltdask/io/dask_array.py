@@ -18,7 +18,7 @@ def dataset_to_dask(ds: DataSet, dtype=None, chunks=None):
     """See :meth:`ltdask.io.dataset.DataSet.to_dask`."""
     dtype = ds.resolve_dtype(dtype)
     arr = as_scan_array(_chunks_of(ds, dtype, chunks))
-    native = ds.resolve_dtype(None).newbyteorder("=")
+    native = ds.dtype.newbyteorder("=")
     if dtype != native and np.can_cast(native, dtype, "safe"):
         # (frames converted to a dtype that holds every value: their sums from the natives)
         arr.sums_from = dataset_to_dask(ds)

@@ -55,8 +55,7 @@ class ScanArray(da.Array):
     sums_from: ScanArray | None = None
 
     def sum(self, axis=None, dtype=None, keepdims=False, split_every=None, out=None):
-        if dtype is None:
-            dtype = np.zeros(1, dtype=self.dtype).sum().dtype
+        dtype = _sum_result_dtype(self.dtype, dtype)
         if self.sums_from is not None and out is None:
             return self.sums_from.sum(axis, dtype, keepdims, split_every)
         return da.reduction(
@@ -114,6 +113,11 @@ def _axes(axis, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(int(a) % ndim for a in axis))
 
 
+def _sum_result_dtype(data: np.dtype, dtype) -> np.dtype:
+    """`dtype`, or numpy's for sums of `data` (64 bits for integers)."""
+    return np.dtype(dtype) if dtype is not None else np.zeros(1, data).sum().dtype
+
+
 def _aggregate_sum(x, axis=None, keepdims=False, dtype=None):
     return np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype)
 
@@ -122,7 +126,7 @@ def chunk_sum(x, axis=None, keepdims=True, dtype=None, computing_meta=False):
     """``numpy.sum(x, axis, dtype, keepdims=keepdims)`` of one chunk, by ltdask's kernels
     where the summed axes are the chunk's first or its last ones, its ``(frames, pixels)``
     view is C-contiguous and `_sum_dtype` gives the sums' dtype; by numpy otherwise."""
-    dtype = np.dtype(dtype) if dtype is not None else np.zeros(1, x.dtype).sum().dtype
+    dtype = _sum_result_dtype(x.dtype, dtype)
     axes = _axes(axis, x.ndim)
     flat = None if computing_meta else _flat(x, axes)
     acc_dtype = None if flat is None else _sum_dtype(x.dtype, dtype, flat[1])

@@ -55,6 +55,9 @@ class RunContext:
     #: per-pixel results (``FOLDS_LAYOUT``), and the tiling scheme of the raw frames
     layout: PixelLayout | None = None
     layout_scheme: TilingScheme | None = None
+    #: whether the run's one UDF takes each tile's per-pixel sums from the decoder in place
+    #: of the tile (`ltdask.udf.plan.decoder_sums`, decided once for the run's scheme)
+    decoder_sums: bool = False
 
 
 @dataclass(frozen=True, eq=False)

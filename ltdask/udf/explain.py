@@ -8,7 +8,7 @@ import numpy as np
 
 from ltdask.io.partition import for_run
 from ltdask.udf.interface import UDFBase
-from ltdask.udf.plan import decoder_sums, plan_run
+from ltdask.udf.plan import plan_run
 
 
 @dataclass(frozen=True)
@@ -73,9 +73,7 @@ def explain(dataset, udfs, roi=None, corrections=None, backends=None) -> RunExpl
             f"tiles are the files' raw frames of {tuple(raw)}, read as stored: the UDFs move "
             "their per-pixel results to the frame's pixels"
         )
-    if plan.tile_corrections is None and decoder_sums(
-        plan.dataset, plan.udfs, plan.context, scheme
-    ):
+    if plan.context.decoder_sums:
         lines.append("the decoder adds the pixels up as it reads them: no tiles are made")
     bplan = plan.context.backends
     assert bplan is not None

@@ -180,7 +180,10 @@ def plan_run(
         # each costs some overhead: tiles of whole partitions
         depth = max([p.num_frames for p in partitions] + [1])
         scheme = TilingScheme(scheme.slices, depth=depth, intent=scheme.intent)
-    layout, layout_scheme = _raw_layout(dataset, udfs, methods, consumers, read_as, context)
+    tiles_corrected = prepared is not None and folded is None
+    layout, layout_scheme = _raw_layout(
+        dataset, udfs, methods, consumers, read_as, context, tiles_corrected
+    )
     if layout is not None:
         # the UDFs sum the raw frames, whole, and move their sums to the image's pixels
         scheme = _whole_frames(context, layout_scheme.depth, layout_scheme.intent)
@@ -188,6 +191,7 @@ def plan_run(
     summed = _summed_scheme(dataset, udfs, context, partitions, scheme)
     if summed is not None:
         scheme = summed
+        context = dataclasses.replace(context, decoder_sums=True)
     if any(meth is not UDFMethod.TILE for meth in methods) and len(scheme) != 1:
         raise UDFError(
             f"{dataset.path}: frame and partition UDFs need whole frames, but the "
@@ -250,16 +254,15 @@ def native_tile_dtype(dataset, udfs, input_dtype, prepared, backend_plan) -> np.
     return native
 
 
-def _raw_layout(dataset, udfs, methods, consumers, read_as, context):
+def _raw_layout(dataset, udfs, methods, consumers, read_as, context, tiles_corrected):
     """``(layout, scheme)``: the dataset's `PixelLayout` and the tiling scheme of its raw
     frames where every UDF of the run sums the raw frames and moves its per-pixel results
     (``FOLDS_LAYOUT``, declared by the class itself) -- tiles of whole raw frames, numpy,
-    uncorrected (no corrections, or corrections the UDFs fold) -- else ``(None, None)``."""
+    uncorrected (`tiles_corrected` False: no corrections, or corrections the UDFs fold) --
+    else ``(None, None)``."""
     plan = context.backends
-    corrections = context.corrections
-    tile_corrections = corrections is not None and corrections.have_corrections()
     if (
-        (tile_corrections and context.folded is None)
+        tiles_corrected
         or (plan is not None and (plan.source, set(plan.targets)) != (BACKEND_NUMPY, {"numpy"}))
         or any(meth is not UDFMethod.TILE for meth in methods)
         or not all(vars(type(u)).get("FOLDS_LAYOUT", False) for u in udfs)

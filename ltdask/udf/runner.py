@@ -26,7 +26,6 @@ from ltdask.udf.backends import TileForms, on_device, to_host
 from ltdask.udf.bind import PartitionPlace, RunContext, bind, partition_params
 from ltdask.udf.buffers import BufferSpec, Namespace, declared_buffers, stored_buffers
 from ltdask.udf.interface import UDFBase, UDFMethod
-from ltdask.udf.plan import decoder_sums
 from ltdask.udf.shared import SharedStats
 
 
@@ -249,8 +248,8 @@ def run_partition(
                 b.shared = shared
     source = BACKEND_NUMPY if plan is None else plan.source
     sums = None
-    if present.size and corrections is None and source == BACKEND_NUMPY:
-        sums = _decoder_sums(dataset, bound, scheme, context, present)
+    if present.size and context.decoder_sums:
+        sums = dataset.tile_sums(present, scheme)  # type: ignore[attr-defined]
     if sums is not None:
         b = bound[0]
         for first, n, s, acc in sums:
@@ -346,14 +345,6 @@ def run_partition(
         b.udf.cleanup()
         out.append({k: to_host(a) for k, a in b.arrays.items()})
     return out
-
-
-def _decoder_sums(dataset: DataSet, bound: list[_Bound], scheme, context: RunContext, present):
-    """The tiles' per-pixel sums from the dataset's decoder (`FileDataSet.tile_sums`) for a
-    run whose one UDF takes them in place of integer tiles (`plan.decoder_sums`), or None."""
-    if not decoder_sums(dataset, [b.udf for b in bound], context, scheme):
-        return None
-    return dataset.tile_sums(present, scheme)  # type: ignore[attr-defined]
 
 
 def _native_tiles(dataset: DataSet, present, scheme: TilingScheme, dtype, block, source: str):

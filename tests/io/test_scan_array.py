@@ -5,6 +5,7 @@ from __future__ import annotations
 import dask.array as da
 import numpy as np
 import pytest
+from helpers.formatfiles import write_raw
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,12 +37,9 @@ def kernel_calls(monkeypatch):
     return calls
 
 
-def _raw(tmp_path, data, **kwargs):
-    path = tmp_path / "scan.raw"
-    data.tofile(path)
-    return ltdask.open_raw(
-        path, nav_shape=data.shape[:2], sig_shape=data.shape[2:], dtype=data.dtype, **kwargs
-    )
+def _raw(folder, data):
+    path, kwargs = write_raw(folder, data)
+    return ltdask.open_raw(path, **kwargs)
 
 
 def _reference(data, axis, dtype):
