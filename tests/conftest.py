@@ -33,6 +33,30 @@ os.environ["DASK_LTDASK__COMPILE_NOTICE"] = "False"
 dask.config.set({"ltdask.compile-notice": False})
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--bad-input-tables",
+        action="store_true",
+        help="print the bad-input tables (every malformed input and what it raises) at the "
+        "end of each module; they are always written to build/bad-input-tables.txt",
+    )
+
+
+def pytest_sessionstart(session):
+    from helpers.badinput import tables_path
+
+    tables_path(session.config).unlink(missing_ok=True)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    from helpers.badinput import TABLES_FILE, tables_path
+
+    if tables_path(config).exists() and not config.getoption("bad_input_tables"):
+        terminalreporter.write_line(
+            f"bad-input tables: {TABLES_FILE} (or pytest --bad-input-tables)"
+        )
+
+
 SCHEDULERS = [
     pytest.param("sync", id="sync"),
     pytest.param("threads", id="threads"),

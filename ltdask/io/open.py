@@ -140,9 +140,10 @@ def open_dataset(path, /, format: str | None = None, **kwargs) -> DataSet:
     Examples
     --------
     >>> import numpy as np, tempfile, os
+    >>> import ltdask
     >>> path = os.path.join(tempfile.mkdtemp(), "scan.npy")
     >>> np.save(path, np.zeros((2, 3, 4, 5), dtype=np.float32))
-    >>> ds = open_dataset(path)  # ltdask.open(path)
+    >>> ds = ltdask.open(path)  # ltdask.io.open_dataset is the same function
     >>> type(ds).__name__, ds.nav_shape, ds.sig_shape
     ('NpyDataSet', (2, 3), (4, 5))
     """

@@ -8,7 +8,8 @@ for arguments of the wrong type), with the file and the offending value in the m
 never a segfault, a numba/h5py/zarr internal error or a silently wrong result.
 
 :func:`expect` checks one case and records it; :func:`report` (a module-scoped fixture's
-body) prints each module's cases and what they raised at its end, past pytest's capture.
+body) writes each module's cases and what they raised to ``build/bad-input-tables.txt`` at its
+end (``pytest --bad-input-tables`` prints them too).
 :func:`fuzz` runs one hypothesis example and counts the outcomes.
 """
 
@@ -92,8 +93,9 @@ def expect(request, expected, match: str | None, fn, *args, names=None, **kwargs
 
 
 def report(request):
-    """Body of a module-scoped fixture: at the end of the module, print every case and what
-    it raised, and remove the fuzz tests' files."""
+    """Body of a module-scoped fixture: at the end of the module, write every case and what
+    it raised to the tables file (and the terminal, on request), and remove the fuzz tests'
+    files."""
     TABLE.clear()
     FUZZ_SEEN.clear()
     yield
@@ -103,16 +105,32 @@ def report(request):
         lines.append(f"{case:<{width}}  {kind:<18} {message[:110]}")
     for name, seen in sorted(FUZZ_SEEN.items()):
         lines.append(f"fuzz {name}: {dict(seen)}")
-    _print_uncaptured(request, lines)
+    if len(lines) > 1:
+        _write_table(request.config, lines)
     while _fuzz_dirs:
         shutil.rmtree(_fuzz_dirs.pop(), ignore_errors=True)
 
 
-def _print_uncaptured(request, lines: list[str]) -> None:
-    """Write to pytest's terminal past output capture (fixture teardown is captured)."""
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    if reporter is None or len(lines) < 2:
+#: where the tables go, under the rootdir (``build/`` is ignored by git)
+TABLES_FILE = Path("build") / "bad-input-tables.txt"
+
+
+def tables_path(config) -> Path:
+    return Path(config.rootpath) / TABLES_FILE
+
+
+def _write_table(config, lines: list[str]) -> None:
+    """Append one module's table to the tables file; print it where ``--bad-input-tables``
+    asks (fixture teardown is captured, so past pytest's capture)."""
+    path = tables_path(config)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        f.write("\n".join(["-- " + lines[0] + " --", *lines[1:], ""]) + "\n")
+    if not config.getoption("bad_input_tables", False):
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None:
         return
     with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
         reporter.write_line("")
