@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
 
 import dask
@@ -40,6 +41,30 @@ def pytest_addoption(parser):
         help="print the bad-input tables (every malformed input and what it raises) at the "
         "end of each module; they are always written to build/bad-input-tables.txt",
     )
+
+
+#: the core tier (``pytest`` as the README runs it) takes at most this many cases of each
+#: parametrised test, spread over its list (its first and last among them); the others are
+#: marked ``slow``, the tier `.ci/run` adds (``pytest -m slow``)
+CORE_CASES = 8
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Mark the cases of large parametrised tables beyond the core tier's sample ``slow``
+    (before ``-m`` deselects by mark)."""
+    tables = defaultdict(list)
+    for item in items:
+        if getattr(item, "callspec", None) is not None and not item.get_closest_marker("slow"):
+            tables[(item.path, item.originalname)].append(item)
+    for cases in tables.values():
+        n = len(cases)
+        if n <= CORE_CASES:
+            continue
+        core = {round(j * (n - 1) / (CORE_CASES - 1)) for j in range(CORE_CASES)}
+        for i, item in enumerate(cases):
+            if i not in core:
+                item.add_marker(pytest.mark.slow)
 
 
 def pytest_sessionstart(session):

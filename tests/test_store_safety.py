@@ -238,6 +238,7 @@ def old_store(path, writer):
         ltdask.from_array(np.full((2, 2, 3, 3), OLD)).to_zarr(path)
 
 
+@pytest.mark.slow  # kills writers at many points
 def test_killed_replacement_loses_nothing(tmp_path):
     procs = {}
     cases = [(*key, "results") for key in STEPS] + [(*key, "dataset") for key in DATASET_STEPS]

@@ -119,6 +119,7 @@ def test_new_analyses_run(tmp_path):
     )
 
 
+@pytest.mark.slow  # compiles every shipped kernel in a fresh cache
 def test_warmup_command_and_precompile(tmp_path):
     result = CliRunner().invoke(main, ["warmup", "--dtype", "uint16"])
     assert result.exit_code == 0, result.output
