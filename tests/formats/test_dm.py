@@ -160,6 +160,71 @@ def test_transposed_4d_refused_unless_forced(tmp_path):
         open_dm(path)
 
 
+#: spectra as GMS stores them: (numpy-order data, Meta Data Format, Signal, calibrations)
+SPECTRA = {
+    "eels-spectrum-1xN": (
+        np.zeros((1, 64), "float32"),
+        "Spectrum",
+        "EELS",
+        [(1.0, 0.0, ""), (0.5, -100, "eV")],
+    ),
+    "cl-line-67x1336": (
+        np.zeros((67, 1336), "uint16"),
+        "Spectrum image",
+        "CL",
+        [(0.1, 0.0, "µm"), (0.3, -1000, "nm")],
+    ),
+    "eds-spectrum-image": (
+        np.zeros((32, 3, 4), "uint32"),
+        "Spectrum image",
+        "X-ray",
+        [(0.01, -5, "keV"), (2.0, 0.0, "nm"), (2.0, 0.0, "nm")],
+    ),
+}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("case", list(SPECTRA))
+def test_spectra_are_refused_with_the_reason(tmp_path, version, case):
+    """1-D spectra stored as 1 x N images, spectrum line scans and spectrum images are not
+    stacks of 2-D frames: RosettaSciIO reads them as spectra (a signal type, one signal axis
+    or a conversion to a spectrum signal); ltdask refuses them, naming the tags that say so,
+    instead of opening them as frames."""
+    data, kind, signal, calibrations = SPECTRA[case]
+    path = write_dm(tmp_path / f"s.dm{version}", data, version=version, kind=kind,
+                    signal=signal, calibrations=calibrations)  # fmt: skip
+    theirs = rsciio_read(path)
+    assert theirs["metadata"]["Signal"]["signal_type"] in ("EELS", "CL", "EDS_TEM")
+    signal_axes = [a for a in theirs["axes"] if not a["navigate"]]
+    assert len(signal_axes) == 1 or len(theirs["post_process"]) == 2  # + to_signal1D
+    shape = " x ".join(str(d) for d in data.shape)
+    with pytest.raises(
+        DataSetError,
+        match=rf"s\.dm{version}'?: the {shape} image holds spectra, not a stack of 2-D frames: "
+        rf"ImageTags/Meta Data/Format is '{kind}'; ImageTags/Meta Data/Signal is '{signal}'.*"
+        r"open spectra with RosettaSciIO or HyperSpy",
+    ):
+        open_dm(path)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_bool_data_is_bool(tmp_path, version):
+    """DataType 14 (binary images, one byte per pixel) reads as bool, as RosettaSciIO reads
+    it, not as uint8."""
+    data = make((2, 3, 4, 5), "uint8", seed=7) % 3 == 0
+    path = write_dm(tmp_path / f"mask.dm{version}", data, version=version)
+    theirs = np.asarray(rsciio_read(path)["data"])
+    assert theirs.dtype == np.bool_
+    ds = open_dm(path)
+    assert ds.dtype == np.bool_
+    got = ds.to_dask().compute()
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, theirs)
+    np.testing.assert_array_equal(got, data)
+    sums = ltdask.udf.SumSigUDF().compute(ds)["intensity"].values
+    np.testing.assert_array_equal(sums, data.sum(axis=(2, 3)))
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_open_by_suffix_sniff_and_xarray(tmp_path, version):
     data = make((2, 3, 5, 7), "uint16")

@@ -36,6 +36,27 @@ def tree_file(folder: Path, root: list, version=4, name="scan.dm4") -> Path:
     return write_tree(folder / name, root, version)
 
 
+#: images whose tags say they hold spectra: (numpy-order data, write_dm's tags)
+SPECTRA = {
+    "eels-1xN": (np.zeros((1, 64), "f4"), dict(kind="Spectrum", signal="EELS")),
+    "eels-1d": (np.zeros(64, "f4"), dict(kind="Spectrum", signal="EELS")),
+    "cl-line": (
+        np.zeros((67, 1336), "u2"),
+        dict(kind="Spectrum image", signal="CL", calibrations=[(0.1, 0, "µm"), (0.3, 0, "nm")]),
+    ),
+    "eds-si": (np.zeros((16, 3, 4), "u4"), dict(kind="Spectrum image", signal="X-ray")),
+    "si-untyped": (np.zeros((16, 3, 4), "u4"), dict(kind="Spectrum image")),
+    "energy-axis": (
+        np.zeros((3, 100), "f4"),
+        dict(kind=None, calibrations=[(1.0, 0.0, "nm"), (0.25, 40.0, "eV")]),
+    ),
+    "orsay-spim": (
+        np.zeros((3, 100), "f4"),
+        dict(kind=None, image_tags=(("spim", [("eels", [("Dispersion", i32(1))])]),)),
+    ),
+}
+
+
 def _case(folder: Path, kind: str) -> Path:
     good = write_dm(folder / "good.dm4", DATA)
     raw = good.read_bytes()
@@ -58,6 +79,9 @@ def _case(folder: Path, kind: str) -> Path:
         path = folder / "scan.dm4"
         path.write_bytes(simple[kind])
         return path
+    if kind in SPECTRA:
+        data, tags = SPECTRA[kind]
+        return write_dm(folder / "scan.dm4", data, **tags)
     if kind == "dm3-cut":
         path = write_dm(folder / "scan.dm3", DATA, version=3)
         path.write_bytes(path.read_bytes()[:-300])
@@ -150,6 +174,24 @@ DM_CASES = [
     pytest.param("bad-marker", DataSetError, r"does not start with '%%%%'", id="bad-marker"),
     pytest.param("deep", DataSetError, r"nested more than 64 deep", id="nested-100-deep"),
     pytest.param("bad-tag-kind", DataSetError, r"has kind 7", id="bad-tag-kind"),
+    pytest.param("eels-1xN", DataSetError, r"the 1 x 64 image holds spectra, not a stack of "
+                 r"2-D frames: ImageTags/Meta Data/Format is 'Spectrum'; ImageTags/Meta "
+                 r"Data/Signal is 'EELS' \(EELS spectra\); ltdask reads detector frames",
+                 id="eels-spectrum-1xN"),
+    pytest.param("eels-1d", DataSetError, r"the 64 image holds spectra.*Format is 'Spectrum'",
+                 id="eels-spectrum-1d"),
+    pytest.param("cl-line", DataSetError, r"the 67 x 1336 image holds spectra.*Format is "
+                 r"'Spectrum image'; .*Signal is 'CL' \(cathodoluminescence spectra\)",
+                 id="cl-line-scan-67x1336"),
+    pytest.param("eds-si", DataSetError, r"16 x 3 x 4 image holds spectra.*'X-ray' \(EDS",
+                 id="eds-spectrum-image"),
+    pytest.param("si-untyped", DataSetError, r"16 x 3 x 4 image holds spectra, not a stack of "
+                 r"2-D frames: ImageTags/Meta Data/Format is 'Spectrum image'; ltdask",
+                 id="spectrum-image-no-signal"),
+    pytest.param("energy-axis", DataSetError, r"3 x 100 image holds spectra.*: its fastest dim "
+                 r"\(100 long\) is calibrated in eV, an energy axis", id="energy-axis-untagged"),
+    pytest.param("orsay-spim", DataSetError, r"3 x 100 image holds spectra.*'spim' group",
+                 id="orsay-spim"),
 ]  # fmt: skip
 
 

@@ -53,6 +53,21 @@ def test_scan_equals_rsciio(tmp_path, nav):
         assert ours[dim].origin == pytest.approx(axes[name]["offset"], rel=1e-12)
 
 
+@pytest.mark.parametrize("dotted", [True, False], ids=["v0.51-dotted-tag", "nested"])
+def test_scan_field_of_view_equals_rsciio(tmp_path, dotted):
+    """EMPAD v0.51 writes the field of view in ``<optics.get_full_scan_field_of_view>``, one
+    element whose tag name holds a dot; the scan's scale is that width over the scan's
+    pixels, per dim (y, x), as RosettaSciIO reads it."""
+    nav, fov = (2, 4), (6e-8, 1.6e-7)
+    xml = write_empad(tmp_path, empad_frames(8, seed=2), nav, fov=fov, fov_dotted=dotted)
+    ds = ltdask.open_empad(xml)
+    axes = {a["name"]: a for a in rsciio_read(xml)["axes"]}
+    for i, (name, cal) in enumerate(zip(("scan_y", "scan_x"), ds.nav_calibration, strict=True)):
+        expected = fov[i] / nav[i] * 1e9  # metres over pixels, in nm
+        assert in_nm(axes[name]["scale"], axes[name]["units"]) == pytest.approx(expected)
+        assert (cal.scale, cal.units) == (pytest.approx(expected, rel=1e-12), "nm")
+
+
 def test_series_equals_rsciio(tmp_path):
     frames = empad_frames(6, seed=3)
     xml = write_empad(tmp_path, frames, (6,), kind="series")

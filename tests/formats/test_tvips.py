@@ -70,6 +70,38 @@ def test_scan_from_rotator_equals_rsciio_auto(tmp_path):
     np.testing.assert_array_equal(ds.to_dask().compute(), theirs)
 
 
+@pytest.mark.parametrize(
+    ("n", "nav", "positions"),
+    [(6, (6,), None), (16, (4, 4), None), (6, (2, 3), (2, 3))],
+    ids=["0-to-5", "0-to-15-square", "0-to-5-positions-2x3"],
+)
+def test_rotator_counting_from_zero_keeps_the_first_frame(tmp_path, n, nav, positions):
+    """Headers numbering the rotator positions 0, 1, … n - 1 from the series' first frame:
+    that frame is the scan's first point, not lead-in. RosettaSciIO reads all n frames, and
+    the scan from frame 0 where it is told the shape (the scan positions say it too)."""
+    frames = tvips_frames(n, (3, 4), seed=n)
+    kwargs: dict = {"rotator": np.arange(n)}
+    if positions is None:
+        kwargs["frame_header_bytes"] = 60  # RosettaSciIO's own: no scan positions
+    else:
+        kwargs["positions"] = scan_positions(positions)
+    paths = write_tvips(tmp_path, frames, 4, **kwargs)
+    ds = ltdask.open_tvips(paths[1])
+    assert ds.sync_offset == 0 and ds.nav_shape == nav
+    assert ds.scan_detection == (
+        "rotator index in the frame headers"
+        if positions is None
+        else "scan positions in the frame headers"
+    )
+    stack = rsciio_read(paths[0])["data"]
+    np.testing.assert_array_equal(stack, frames)
+    data = ds.to_dask().compute()
+    np.testing.assert_array_equal(data.reshape(stack.shape), stack)
+    if len(nav) == 2:
+        scan = rsciio_read(paths[0], scan_shape=nav, scan_start_frame=0)["data"]
+        np.testing.assert_array_equal(data, scan)
+
+
 def test_rotator_of_a_non_square_scan(tmp_path):
     rotator = np.r_[np.zeros(2), np.arange(1, 13)]
     paths = write_tvips(
@@ -111,18 +143,38 @@ def test_sig_calibration_equals_rsciio(tmp_path, mode, units):
     assert ds.metadata["mode"] == mode
 
 
-def test_partial_last_frame(tmp_path):
-    frames = tvips_frames(10, (5, 6), seed=4)
-    paths = write_tvips(tmp_path, frames, 4, positions=scan_positions((2, 5)), cut_bytes=9)
-    with pytest.warns(ltdask.MissingFramesWarning, match=r"scan_002\.tvips' ends inside frame 9"):
+@pytest.mark.parametrize(
+    ("nav", "lead", "rotator"),
+    [((3, 6), 0, False), ((2, 5), 2, False), ((4, 4), 0, True)],
+    ids=["positions-3x6", "positions-lead-in", "rotator-4x4"],
+)
+def test_partial_last_frame_keeps_the_scan(tmp_path, nav, lead, rotator):
+    """A 3-file series whose last file ends inside the scan's last frame: the scan keeps the
+    shape its headers give, every whole frame is read, the cut-off frame's position is
+    invalid (and warned about), rather than a row of whole frames dropped with it."""
+    points = nav[0] * nav[1]
+    n = lead + points
+    frames = tvips_frames(n, (5, 6), seed=n)
+    if rotator:
+        kwargs: dict = {"rotator": np.arange(points), "frame_header_bytes": 60}
+    else:
+        kwargs = {"positions": scan_positions(nav, lead)}
+    paths = write_tvips(tmp_path, frames, -(-n // 3), cut_bytes=9, **kwargs)
+    assert len(paths) == 3
+    with pytest.warns(ltdask.MissingFramesWarning) as caught:
         ds = ltdask.open_tvips(paths[0])
-    assert ds.nav_shape == (1, 5)  # whole rows of the frames there are
-    ds = ltdask.open_tvips(paths[0], nav_shape=(2, 5))
-    data = ds.to_dask().compute().reshape(10, 5, 6)
-    np.testing.assert_array_equal(data[:9], frames[:9])
-    assert not data[9].any()
+    messages = " / ".join(str(w.message) for w in caught)
+    assert f"scan_002.tvips' ends inside frame {n - 1}" in messages
+    assert ds.nav_shape == nav and ds.sync_offset == lead
+    data = ds.to_dask().compute().reshape(points, 5, 6)
+    np.testing.assert_array_equal(data[:-1], frames[lead:-1])
+    assert not data[-1].any()
     res = SumSigUDF().compute(ds)
-    assert res["intensity_valid"].values.ravel().tolist() == [True] * 9 + [False]
+    valid = res["intensity_valid"].values.ravel().tolist()
+    assert valid == [True] * (points - 1) + [False]
+    np.testing.assert_array_equal(
+        res["intensity"].values.ravel()[:-1], frames[lead:-1].sum(axis=(1, 2))
+    )
 
 
 def test_version_1(tmp_path):

@@ -13,7 +13,7 @@ The tree written here::
       [0] the thumbnail: a small RGBA 2-D image (DataType 23, as GMS writes it)
       [1] ImageData  Calibrations {Brightness, Dimension [one per dim, fastest first]}
                      Data (array of pixels), DataType, Dimensions (fastest first), PixelDepth
-          ImageTags  Meta Data {Format, Data Order Swapped}, Microscope Info {Voltage}
+          ImageTags  Meta Data {Format, Signal, Data Order Swapped}, Microscope Info {Voltage}
           Name
       [2...] extra, smaller images (``extra_images=``)
     Thumbnails
@@ -39,6 +39,7 @@ DTYPE_CODES = {
     "u2": (10, 4),
     "u4": (11, 5),
     "f8": (12, 7),
+    "b1": (14, 8),  # binary images: one byte per pixel
 }
 #: element type code -> struct format character
 FORMATS = {2: "h", 3: "i", 4: "H", 5: "I", 6: "f", 7: "d", 8: "?", 9: "b", 10: "B", 11: "q"}
@@ -161,21 +162,32 @@ def image_group(
     name: str = "scan",
     voltage: float | None = 300e3,
     rgba: bool = False,
+    kind: str | None = "Diffraction image",
+    signal: str | None = None,
+    image_tags: tuple = (),
 ) -> list:
     """One ImageList entry. `shape` and `calibrations` are in numpy order (slowest first);
     calibrations are DM's ``(scale, origin, units)`` with position ``(i - origin) * scale``.
-    With `rgba`, uint32 `data` is written as an RGBA image (DataType 23)."""
+    With `rgba`, uint32 `data` is written as an RGBA image (DataType 23). `kind` and
+    `signal` are the ``Meta Data`` tags ``Format`` (what the image is: "Image", "Diffraction
+    image", "Spectrum", "Spectrum image") and ``Signal`` (the spectroscopy: "EELS", "X-ray",
+    "CL"); None leaves the tag out. `image_tags` are more ``(label, value)`` ImageTags."""
     dt = np.dtype(dtype)
     data_type, element = (23, 5) if rgba else DTYPE_CODES[dt.str[1:]]
     count = int(np.prod(shape)) * (2 if dt.kind == "c" else 1)
     dims_dm = list(shape)[::-1]
     cals = list(calibrations)[::-1] if calibrations is not None else [(1.0, 0.0, "")] * len(shape)
-    meta: list = [("Format", text("Diffraction image"))]
+    meta: list = []
+    if kind is not None:
+        meta.append(("Format", text(kind)))
+    if signal is not None:
+        meta.append(("Signal", text(signal)))
     if swapped is not None:
         meta.append(("Data Order Swapped", boolean(swapped)))
     tags: list = [("Meta Data", meta)]
     if voltage is not None:
         tags.append(("Microscope Info", [("Voltage", f64(voltage))]))
+    tags += list(image_tags)
     return [
         (
             "ImageData",
@@ -210,15 +222,17 @@ def write_dm(
     extra_images: tuple[np.ndarray, ...] = (),
     name: str = "scan",
     pad: int = 0,
+    **tags,
 ) -> Path:
     """Write `data` (numpy order, nav dims first) as the main image of a DM3/DM4 file.
 
     `pad` lengthens a label before the image by that many bytes: the pixels start at another
-    offset (GMS aligns nothing: any offset occurs)."""
+    offset (GMS aligns nothing: any offset occurs). `tags` (``kind``, ``signal``,
+    ``image_tags``) go to the main image's `image_group`."""
     thumb = np.arange(8 * 6, dtype=np.uint32).reshape(8, 6) * 0x01010101
     images = [
         ("", image_group(thumb, thumb.shape, thumb.dtype, swapped=None, name="thumb", rgba=True)),
-        ("", image_group(data, data.shape, data.dtype, calibrations, swapped, name)),
+        ("", image_group(data, data.shape, data.dtype, calibrations, swapped, name, **tags)),
     ]
     for k, extra in enumerate(extra_images):
         images.append(("", image_group(extra, extra.shape, extra.dtype, name=f"extra {k}")))

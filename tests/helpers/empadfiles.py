@@ -38,6 +38,7 @@ def write_empad(
     pixelsize: float | None = None,
     cut_bytes: int = 0,
     pix: bool = True,
+    fov_dotted: bool = True,
 ) -> Path:
     """Write `frames` (``(n, 128, 128)``, any float) as an EMPAD raw file and its XML; return
     the XML's path.
@@ -45,7 +46,10 @@ def write_empad(
     `nav` is the scan (y, x) or series (count,) the XML describes; `acquire` (default `nav`)
     and `search` the scan parameters; `fov` (y, x) in metres and `pixelsize` (in the units
     RosettaSciIO reads as 1e-9/nm) the calibrations; `cut_bytes` bytes are cut off the end of
-    the raw file (an interrupted acquisition)."""
+    the raw file (an interrupted acquisition). The field of view is written as EMPAD v0.51
+    writes it, in one element whose tag name holds a dot
+    (``<optics.get_full_scan_field_of_view>``), or with `fov_dotted` False nested
+    (``<optics><get_full_scan_field_of_view>``)."""
     folder = Path(folder)
     n = len(frames)
     if raw_name is None:
@@ -81,10 +85,13 @@ def write_empad(
     if pixelsize is not None:
         lines.append(f"    <calibrated_pixelsize>{pixelsize!r}</calibrated_pixelsize>")
     if fov is not None:
-        lines.append(
-            "    <optics><get_full_scan_field_of_view>"
-            f"({fov[0]!r}, {fov[1]!r})</get_full_scan_field_of_view></optics>"
-        )
+        value = f"({fov[0]!r}, {fov[1]!r})"
+        if fov_dotted:
+            tag = "optics.get_full_scan_field_of_view"
+            lines.append(f"    <{tag}>{value}</{tag}>")
+        else:
+            tag = "get_full_scan_field_of_view"
+            lines.append(f"    <optics><{tag}>{value}</{tag}></optics>")
     lines.append("  </iom_measurements>")
     lines.append("</root>")
     path = folder / xml_name

@@ -10,6 +10,12 @@ of the ``ImageList`` that is not a thumbnail; its ``ImageData`` gives
   the dimensions; DM's physical position is ``(index - Origin) * Scale``, i.e. ltdask's
   ``origin = -Origin * Scale``.
 
+Images whose tags say they hold spectra are refused, with the tags that say so:
+``ImageTags/Meta Data/Format`` "Spectrum" (1-D spectra, stored as 1 x N images) or
+"Spectrum image" (line scans, spectrum images), ``ImageTags/Meta Data/Signal`` "EELS",
+"X-ray" or "CL", an Orsay ``ImageTags/spim`` group, or a frame dim calibrated in eV.
+Binary images (DataType 14) read as bool.
+
 4-D data is C-ordered ``(scan_y, scan_x, det_y, det_x)`` when ``ImageTags/Meta Data/Data
 Order Swapped`` is set. Without that flag, 4-D files are stored transposed (all scan
 positions of detector pixel 0 first); those are refused unless ``force_c_order=True``.
@@ -44,10 +50,18 @@ DATA_TYPES = {
     11: "u4",
     12: "f8",
     13: "c16",
-    14: "u1",  # binary images: one byte per pixel
+    14: "?",  # binary images: one byte per pixel, read as bool (as RosettaSciIO reads them)
 }
 UNSUPPORTED_TYPES = {5: "packed complex", 8: "RGB", 23: "RGBA", 27: "packed complex",
                      28: "packed complex"}  # fmt: skip
+#: ``ImageTags/Meta Data/Format`` values of images whose fastest (2-D) or slowest (3-D)
+#: dim is a spectrum: DM's 1-D spectra are 1 x N images, line scans N x M, spectrum images
+#: 3-D (as RosettaSciIO and Nion Swift read them)
+SPECTRAL_FORMATS = ("spectrum", "spectrum image")
+#: ``ImageTags/Meta Data/Signal`` values of spectroscopies
+SPECTROSCOPY_SIGNALS = {"eels": "EELS", "x-ray": "EDS", "cl": "cathodoluminescence"}
+#: units of an energy axis (EELS energy loss, EDS energy): never a detector frame's
+ENERGY_UNITS = ("ev", "kev", "mev")
 
 
 class UnalignedFileSet(FileSet):
@@ -135,6 +149,46 @@ def _dtype(dm: DMFile, image: TagGroup) -> np.dtype:
     return dtype
 
 
+def _tag_text(value) -> str:
+    """A text tag's value (DM stores text as arrays of UTF-16 code units), else ""."""
+    if isinstance(value, ArrayTag):
+        return value.text().strip()
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _not_frames(image: TagGroup, dm_dims: tuple[int, ...]) -> str | None:
+    """Why the tags say the image holds something other than a stack of 2-D frames
+    (spectra), or None. `dm_dims` fastest first; the frame is ``dm_dims[:2]``."""
+    meta = image.path(("ImageTags", "Meta Data"))
+    kind = _tag_text(meta.get("Format")) if isinstance(meta, TagGroup) else ""
+    signal = _tag_text(meta.get("Signal")) if isinstance(meta, TagGroup) else ""
+    reasons = []
+    if kind.lower() in SPECTRAL_FORMATS:
+        reasons.append(f"ImageTags/Meta Data/Format is {kind!r}")
+    if signal.lower() in SPECTROSCOPY_SIGNALS:
+        reasons.append(
+            f"ImageTags/Meta Data/Signal is {signal!r} "
+            f"({SPECTROSCOPY_SIGNALS[signal.lower()]} spectra)"
+        )
+    if isinstance(image.path(("ImageTags", "spim")), TagGroup):
+        reasons.append("ImageTags has a 'spim' group (an Orsay spectrum image)")
+    entries = image.path(("ImageData", "Calibrations", "Dimension"))
+    units = [
+        _tag_text(e.get("Units")) if isinstance(e, TagGroup) else ""
+        for e in (entries.values() if isinstance(entries, TagGroup) else [])
+    ]
+    for i, unit in enumerate(units[:2]):
+        if unit.lower() in ENERGY_UNITS and i < len(dm_dims):
+            reasons.append(
+                f"its {'fastest' if i == 0 else 'second'} dim ({dm_dims[i]} long) is "
+                f"calibrated in {unit}, an energy axis"
+            )
+    if not reasons:
+        return None
+    shape = " x ".join(str(d) for d in dm_dims[::-1])
+    return f"the {shape} image holds spectra, not a stack of 2-D frames: " + "; ".join(reasons)
+
+
 def _calibration(image: TagGroup, ndim: int) -> list[tuple[float, float, str] | None]:
     """One ``(scale, origin, units)`` (ltdask's convention) or None per dim, in DM order."""
     group = image.path(("ImageData", "Calibrations", "Dimension"))
@@ -163,6 +217,7 @@ def _metadata(dm: DMFile, image: TagGroup, index: int) -> dict:
         meta["name"] = name.text()
     for key, where in (
         ("signal_format", ("ImageTags", "Meta Data", "Format")),
+        ("signal", ("ImageTags", "Meta Data", "Signal")),
         ("voltage_V", ("ImageTags", "Microscope Info", "Voltage")),
         ("exposure_s", ("ImageTags", "Acquisition", "Parameters", "High Level", "Exposure (s)")),
         ("camera_length", ("ImageTags", "Microscope Info", "STEM Camera Length")),
@@ -216,6 +271,12 @@ class DMDataSet(FileDataSet):
             raise DataSetError(
                 f"{path!r}: the image data holds {data.nbytes} bytes, but its Dimensions "
                 f"{dm_dims} of {dtype} need {expected}"
+            )
+        why = _not_frames(image, dm_dims)
+        if why is not None:
+            raise DataSetError(
+                f"{path!r}: {why}; ltdask reads detector frames (4-D scans, 3-D stacks, 2-D "
+                "images); open spectra with RosettaSciIO or HyperSpy"
             )
         swapped = image.path(("ImageTags", "Meta Data", "Data Order Swapped"))
         if len(shape) == 4 and not swapped and not force_c_order:
@@ -294,7 +355,9 @@ def open_dm(
         The file does not exist.
     ltdask.DataSetError
         Not a DM3/DM4 file, a malformed or truncated tag tree, an unsupported data type or
-        layout, or image data that does not match its dimensions.
+        layout, image data that does not match its dimensions, or an image whose tags say
+        it holds spectra (a 1 x N spectrum, a spectrum line scan or spectrum image) rather
+        than a stack of 2-D frames.
 
     Examples
     --------

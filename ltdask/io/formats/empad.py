@@ -150,7 +150,11 @@ def nav_calibration(root: ET.Element, nav: tuple[int, ...]):
     """``(scale, "nm")`` per scan dim from the XML's field of view, or None."""
     if len(nav) != 2:
         return None
-    fov = _text(root, "iom_measurements/optics/get_full_scan_field_of_view")
+    # v0.51 names one element with a dot in its tag (``<optics.get_full_scan_field_of_view>``),
+    # not a nested ``<optics>`` group; both are read
+    fov = _text(root, "iom_measurements/optics.get_full_scan_field_of_view")
+    if fov is None:
+        fov = _text(root, "iom_measurements/optics/get_full_scan_field_of_view")
     if fov is not None:
         try:
             values = ast.literal_eval(fov)

@@ -142,13 +142,18 @@ class TVIPSDataSet(FileDataSet):
             n = whole_records(p, signature[2], header, stride, 0, i == len(paths) - 1, start)
             files.append(File(p, start, n, header, signature))
             start += n
+        # the last file ends inside a frame (whole_records warned): that frame has a scan
+        # position, missing from the data
+        partial = int(signature[2] > header + n * stride)
         if start == 0:
             raise DataSetError(f"{self.path}: the series holds no whole frame of {stride} bytes")
         files = [f for f in files if f.num_frames]  # empty files hold nothing to map
         fileset = FileSet(files, frame_shape(sig_shape, natural, first), dtype, frame_header)
         scan = None
         if nav_shape is None or sync_offset is None:
-            scan = detect_scan(fileset, h["frame_header_bytes"] if h["version"] == 2 else 0)
+            scan = detect_scan(
+                fileset, h["frame_header_bytes"] if h["version"] == 2 else 0, partial
+            )
         self.scan_detection = "none" if scan is None else scan.how
         if nav_shape is None:
             nav_shape = (start,) if scan is None else scan.nav_shape
@@ -212,9 +217,11 @@ def open_tvips(
         The scan shape. By default detected from the frame headers' scan positions (version
         2): the scan starts at the frame at (0, 0) followed by (0, 1), its width is where the
         x position first falls back, its height as many whole rows as the frames from the
-        start hold. Without positions, a rotator index counting 1, 2, … N over consecutive
-        frames gives a square N-frame scan (or N frames in one dim); else all frames in one
-        dim.
+        start hold. Without positions, a rotator index counting the scan's points over
+        consecutive frames gives a square N-frame scan (or N frames in one dim): 0, 1, …
+        N - 1 from the series' first frame (which is the scan's first point), else 1, 2, …
+        N (after two or more frames of index 0, lead-in frames outside the scan); else all
+        frames in one dim. Only frames the headers place before the scan's start are lead-in.
     sig_shape
         Reinterpret the frames with another shape of as many pixels.
     sync_offset
@@ -238,7 +245,8 @@ def open_tvips(
         A file of the series is missing, the series header is malformed, or a file other
         than the last ends inside a frame. A last file that ends inside a frame (an
         interrupted acquisition) is read without that frame, with a
-        `ltdask.MissingFramesWarning`.
+        `ltdask.MissingFramesWarning`; a detected scan keeps the shape that frame completes,
+        its position (and any after it) invalid in results.
 
     Examples
     --------

@@ -68,8 +68,9 @@ def first_frame_header(fileset: FileSet) -> dict:
 
 
 def _scan_from_positions(y: np.ndarray, x: np.ndarray, count: int, complete: bool):
-    """The scan the positions of the first frames describe; None: more frames are needed
-    (or, with `complete`, there is none); False: the positions describe no scan."""
+    """The scan the positions of the first frames describe, in a stream of `count` frames;
+    None: more frames are needed (or, with `complete`, there is none); False: the positions
+    describe no scan."""
     at_origin = (y[:-1] == 0) & (x[:-1] == 0)
     starts = np.flatnonzero(at_origin & (y[1:] == 0) & (x[1:] == 1))
     if starts.size == 0:
@@ -119,7 +120,7 @@ class HeaderFields:
         return np.ascontiguousarray(self._upto(stop)[:, :4]).view("<u4").reshape(-1)
 
 
-def _scan_from_positions_of(fileset: FileSet, fields: HeaderFields) -> Scan | None:
+def _scan_from_positions_of(fileset: FileSet, fields: HeaderFields, partial: int) -> Scan | None:
     count = fileset.image_count
     limit = min(count, MAX_POSITION_FRAMES)
     seen, block = 0, 1024
@@ -130,7 +131,9 @@ def _scan_from_positions_of(fileset: FileSet, fields: HeaderFields) -> Scan | No
         seen, block = stop, block * 2
         xy = np.nan_to_num(np.concatenate(parts), nan=-1.0, posinf=-1.0, neginf=-1.0)
         positions = np.clip(xy, -1, 2**31).astype(np.int64)
-        scan = _scan_from_positions(positions[:, 1], positions[:, 0], count, seen == count)
+        scan = _scan_from_positions(
+            positions[:, 1], positions[:, 0], count + partial, seen == count
+        )
         if scan is False:
             return None
         if scan is not None:
@@ -138,8 +141,9 @@ def _scan_from_positions_of(fileset: FileSet, fields: HeaderFields) -> Scan | No
     return None
 
 
-def _scan_from_rotator(fileset: FileSet, fields: HeaderFields) -> Scan | None:
-    """A scan whose frames carry rotator indices 1, 2, … N, one after the other."""
+def _scan_from_rotator(fileset: FileSet, fields: HeaderFields, partial: int) -> Scan | None:
+    """A scan whose frames carry rotator indices 0, 1, … N - 1 from the series' first frame,
+    or 1, 2, … N after frames of index 0, one after the other."""
     count = fileset.image_count
     if count > MAX_ROTATOR_FRAMES:
         return None
@@ -147,11 +151,16 @@ def _scan_from_rotator(fileset: FileSet, fields: HeaderFields) -> Scan | None:
     ones = np.flatnonzero(index == 1)
     if ones.size == 0 or (index[: ones[0]] != 0).any():
         return None
-    start = int(ones[0])
+    # one 0 on the series' first frame, then 1, 2, …: a count from 0, whose first point is
+    # that frame (dropping it would lose a scan position); several 0s: the count stood
+    # still, those frames are outside the scan (0 marks them, as RosettaSciIO reads it)
+    start = 0 if ones[0] == 1 else int(ones[0])
     run = index[start:]
-    expected = np.arange(1, run.size + 1)
+    expected = np.arange(run[0], run[0] + run.size)
     wrong = np.flatnonzero(run != expected)
     n = int(wrong[0]) if wrong.size else run.size
+    if n == run.size:
+        n += partial  # the count runs to the end: the cut-off frame is its next point
     if n < 2:
         return None
     side = math.isqrt(n)
@@ -164,21 +173,26 @@ def _scan_from_rotator(fileset: FileSet, fields: HeaderFields) -> Scan | None:
 _SCANS = KeptByVersion()
 
 
-def detect_scan(fileset: FileSet, header_bytes: int) -> Scan | None:
+def detect_scan(fileset: FileSet, header_bytes: int, partial: int = 0) -> Scan | None:
     """The scan the frame headers describe (of `header_bytes` bytes; 0 for version 1
-    files, whose headers hold no scan), or None. Kept for files of the same versions."""
+    files, whose headers hold no scan), or None. Kept for files of the same versions.
+
+    `partial` is 1 where the last file ends inside a frame after the whole ones (an
+    interrupted acquisition): the scan's shape counts that frame, so a cut-off last frame
+    leaves the shape as the headers give it, its position missing (invalid in results),
+    rather than dropping a row of whole frames."""
     layout = tuple((f.path, f.first_frame, f.num_frames, f.header_bytes) for f in fileset.files)
-    key = (fileset.signatures(), layout, fileset.frame_stride, header_bytes)
-    return _SCANS.get(key, lambda: _detect_scan(fileset, header_bytes))
+    key = (fileset.signatures(), layout, fileset.frame_stride, header_bytes, partial)
+    return _SCANS.get(key, lambda: _detect_scan(fileset, header_bytes, partial))
 
 
-def _detect_scan(fileset: FileSet, header_bytes: int) -> Scan | None:
+def _detect_scan(fileset: FileSet, header_bytes: int, partial: int) -> Scan | None:
     fields = HeaderFields(fileset)
     if header_bytes >= SCAN_X_OFFSET + 8:
-        scan = _scan_from_positions_of(fileset, fields)
+        scan = _scan_from_positions_of(fileset, fields, partial)
         if scan is not None:
             return scan
     if header_bytes >= ROTATOR_OFFSET + 4:
         # (with shorter headers, the bytes read past the index are pixels, and unused)
-        return _scan_from_rotator(fileset, fields)
+        return _scan_from_rotator(fileset, fields, partial)
     return None
