@@ -36,7 +36,7 @@ from ltdask.io.formats.k2is_kernels import (
     k2is_read_ranges,
     sum_k2is,
 )
-from ltdask.io.formats.k2is_sync import SYNC_BYTES, sync_sectors
+from ltdask.io.formats.k2is_sync import SYNC_BYTES, is_k2is_sector, sync_sectors
 from ltdask.io.registry import Format
 
 
@@ -274,5 +274,7 @@ FORMAT = Format(
     description=".gtg/.bin (Gatan K2 IS raw: 8 sector files)",
     suffixes=(".gtg",),
     magic=(SYNC_BYTES,),
+    # sector files are .bin, which would otherwise be read as raw
+    content=is_k2is_sector,
     keywords=("nav_shape", "sig_shape", "sync_offset", "dims"),
 )
