@@ -124,6 +124,8 @@ class SyncResult:
     shutter_frame: int | None
     #: block format version of the first block
     version: int
+    #: whole frames each sector file holds from its first whole frame on
+    sector_frames: tuple[int, ...] = ()
 
 
 def sync_sectors(paths: list[str]) -> SyncResult:
@@ -191,6 +193,7 @@ def sync_sectors(paths: list[str]) -> SyncResult:
         frames,
         shutter,
         int(sectors[0].header(0)["version"]),
+        tuple(s.blocks // BLOCKS_PER_FRAME for s in sectors),
     )
 
 
