@@ -23,7 +23,9 @@ from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
 from ltdask.io.fileset import File, FileSet
 from ltdask.io.formats.seq_headers import (
+    METADATA_FIELDS,
     SEQ_MAGIC_BYTES,
+    read_bad_pixels,
     read_metadata,
     read_mrc_reference,
     read_seq_header,
@@ -72,6 +74,7 @@ class SeqDataSet(FileDataSet):
         dims=None,
         dark=True,
         gain=True,
+        excluded_pixels=True,
     ):
         path = self.path = check_file(path)
         header = self.header = read_seq_header(path)
@@ -103,6 +106,7 @@ class SeqDataSet(FileDataSet):
                 ("dark", ".seq.dark.mrc"),
                 ("gain", ".seq.gain.mrc"),
                 ("metadata", ".seq.metadata"),
+                ("config", ".seq.Config.Metadata.xml"),
             )
             if os.path.isfile(base + suffix)
         }
@@ -117,6 +121,13 @@ class SeqDataSet(FileDataSet):
         de_meta = (
             read_metadata(self.side_files["metadata"]) if "metadata" in self.side_files else {}
         )
+        # the maps are of the whole sensor: the .metadata says where the frame is on it
+        self.bad_pixels = None
+        if excluded_pixels and "config" in self.side_files and len(de_meta) == len(METADATA_FIELDS):
+            xml = self.side_files["config"]
+            # read now for its warnings, again (cached) when a run asks for the corrections
+            if read_bad_pixels(xml, de_meta, natural) is not None:
+                self.bad_pixels = (xml, _frozen(de_meta))
         self.metadata = {
             "detector": "Direct Electron (StreamPix .seq)",
             "name": header.name,
@@ -127,6 +138,7 @@ class SeqDataSet(FileDataSet):
             "allocated frames": header.allocated_frames,
             "dark reference": self.side_files.get("dark"),
             "gain reference": self.side_files.get("gain"),
+            "bad-pixel map": self.bad_pixels[0] if self.bad_pixels else None,
             **de_meta,
         }
         footer = header.true_image_size - header.frame_bytes
@@ -137,8 +149,9 @@ class SeqDataSet(FileDataSet):
         )
 
     def default_corrections(self):
-        """The dark and gain references next to the ``.seq`` file, if any."""
-        if not self.references:
+        """The dark and gain references next to the ``.seq`` file and the excluded pixels of
+        its bad-pixel map, if any."""
+        if not self.references and self.bad_pixels is None:
             return None
         from ltdask.corrections import CorrectionSet
 
@@ -147,7 +160,14 @@ class SeqDataSet(FileDataSet):
             kind: _reference(path, natural, _stamp(path)).reshape(self.sig_shape)
             for kind, path in self.references.items()
         }
-        return CorrectionSet(dark=images.get("dark"), gain=images.get("gain"))
+        excluded = None
+        if self.bad_pixels is not None:
+            xml, de_meta = self.bad_pixels
+            mask = _bad_pixels(xml, de_meta, natural, _stamp(xml))
+            excluded = None if mask is None else mask.reshape(self.sig_shape)
+        return CorrectionSet(
+            dark=images.get("dark"), gain=images.get("gain"), excluded_pixels=excluded
+        )
 
     def attrs(self) -> dict:
         return {**super().attrs(), **{f"seq_{k}": v for k, v in self.side_files.items()}}
@@ -165,6 +185,18 @@ def _reference(path: str, shape: tuple[int, int], stamp) -> np.ndarray:
     return image
 
 
+def _frozen(de_meta: dict) -> tuple:
+    return tuple(sorted(de_meta.items()))
+
+
+@functools.lru_cache(maxsize=8)
+def _bad_pixels(path: str, de_meta: tuple, shape: tuple[int, int], stamp):
+    mask = read_bad_pixels(path, dict(de_meta), shape)
+    if mask is not None:
+        mask.setflags(write=False)
+    return mask
+
+
 @takes_calibration
 def open_seq(
     path: PathLike,
@@ -174,6 +206,7 @@ def open_seq(
     dims: Sequence[str] | None = None,
     dark: bool = True,
     gain: bool = True,
+    excluded_pixels: bool = True,
 ) -> SeqDataSet:
     """Open a Direct Electron StreamPix ``.seq`` acquisition.
 
@@ -196,6 +229,12 @@ def open_seq(
         Use ``NAME.seq.dark.mrc`` / ``NAME.seq.gain.mrc`` where they exist: UDF runs and
         ``to_dask()`` then see ``(frame - dark) * gain`` as float32 (as LiberTEM), unless a
         run is given another ``corrections=`` (``ltdask.CorrectionSet()``: none).
+    excluded_pixels
+        Repair the pixels of the bad-pixel map in ``NAME.seq.Config.Metadata.xml`` (where it
+        and ``NAME.seq.metadata`` exist), as the dark and gain: the map for the frames'
+        ``HardwareBinning`` with the most columns, cropped to the frame at ``OffsetY``,
+        ``OffsetX`` of the ``.metadata`` (as LiberTEM); a map that cannot be used warns
+        `ltdask.MetadataWarning` and is left out.
 
     Returns
     -------
@@ -228,7 +267,7 @@ def open_seq(
     >>> bool((ds.to_dask().compute().reshape(6, 3, 4) == frames).all())
     True
     """
-    return SeqDataSet(path, nav_shape, sig_shape, sync_offset, dims, dark, gain)
+    return SeqDataSet(path, nav_shape, sig_shape, sync_offset, dims, dark, gain, excluded_pixels)
 
 
 FORMAT = Format(
@@ -237,6 +276,6 @@ FORMAT = Format(
     description=".seq (Direct Electron StreamPix)",
     suffixes=(".seq",),
     magic=(SEQ_MAGIC_BYTES,),
-    keywords=("nav_shape", "sig_shape", "sync_offset", "dims", "dark", "gain"),
+    keywords=("nav_shape", "sig_shape", "sync_offset", "dims", "dark", "gain", "excluded_pixels"),
     engine_suffixes=(".seq",),
 )
