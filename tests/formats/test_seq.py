@@ -174,7 +174,8 @@ def repaired(frames: np.ndarray, mask: np.ndarray) -> np.ndarray:
             for dx in (-1, 0, 1)
             if (dy or dx) and 0 <= y + dy < h and 0 <= x + dx < w and not mask[y + dy, x + dx]
         ]
-        out[:, y, x] = np.mean([frames[:, p, q] for p, q in near], axis=0, dtype=np.float64)
+        if near:  # none: left as it is
+            out[:, y, x] = np.mean([frames[:, p, q] for p, q in near], axis=0, dtype=np.float64)
     return out
 
 
@@ -241,3 +242,29 @@ def test_binned_frames_use_the_binned_map(tmp_path):
     np.testing.assert_allclose(
         ds.to_dask().compute(), repaired((frames - dark) * gain, mask), rtol=1e-5
     )
+
+
+def test_defect_band_wider_than_the_repair(tmp_path):
+    """Sensor rows 3-7 (frame rows 1-5) are bad: rows 2-4 have no good neighbour, stay as
+    they are with a warning, and the band's edges are repaired; runs do not fail."""
+    maps = [(12, 12, None, [{"Rows": "3-7"}, {"Row": "2", "Column": "3"}])]
+    path, frames, dark, gain = write_de_scan(tmp_path, maps=maps)
+    with pytest.warns(ltdask.MetadataWarning, match=r"24 excluded pixels .* first at \(2, 0\)"):
+        ds = open_seq(path, nav_shape=(6,))
+    mask = np.zeros((8, 8), bool)
+    mask[0, 0] = True
+    mask[1:6] = True
+    expected = repaired((frames - dark) * gain, mask)
+    np.testing.assert_allclose(ds.to_dask().compute(), expected, rtol=1e-5)
+    res = ltdask.udf.SumUDF().compute(ds)
+    np.testing.assert_allclose(res["intensity"].values, expected.sum(0), rtol=1e-5)
+
+
+def test_map_without_defects_changes_nothing(tmp_path):
+    frames = frames_for(4, (8, 8))
+    path = write_seq(tmp_path / "de.seq", frames)
+    write_metadata(tmp_path / "de.seq.metadata", size=(8, 8), offset=(2, 3))
+    write_bad_pixel_xml(tmp_path / "de.seq.Config.Metadata.xml", [(12, 12, None, [])])
+    ds = open_seq(path, nav_shape=(4,))
+    assert ds.default_corrections() is None and ds.metadata["bad-pixel map"] is None
+    np.testing.assert_array_equal(ds.to_dask().compute(), frames)

@@ -69,9 +69,10 @@ def _short_sectors(sectors: list[str], sync: SyncResult) -> str:
         for p, n in zip(sectors, sync.sector_frames, strict=True)
         if n == sync.frames
     ]
+    verb = "holds" if len(short) == 1 else "hold"
     return (
-        f"{', '.join(short)} holds only {sync.frames} whole frame(s), the other sector files "
-        f"up to {most}: the sector file is cut short"
+        f"{', '.join(short)} {verb} only {sync.frames} whole frame(s), the other sector files "
+        f"up to {most}: cut short"
     )
 
 
@@ -280,14 +281,14 @@ def open_k2is(
         the byte), sectors that do not belong together, no frame with the shutter flag and no
         `sync_offset`, too few frames for the default `sync_offset` (naming a sector file cut
         short), a malformed ``.gtg``.
+    FileNotFoundError
+        `path` does not exist.
 
     Warns
     -----
     ltdask.MissingFramesWarning
         A sector file holds more than one whole frame fewer than the others (cut short): the
         frames after its last are left out.
-    FileNotFoundError
-        `path` does not exist.
 
     Examples
     --------

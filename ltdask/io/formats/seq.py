@@ -17,7 +17,7 @@ import numpy as np
 
 from ltdask._types import PathLike
 from ltdask.calibration import takes_calibration
-from ltdask.exceptions import DataSetError
+from ltdask.exceptions import DataSetError, MetadataWarning, warn
 from ltdask.io.checks import check_file, check_shape
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
@@ -126,8 +126,10 @@ class SeqDataSet(FileDataSet):
         if excluded_pixels and "config" in self.side_files and len(de_meta) == len(METADATA_FIELDS):
             xml = self.side_files["config"]
             # read now for its warnings, again (cached) when a run asks for the corrections
-            if read_bad_pixels(xml, de_meta, natural) is not None:
+            mask = read_bad_pixels(xml, de_meta, natural)
+            if mask is not None and mask.any():
                 self.bad_pixels = (xml, _frozen(de_meta))
+                _warn_unrepairable(xml, mask)
         self.metadata = {
             "detector": "Direct Electron (StreamPix .seq)",
             "name": header.name,
@@ -165,8 +167,13 @@ class SeqDataSet(FileDataSet):
             xml, de_meta = self.bad_pixels
             mask = _bad_pixels(xml, de_meta, natural, _stamp(xml))
             excluded = None if mask is None else mask.reshape(self.sig_shape)
+        # pixels inside wide defect bands have no neighbour to be repaired from: left as
+        # they are (warned at open) rather than failing every run
         return CorrectionSet(
-            dark=images.get("dark"), gain=images.get("gain"), excluded_pixels=excluded
+            dark=images.get("dark"),
+            gain=images.get("gain"),
+            excluded_pixels=excluded,
+            allow_empty=True,
         )
 
     def attrs(self) -> dict:
@@ -183,6 +190,26 @@ def _reference(path: str, shape: tuple[int, int], stamp) -> np.ndarray:
     image = read_mrc_reference(path, shape)
     image.setflags(write=False)
     return image
+
+
+def _warn_unrepairable(xml: str, mask: np.ndarray) -> None:
+    """Warn about excluded pixels whose 3 x 3 neighbours are all excluded too."""
+    padded = np.pad(~mask, 1)
+    h, w = mask.shape
+    good = sum(
+        padded[1 + dy : 1 + dy + h, 1 + dx : 1 + dx + w].astype(np.int64)
+        for dy in (-1, 0, 1)
+        for dx in (-1, 0, 1)
+        if dy or dx
+    )
+    stuck = mask & (good == 0)
+    if stuck.any():
+        first = tuple(int(i) for i in np.argwhere(stuck)[0])
+        warn(
+            f"{xml!r}: {int(stuck.sum())} excluded pixels of the bad-pixel map (the first at "
+            f"{first}) have no neighbour outside it to be repaired from and stay as they are",
+            MetadataWarning,
+        )
 
 
 def _frozen(de_meta: dict) -> tuple:
