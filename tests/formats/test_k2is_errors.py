@@ -104,6 +104,19 @@ def test_sector_cut_by_more_than_a_frame_warns(tmp_path):
     np.testing.assert_array_equal(ds.to_dask().compute(), frames[:1])
 
 
+def test_gtg_scan_beyond_the_frames_names_the_gtg(tmp_path, frames):
+    """The missing-frames warning says the nav shape came from the .gtg, and a scan far
+    beyond the frames fails at open, not when a run makes its partitions."""
+    gtg = write_k2is(tmp_path, frames, scan=(2, 3), shutter_from=1)
+    origin = r"\(from SI Dimensions Size Y=2, Size X=3 in '.*Capture_\.gtg'\)"
+    match = rf"nav_shape=\(2, 3\) {origin} asks for 6 frames, but the files hold 2"
+    with pytest.warns(ltdask.MissingFramesWarning, match=match):
+        open_k2is(gtg)
+    gtg.write_bytes(dm4({"SI Dimensions": {"Size X": 10**5, "Size Y": 10**5}}))
+    with pytest.raises(DataSetError, match=r"Size Y=100000, Size X=100000 .*without a single"):
+        open_k2is(gtg)
+
+
 def test_sectors_of_other_acquisitions(tmp_path, frames):
     write_k2is(tmp_path, frames)
     other = tmp_path / "other"

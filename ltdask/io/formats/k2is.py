@@ -185,6 +185,8 @@ class K2ISDataSet(FileDataSet):
             sync_offset = native
         if nav_shape is None:
             nav_shape = scan if scan is not None else (max(1, sync.frames - native),)
+            if scan is not None:
+                self.nav_origin = f"SI Dimensions Size Y={scan[0]}, Size X={scan[1]} in {gtg!r}"
         if sig_shape is not None:
             sig = check_shape(sig_shape, "sig_shape", self.path)
             if sig != FRAME_SHAPE:
