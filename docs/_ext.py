@@ -71,6 +71,8 @@ def format_pages() -> dict[str, str]:
         how = ", ".join(f"`{s}`" for s in record.suffixes) or "—"
         if record.magic:
             how += "; magic bytes " + ", ".join(f"`{m!r}`" for m in record.magic)
+        if record.content is not None:
+            how += "; its content, before the suffix"
         if record.directory:
             how += " (a directory)"
         keywords = record.keyword_names()

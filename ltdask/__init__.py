@@ -12,6 +12,7 @@ from ltdask.corrections import CorrectionSet
 from ltdask.exceptions import (
     DataSetError,
     LtdaskError,
+    MetadataWarning,
     MissingFramesWarning,
     PerformanceWarning,
     UDFError,
@@ -73,6 +74,7 @@ __all__ = [
     "DataSetError",
     "LtdaskError",
     "Negotiator",
+    "MetadataWarning",
     "MissingFramesWarning",
     "PerformanceWarning",
     "UseDiscouragedWarning",

@@ -126,6 +126,22 @@ class MissingFramesWarning(UserWarning):
     """
 
 
+class MetadataWarning(UserWarning):
+    """What a file's metadata says cannot be used (a scan shape of -4, or one that needs more
+    frames than the files hold): the data is read without it, and the message names the
+    values and what was used instead.
+
+    Examples
+    --------
+    Where metadata that cannot be used must stop the program:
+
+    >>> import warnings, ltdask
+    >>> warnings.simplefilter("error", ltdask.MetadataWarning)  # doctest: +SKIP
+    >>> issubclass(ltdask.MetadataWarning, UserWarning)
+    True
+    """
+
+
 def warn(message: str, category: type[Warning]) -> None:
     """Warn, attributed to the first caller outside ltdask (the user's line)."""
     import os

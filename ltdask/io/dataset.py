@@ -79,6 +79,10 @@ class DataSet(Calibrated):
 
     #: where the data comes from, for messages
     path: str = "<memory>"
+    #: where a nav shape the user did not give comes from (a header's fields, e.g.
+    #: ``"ScanY=256, ScanX=256 in 'scan.hdr'"``), for messages; a header's scan that asks for
+    #: far more frames than the files hold fails when the dataset is opened
+    nav_origin: str | None = None
     #: coordinates of the scan's dims (name -> ``xarray.Variable``), given to
     #: :meth:`to_xarray`; e.g. those of a DataArray given to :func:`ltdask.from_array`
     coords: dict = {}
@@ -129,10 +133,13 @@ class DataSet(Calibrated):
         self.dims = dims
         start, stop = self.present_range
         if self.num_frames > self.image_count:
+            if self.nav_origin is not None:
+                # the user chose no nav shape: say now that the header's cannot be processed
+                self._check_empty_partitions(nav_grid(nav, self.partition_frame_bytes()))
             warn(
-                f"{where}: nav_shape={nav} asks for {self.num_frames} frames, but the files hold "
-                f"{self.image_count} (sync_offset={self.sync_offset}): only positions {start} to "
-                f"{stop - 1} (flat nav order) hold frames; the other "
+                f"{where}: {self._nav_text()} asks for {self.num_frames} frames, but the files "
+                f"hold {self.image_count} (sync_offset={self.sync_offset}): only positions "
+                f"{start} to {stop - 1} (flat nav order) hold frames; the other "
                 f"{self.num_frames - (stop - start)} read as zeros and are invalid in results",
                 MissingFramesWarning,
             )
@@ -215,17 +222,24 @@ class DataSet(Calibrated):
     def nav_chunks(self) -> tuple[tuple[int, ...], ...]:
         """The partition grid: chunk sizes per nav dim."""
         chunks = nav_grid(self.nav_shape, self.partition_frame_bytes())
+        self._check_empty_partitions(chunks)
+        return chunks
+
+    def _nav_text(self) -> str:
+        origin = f" (from {self.nav_origin})" if self.nav_origin else ""
+        return f"nav_shape={self.nav_shape}{origin}"
+
+    def _check_empty_partitions(self, chunks) -> None:
         count = math.prod(len(c) for c in chunks)
         start, stop = self.present_range
         empty = count * (1 - (stop - start) / self.num_frames)
         if empty > MAX_EMPTY_PARTITIONS:
             raise DataSetError(
-                f"{self.path}: nav_shape={self.nav_shape} asks for {self.num_frames} frames, "
-                f"but the files hold {self.image_count}: processing it would take {count} "
-                f"partitions, about {int(empty)} of them without a single frame; give a "
-                "nav_shape that fits the frames in the files"
+                f"{self.path}: {self._nav_text()} asks for {self.num_frames} frames, but the "
+                f"files hold {self.image_count}: processing it would take {count} partitions, "
+                f"about {int(empty)} of them without a single frame; give a nav_shape that "
+                "fits the frames in the files"
             )
-        return chunks
 
     def get_partitions(self) -> list[Partition]:
         return partitions_for_grid(self.nav_chunks)

@@ -2,8 +2,10 @@
 
 The formats are asked in stages, each over all formats in registry order (built-in ones
 first): what they claim before any file is examined (a ``zarr.Array``, a URL), then for a
-directory the formats of directories; for a regular file its suffix, its first bytes, each
-format's sniffing function, and last a headerless format whose required keywords are given.
+directory the formats of directories; for a regular file the strict content checks of
+formats whose files carry other formats' suffixes (a K2 IS ``.bin`` sector file), its
+suffix, its first bytes, each format's sniffing function, and last a headerless format whose
+required keywords are given.
 """
 
 from __future__ import annotations
@@ -90,6 +92,9 @@ def detect_format(path, kwargs: dict | None = None) -> str:
     # before a byte is read (the magic bytes below): a FIFO would block, /dev/zero never end
     stat_regular_file(path)
     files = [f for f in known if not f.directory]
+    for fmt in files:
+        if fmt.content is not None and fmt.content(path):
+            return fmt.name
     for fmt in files:
         if suffix in fmt.suffixes:
             return fmt.name

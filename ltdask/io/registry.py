@@ -117,6 +117,11 @@ class Format:
     sniff
         ``sniff(path) -> bool``: looks into a regular file (a directory, with `directory`)
         that no format claimed by suffix or magic bytes; must be quick and must not raise.
+    content
+        ``content(path) -> bool``: recognises a regular file by its content before any
+        suffix is looked at, for formats whose files carry another format's suffix (K2 IS
+        sector files are ``.bin``, as raw files are); it overrides the name, so it must be
+        strict (more than a few magic bytes), quick, and must not raise.
     directory
         The data is a directory (a store), never a regular file.
     claims
@@ -152,6 +157,7 @@ class Format:
     suffixes: tuple[str, ...] = ()
     magic: tuple[bytes, ...] = ()
     sniff: Callable[[str], bool] | None = None
+    content: Callable[[str], bool] | None = None
     directory: bool = False
     claims: Callable[[Any], bool] | None = None
     keywords: tuple[str, ...] | None = None

@@ -7,6 +7,7 @@ master's links. RosettaSciIO's ARINA reader is a second, independent reader.
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import dask
@@ -106,9 +107,36 @@ def test_nav_shape_sources(tmp_path):
     ds = ltdask.open_dectris(master)
     assert ds.nav_shape == (4, 3)
     assert [(a.scale, a.units) for a in ds.nav_calibration] == [(1.5, "nm")] * 2
-    # scan metadata that does not fit the frames is not used
+    # scan metadata that does not fit the frames is not used, with a word (it had none)
     write_series(tmp_path, frames, per_file=5, chunk_frames=2, scan=(5, 5))
-    assert ltdask.open_dectris(master).nav_shape == (12,)
+    with pytest.warns(ltdask.MetadataWarning, match="needs 25 frames, the data files hold 12"):
+        assert ltdask.open_dectris(master).nav_shape == (12,)
+
+
+@pytest.mark.parametrize(
+    "scan, sync_offset, match",
+    [
+        pytest.param((-4, 3), 0, r"NumPixelsY=-4, NumPixelsX=3 .*not a scan shape", id="negative"),
+        pytest.param((0, 3), 0, r"NumPixelsY=0, NumPixelsX=3 .*not a scan shape", id="zero"),
+        pytest.param((3, 5), 0, r"a 3 x 5 scan needs 15 frames, the data files hold 12",
+                     id="more-than-the-files"),
+        pytest.param((3, 4), 2, r"needs 12 frames, the data files hold 12 \(10 from "
+                     r"sync_offset=2\)", id="more-after-sync-offset"),
+    ],
+)  # fmt: skip
+def test_unusable_scan_metadata_warns(tmp_path, scan, sync_offset, match):
+    """STEM Metadata that cannot be the scan shape: a flat scan, as before, but the warning
+    names the values, the file and the shape used (it opened without a word)."""
+    frames = frames_of(12)
+    master = write_series(tmp_path, frames, per_file=5, chunk_frames=2, scan=scan)
+    base = r"'STEM Metadata' of '.*series\.h5'"
+    with pytest.warns(ltdask.MetadataWarning, match=match) as caught:
+        ds = ltdask.open_dectris(master, sync_offset=sync_offset)
+    used = 12 - sync_offset
+    assert ds.nav_shape == (used,)
+    message = str(caught[0].message)
+    assert re.search(base, message) and f"nav_shape=({used},)" in message
+    np.testing.assert_array_equal(ds.to_dask().compute(), frames[sync_offset:])
 
 
 @pytest.mark.parametrize("sync_offset", [3, -2])

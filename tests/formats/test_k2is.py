@@ -216,6 +216,39 @@ def test_opening_and_metadata(scan, frames):
     np.testing.assert_array_equal(again.to_dask()[4].compute(), frames[4])
 
 
+@pytest.mark.parametrize("sector", [1, 5, 8])
+def test_any_sector_file_opens_the_set(scan, frames, sector):
+    """A sector file is ``NAME<n>.bin``: the block headers, not raw's ``.bin`` suffix, decide,
+    and the whole acquisition opens from it (it was read as raw data)."""
+    path = scan.parent / f"Capture_{sector}.bin"
+    assert ltdask.io.detect_format(path) == "k2is"
+    ds = ltdask.open(path)
+    assert type(ds).__name__ == "K2ISDataSet" and ds.nav_shape == (N,)
+    np.testing.assert_array_equal(ds.to_dask()[1:3].compute(), frames[1:3])
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        pytest.param(b"", id="sync-word-then-pixels"),
+        pytest.param(bytes(40), id="no-second-block"),
+    ],
+)
+def test_raw_bin_starting_like_a_block_stays_raw(tmp_path, second):
+    """Only whole block headers claim a ``.bin`` file: a raw scan whose first pixels happen to
+    be the sync word is still read as raw."""
+    data = np.zeros((4, 64, 128), dtype="<u2")
+    raw = bytearray(data.tobytes())
+    raw[:4] = b"\xff\xff\x00\x55"
+    if second:  # a valid first header, garbage a block later
+        raw[20:24] = (256).to_bytes(2, "big") + (1860).to_bytes(2, "big")
+        raw[22360 : 22360 + len(second)] = second
+    path = tmp_path / "scan.bin"
+    path.write_bytes(bytes(raw))
+    raw_keywords = dict(nav_shape=(4,), sig_shape=(64, 128), dtype="<u2")
+    assert ltdask.io.detect_format(path, raw_keywords) == "raw"
+
+
 def test_on_scheduler(scheduler, scan, frames):
     """Every scheduler (the conformance table's check, here: K2IS frames are too large for
     its tiny partitions): tasks open the sector files themselves."""

@@ -7,8 +7,10 @@ import struct
 
 import numpy as np
 import pytest
+from helpers.badinput import expect
 from helpers.k2isfiles import BLOCK_BYTES, dm4, random_frames, write_k2is
 
+import ltdask
 from ltdask import DataSetError
 from ltdask.io.formats.k2is import open_k2is
 
@@ -59,6 +61,60 @@ def test_truncated_sector_shortens_the_scan(scan, tmp_path, frames):
     ds = open_k2is(scan)
     assert ds.image_count == 1 and ds.nav_shape == (1,)
     np.testing.assert_array_equal(ds.to_dask().compute(), frames[:1])
+
+
+def cut(path, blocks: int):
+    """Cut a sector file after `blocks` blocks and a few bytes (an interrupted copy)."""
+    path.write_bytes(path.read_bytes()[: blocks * BLOCK_BYTES + 7])
+
+
+def test_stem_scan_with_a_sector_cut_short(request, tmp_path, frames):
+    """A STEM scan whose shutter flag is set from frame 0 starts at sync offset -1: with a
+    sector cut to one whole frame, the error names the short file, not a sync_offset the
+    user never gave."""
+    gtg = write_k2is(tmp_path, frames, scan=(1, 2))
+    short = tmp_path / "Capture_3.bin"
+    cut(short, 40)
+    error = expect(
+        request, DataSetError, r"Capture_3\.bin' \(\d+ bytes\) holds only 1 whole frame.*cut short",
+        open_k2is, gtg, names=short,
+    )  # fmt: skip
+    assert "sync_offset=-1" not in str(error) and "beyond the data" not in str(error)
+
+
+def test_no_shutter_frame_in_a_sector_cut_short(request, tmp_path):
+    """The shutter opens at frame 2 of 3, but a sector holds only frame 0: the error says
+    which file is short, not just that no frame has the shutter flag."""
+    gtg = write_k2is(tmp_path, random_frames(3, seed=4), shutter_from=2)
+    short = tmp_path / "Capture_6.bin"
+    cut(short, 33)
+    expect(request, DataSetError, r"shutter flag.*Capture_6\.bin.*holds only 1 whole frame",
+           open_k2is, gtg, names=short)  # fmt: skip
+
+
+def test_sector_cut_by_more_than_a_frame_warns(tmp_path):
+    """Sectors end within one frame of each other when an acquisition stops; a sector that
+    ends two frames early was cut short: the frames still read, with a warning naming it."""
+    frames = random_frames(3, seed=5)
+    gtg = write_k2is(tmp_path, frames)
+    cut(tmp_path / "Capture_2.bin", 35)
+    with pytest.warns(ltdask.MissingFramesWarning, match=r"Capture_2\.bin.*holds only 1 whole"):
+        ds = open_k2is(gtg)
+    assert ds.nav_shape == (1,) and ds.metadata["whole frames per sector"][1] == 1
+    np.testing.assert_array_equal(ds.to_dask().compute(), frames[:1])
+
+
+def test_gtg_scan_beyond_the_frames_names_the_gtg(tmp_path, frames):
+    """The missing-frames warning says the nav shape came from the .gtg, and a scan far
+    beyond the frames fails at open, not when a run makes its partitions."""
+    gtg = write_k2is(tmp_path, frames, scan=(2, 3), shutter_from=1)
+    origin = r"\(from SI Dimensions Size Y=2, Size X=3 in '.*Capture_\.gtg'\)"
+    match = rf"nav_shape=\(2, 3\) {origin} asks for 6 frames, but the files hold 2"
+    with pytest.warns(ltdask.MissingFramesWarning, match=match):
+        open_k2is(gtg)
+    gtg.write_bytes(dm4({"SI Dimensions": {"Size X": 10**5, "Size Y": 10**5}}))
+    with pytest.raises(DataSetError, match=r"Size Y=100000, Size X=100000 .*without a single"):
+        open_k2is(gtg)
 
 
 def test_sectors_of_other_acquisitions(tmp_path, frames):

@@ -14,7 +14,7 @@ from helpers.badinput import FRAMES, HUGE, SIG, expect, fuzz, fuzz_dir, fuzz_fil
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ltdask import DataSetError, open_mib
+from ltdask import DataSetError, MissingFramesWarning, open_mib
 
 
 def mib_header(
@@ -120,7 +120,23 @@ def _mib(folder: Path, kind: str):
         hdr = folder / "scan.hdr"
         hdr.write_bytes(bytes(range(256)) * 4)
         return hdr, hdr
+    if kind == "hdr-absurd-scan":
+        write_mib(folder)
+        hdr = write_hdr(folder, scan_hdr(FRAMES, 6, scan=(10**6, 10**6)))
+        return hdr, hdr
+    if kind == "hdr-absurd-frames":
+        write_mib(folder)
+        hdr = write_hdr(folder, HDR_OK.format(frames=10**12, per_trigger=10**6))
+        return hdr, hdr
     raise ValueError(kind)
+
+
+def scan_hdr(frames: int, per_trigger: int, scan=None) -> str:
+    """A ``.hdr`` text, with ``ScanX``/``ScanY`` if `scan` is ``(y, x)``."""
+    text = HDR_OK.format(frames=frames, per_trigger=per_trigger)
+    if scan is not None:
+        text = text.replace("End\t", f"ScanX:\t{scan[1]}\nScanY:\t{scan[0]}\nEnd\t")
+    return text
 
 
 MIB_CASES = [
@@ -151,6 +167,13 @@ MIB_CASES = [
     pytest.param("hdr-bad-int", {}, DataSetError, r"'many'", id="hdr-frames-not-int"),
     pytest.param("hdr-no-mib", {}, DataSetError, r"no \.mib files", id="hdr-without-mib"),
     pytest.param("hdr-binary", {}, DataSetError, r"not a Merlin \.hdr", id="hdr-binary"),
+    # a 10**6 x 10**6 scan over 24 frames failed only when a run made its partitions
+    pytest.param("hdr-absurd-scan", {}, DataSetError,
+                 r"\(from ScanY=1000000, ScanX=1000000 in '.*scan\.hdr'\) asks for "
+                 r"1000000000000 frames, but the files hold 24", id="hdr-scan-10**6-squared"),
+    pytest.param("hdr-absurd-frames", {}, DataSetError,
+                 r"\(from Frames in Acquisition \(Number\)=1000000000000, Frames per Trigger "
+                 r"\(Number\)=1000000 in '.*scan\.hdr'\) asks for", id="hdr-frames-10**12"),
 ]  # fmt: skip
 
 
@@ -158,6 +181,17 @@ MIB_CASES = [
 def test_open_mib(request, tmp_path, kind, kwargs, expected, match):
     path, names = _mib(tmp_path, kind)
     expect(request, expected, match, open_mib, path, names=names, **kwargs)
+
+
+def test_interrupted_scan_names_the_hdr_fields(tmp_path):
+    """A ``.hdr`` scan of 5 x 6 over 24 frames (an interrupted acquisition) opens with the
+    header's shape; the warning says where that shape came from."""
+    path = write_mib(tmp_path)
+    write_hdr(tmp_path, scan_hdr(FRAMES, 6, scan=(5, 6)))
+    with pytest.warns(MissingFramesWarning, match=r"nav_shape=\(5, 6\) \(from ScanY=5, ScanX=6 "
+                      r"in '.*scan\.hdr'\) asks for 30 frames, but the files hold 24"):  # fmt: skip
+        ds = open_mib(path)
+    assert ds.valid_nav_mask().sum() == FRAMES and ds.nav_shape == (5, 6)
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,10 @@ import struct
 
 import numpy as np
 import pytest
-from helpers.seqfiles import frames_for, write_mrc, write_seq
+from helpers.badinput import case_id, record
+from helpers.seqfiles import frames_for, write_bad_pixel_xml, write_metadata, write_mrc, write_seq
 
+import ltdask
 from ltdask import DataSetError
 from ltdask.io.formats.seq import open_seq
 
@@ -82,3 +84,45 @@ def test_bad_references(tmp_path, image, cut, mode, message):
     # the reference can be left out
     ds = open_seq(path, nav_shape=(4,), gain=False)
     np.testing.assert_array_equal(ds.to_dask().compute(), frames_for(4, (3, 4)))
+
+
+HOT = [{"Row": "2", "Column": "3"}]
+
+
+@pytest.mark.parametrize(
+    "maps, binning, match",
+    [
+        pytest.param([(6, 6, None, HOT)], 1,
+                     r"map of Rows=6, Columns=6 of \(6, 6\) does not fit frames of \(3, 4\)",
+                     id="map-smaller-than-the-crop"),
+        pytest.param([(12, 12, None, [{"Row": "12"}])], 1, r"Defect Row='12' is not a pixel",
+                     id="defect-beyond-the-map"),
+        pytest.param([(12, 12, None, [{"Columns": "5-x"}])], 1, r"Defect Columns='5-x'",
+                     id="defect-not-a-range"),
+        pytest.param([(12, "many", None, HOT)], 1, r"Columns='many' is not an integer",
+                     id="map-size-not-int"),
+        pytest.param([(12, 12, None, HOT)], 2, r"no BadPixelMap for HardwareBinning=2",
+                     id="no-map-for-the-binning"),
+        pytest.param(None, 1, r"not readable XML", id="not-xml"),
+    ],
+)  # fmt: skip
+def test_unusable_bad_pixel_maps(request, tmp_path, maps, binning, match):
+    """A bad-pixel map that cannot be used is left out with a MetadataWarning naming the
+    file and the value; the dark and gain still apply."""
+    frames = frames_for(4, (3, 4))
+    path = write_seq(tmp_path / "a.seq", frames)
+    dark = np.full((3, 4), 2, np.float32)
+    write_mrc(tmp_path / "a.seq.dark.mrc", dark)
+    write_metadata(tmp_path / "a.seq.metadata", binning=binning, size=(3, 4), offset=(2, 3))
+    xml = tmp_path / "a.seq.Config.Metadata.xml"
+    if maps is None:
+        xml.write_text("<Configuration><BadPixelMap")
+    else:
+        write_bad_pixel_xml(xml, maps)
+    with pytest.warns(ltdask.MetadataWarning, match=match) as caught:
+        ds = open_seq(path, nav_shape=(4,))
+    message = str(caught[0].message)
+    short = message.replace(str(tmp_path) + "/", ".../")
+    record(case_id(request), None, f"MetadataWarning: {short}")
+    assert "a.seq.Config.Metadata.xml" in message
+    np.testing.assert_allclose(ds.to_dask().compute(), frames - dark)

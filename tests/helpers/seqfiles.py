@@ -102,12 +102,35 @@ def write_mrc(path, image: np.ndarray, mode: int = 2) -> Path:
     return path
 
 
-def write_metadata(path, binning: int = 1, size=(64, 64), fps: int = 100) -> Path:
-    """A ``.seq.metadata`` file: the eleven int32 values and the bool at byte 282."""
+def write_metadata(path, binning: int = 1, size=(64, 64), fps: int = 100, offset=(0, 0)) -> Path:
+    """A ``.seq.metadata`` file: the eleven int32 values and the bool at byte 282 (size
+    ``(UnbinnedFrameSizeY, UnbinnedFrameSizeX)``, offset ``(OffsetY, OffsetX)``)."""
     raw = bytearray(400)
-    struct.pack_into("<11i?", raw, 282, 400, 3, size[1], size[0], 0, 0, binning, 16, fps, 0, 0, 0)
+    values = (400, 3, size[1], size[0], offset[1], offset[0], binning, 16, fps, 0, 0, 0)
+    struct.pack_into("<11i?", raw, 282, *values)
     path = Path(path)
     path.write_bytes(bytes(raw))
+    return path
+
+
+def write_bad_pixel_xml(path, maps) -> Path:
+    """A ``.seq.Config.Metadata.xml`` holding bad-pixel maps: `maps` is a list of
+    ``(rows, columns, binning or None, defects)``, each defect a dict of ``Defect``
+    attributes (``{"Row": "3"}``, ``{"Columns": "2-4"}``, ``{"Row": "1", "Column": "5"}``)."""
+    from xml.sax.saxutils import quoteattr
+
+    lines = ['<?xml version="1.0" encoding="utf-8"?>', "<Configuration>",
+             '  <FileInfo><SegmentPreBuffer Value="1"/></FileInfo>', "  <BadPixels>"]  # fmt: skip
+    for rows, columns, binning, defects in maps:
+        extra = "" if binning is None else f' Binning="{binning}"'
+        lines.append(f'    <BadPixelMap Columns="{columns}" Rows="{rows}"{extra}>')
+        for defect in defects:
+            attrs = " ".join(f"{k}={quoteattr(str(v))}" for k, v in defect.items())
+            lines.append(f"      <Defect {attrs}/>")
+        lines.append("    </BadPixelMap>")
+    lines += ["  </BadPixels>", "</Configuration>"]
+    path = Path(path)
+    path.write_text("\n".join(lines) + "\n")
     return path
 
 

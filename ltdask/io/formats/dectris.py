@@ -24,7 +24,7 @@ import numpy as np
 
 from ltdask._types import PathLike
 from ltdask.calibration import takes_calibration
-from ltdask.exceptions import DataSetError, PerformanceWarning, warn
+from ltdask.exceptions import DataSetError, MetadataWarning, PerformanceWarning, warn
 from ltdask.io.checks import check_dtype, check_file, check_shape, signature_of
 from ltdask.io.chunked import ChunkedArrayDataSet
 from ltdask.io.formats.dectris_chunks import DATA_KEY, ChunkReader, DataFile, codec_of
@@ -141,6 +141,25 @@ def _stem_metadata(master: str) -> dict:
             if value is not None:
                 out[name] = value
     return out
+
+
+def _warn_unused_scan(master: str, stem: dict, ny, nx, held: int, sync_offset: int, used):
+    """``STEM Metadata`` gives a scan shape that is not used: say which and why."""
+    base = re.sub(r"_master\.h5$", ".h5", master, flags=re.IGNORECASE)
+    given = (
+        f"NumPixelsY={stem.get('scan height')!r}, NumPixelsX={stem.get('scan width')!r} in "
+        f"'STEM Metadata' of {base!r}"
+    )
+    if ny and nx:
+        after = f" ({held - sync_offset} from sync_offset={sync_offset})" if sync_offset else ""
+        why = f"a {ny} x {nx} scan needs {ny * nx} frames, the data files hold {held}{after}"
+    else:
+        why = "that is not a scan shape (two positive integers)"
+    warn(
+        f"{given}: {why}; read as a 1-D scan, nav_shape={used}; pass nav_shape= to choose "
+        "the scan shape",
+        MetadataWarning,
+    )
 
 
 def _data_links(f, master: str) -> list[tuple[str, str, str]]:
@@ -319,7 +338,8 @@ def open_dectris(
         ``<base>_master.h5`` (or ``<base>_data_NNNNNN.h5`` next to it).
     nav_shape
         The scan's shape; by default ``STEM Metadata`` NumPixelsY × NumPixelsX of
-        ``<base>.h5`` where it fits the frames, else the frames as a 1-D scan.
+        ``<base>.h5`` where it fits the frames, else the frames as a 1-D scan (with a
+        `ltdask.MetadataWarning` naming the values, where they are there but unusable).
     sync_offset
         Positive: skip that many frames; negative: insert that many empty frames first.
     dims
@@ -391,13 +411,16 @@ def open_dectris(
         nav_shape = check_shape(nav_shape, "nav_shape", path)
     else:
         ny, nx = _positive_int(stem.get("scan height")), _positive_int(stem.get("scan width"))
-        if ny and nx and ny * nx <= first - sync_offset:
+        frames = first - sync_offset
+        if ny and nx and ny * nx <= frames:
             nav_shape = (ny, nx)
             step = _positive_float(stem.get("scan pixel size (nm)"))
             if step:
                 calibration["nav"] = (step, "nm")
         else:
             nav_shape = (max(1, first - max(sync_offset, 0)),)
+            if "scan height" in stem or "scan width" in stem:
+                _warn_unused_scan(path, stem, ny, nx, first, sync_offset, nav_shape)
     sizes = [_positive_float(metadata.get(f"pixel size {a} (m)")) for a in "yx"]
     if all(sizes):
         calibration["sig"] = [(s * 1e6, "um") for s in sizes if s]

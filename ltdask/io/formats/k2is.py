@@ -19,7 +19,7 @@ import numpy as np
 
 from ltdask._types import PathLike
 from ltdask.calibration import takes_calibration
-from ltdask.exceptions import DataSetError
+from ltdask.exceptions import DataSetError, MissingFramesWarning, warn
 from ltdask.io.checks import check_file, check_shape
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
@@ -36,7 +36,7 @@ from ltdask.io.formats.k2is_kernels import (
     k2is_read_ranges,
     sum_k2is,
 )
-from ltdask.io.formats.k2is_sync import SYNC_BYTES, sync_sectors
+from ltdask.io.formats.k2is_sync import SYNC_BYTES, SyncResult, is_k2is_sector, sync_sectors
 from ltdask.io.registry import Format
 
 
@@ -57,6 +57,23 @@ def k2is_files(path: str) -> tuple[str | None, list[str]]:
             f"missing: {', '.join(repr(p) for p in missing)}"
         )
     return (gtg if os.path.isfile(gtg) else None), sectors
+
+
+def _short_sectors(sectors: list[str], sync: SyncResult) -> str:
+    """Names the sector files that hold fewer whole frames than the others ('' if none)."""
+    most = max(sync.sector_frames, default=sync.frames)
+    if sync.frames >= most:
+        return ""
+    short = [
+        f"{p!r} ({os.path.getsize(p)} bytes)"
+        for p, n in zip(sectors, sync.sector_frames, strict=True)
+        if n == sync.frames
+    ]
+    verb = "holds" if len(short) == 1 else "hold"
+    return (
+        f"{', '.join(short)} {verb} only {sync.frames} whole frame(s), the other sector files "
+        f"up to {most}: cut short"
+    )
 
 
 class K2ISFileSet(FileSet):
@@ -142,19 +159,34 @@ class K2ISDataSet(FileDataSet):
         tags = read_tags(gtg) if gtg is not None else {}
         scan = scan_shape(tags)
         sync = self.sync = sync_sectors(sectors)
+        short = _short_sectors(sectors, sync)
+        if short and max(sync.sector_frames) - sync.frames > 1:
+            # sectors stop within a frame of each other when an acquisition ends
+            warn(f"{short}; the frames after it are left out", MissingFramesWarning)
         if sync.shutter_frame is None and sync_offset is None:
             raise DataSetError(
-                f"{sectors[0]!r}: no frame has the shutter flag set; pass sync_offset= (and "
-                "nav_shape=) to read the frames anyway"
+                f"{sectors[0]!r}: none of the {sync.frames} whole frames has the shutter flag "
+                f"set{'; ' + short if short else ''}; pass sync_offset= (and nav_shape=) to "
+                "read the frames anyway"
             )
         shutter = sync.shutter_frame or 0
         self.is_stem = scan is not None
         # STEM: the flag is set one frame late, so the scan starts one frame earlier
         native = shutter - 1 if self.is_stem else shutter
         if sync_offset is None:
+            if not -sync.frames < native < sync.frames:
+                raise DataSetError(
+                    f"{self.path}: the sector files hold {sync.frames} whole frame(s)"
+                    f"{'; ' + short if short else ''}; a STEM scan starts one frame before the "
+                    f"first frame with the shutter flag (frame {shutter}), at sync offset "
+                    f"{native}, which needs at least {1 - native}; pass sync_offset= (and "
+                    "nav_shape=) to read the frames anyway"
+                )
             sync_offset = native
         if nav_shape is None:
             nav_shape = scan if scan is not None else (max(1, sync.frames - native),)
+            if scan is not None:
+                self.nav_origin = f"SI Dimensions Size Y={scan[0]}, Size X={scan[1]} in {gtg!r}"
         if sig_shape is not None:
             sig = check_shape(sig_shape, "sig_shape", self.path)
             if sig != FRAME_SHAPE:
@@ -170,6 +202,7 @@ class K2ISDataSet(FileDataSet):
             "mode": "STEM" if self.is_stem else "time series",
             "scan (gtg)": scan,
             "whole frames": sync.frames,
+            "whole frames per sector": sync.sector_frames,
             "first shutter frame": sync.shutter_frame,
             "block version": sync.version,
             **{k: v for k, v in tags.items() if k.startswith("SI Dimensions")},
@@ -248,9 +281,16 @@ def open_k2is(
     ltdask.DataSetError
         A missing sector file (named), blocks that are not K2 IS blocks (naming the file and
         the byte), sectors that do not belong together, no frame with the shutter flag and no
-        `sync_offset`, a malformed ``.gtg``.
+        `sync_offset`, too few frames for the default `sync_offset` (naming a sector file cut
+        short), a malformed ``.gtg``.
     FileNotFoundError
         `path` does not exist.
+
+    Warns
+    -----
+    ltdask.MissingFramesWarning
+        A sector file holds more than one whole frame fewer than the others (cut short): the
+        frames after its last are left out.
 
     Examples
     --------
@@ -274,5 +314,7 @@ FORMAT = Format(
     description=".gtg/.bin (Gatan K2 IS raw: 8 sector files)",
     suffixes=(".gtg",),
     magic=(SYNC_BYTES,),
+    # sector files are .bin, which would otherwise be read as raw
+    content=is_k2is_sector,
     keywords=("nav_shape", "sig_shape", "sync_offset", "dims"),
 )

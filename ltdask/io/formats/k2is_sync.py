@@ -49,6 +49,27 @@ HEADER = np.dtype(
 assert HEADER.itemsize == BLOCK_HEADER_BYTES
 
 
+def _valid(raw: bytes) -> bool:
+    h = np.frombuffer(raw, dtype=HEADER, count=1)[0]
+    return bool(h["sync"] == SYNC_WORD and h["width"] == 256 and h["height"] == 1860)
+
+
+def is_k2is_sector(path: str) -> bool:
+    """Whether `path` starts with K2 IS blocks: a valid block header at byte 0 (sync word,
+    sector width 256 and height 1860) and, if the file is longer than a block, another one
+    a block later. Strict enough to claim ``.bin`` files from raw (never raises)."""
+    try:
+        with open(path, "rb") as f:
+            first = f.read(BLOCK_HEADER_BYTES)
+            f.seek(BLOCK_BYTES)
+            second = f.read(BLOCK_HEADER_BYTES)
+    except OSError:
+        return False
+    if len(first) < BLOCK_HEADER_BYTES or not _valid(first):
+        return False
+    return len(second) < BLOCK_HEADER_BYTES or _valid(second)
+
+
 class Sector:
     """One sector file, read block header by block header."""
 
@@ -103,6 +124,8 @@ class SyncResult:
     shutter_frame: int | None
     #: block format version of the first block
     version: int
+    #: whole frames each sector file holds from its first whole frame on
+    sector_frames: tuple[int, ...] = ()
 
 
 def sync_sectors(paths: list[str]) -> SyncResult:
@@ -170,6 +193,7 @@ def sync_sectors(paths: list[str]) -> SyncResult:
         frames,
         shutter,
         int(sectors[0].header(0)["version"]),
+        tuple(s.blocks // BLOCKS_PER_FRAME for s in sectors),
     )
 
 

@@ -167,7 +167,7 @@ class MibDataSet(FileDataSet):
                 )
         if nav_shape is None:
             if hdr is not None:
-                nav_shape = nav_shape_from_hdr(hdr, hdr_path, image_count)
+                nav_shape, self.nav_origin = nav_shape_from_hdr(hdr, hdr_path, image_count)
             else:
                 nav_shape = (image_count,)
 
@@ -240,7 +240,9 @@ def open_mib(
         The scan shape. By default from the ``.hdr`` file (the one given, or one next to the
         ``.mib`` with the same name, with or without its file counter): ``(ScanY, ScanX)``
         where present, else ``(frames // frames_per_trigger, frames_per_trigger)``; without
-        a ``.hdr``, all frames in one dim.
+        a ``.hdr``, all frames in one dim. A header's scan with more frames than the files
+        hold (an interrupted acquisition) warns `ltdask.MissingFramesWarning` naming the
+        header fields; one far beyond them (mostly empty partitions) is an error.
     sig_shape
         Reinterpret the frames with another shape of the same number of pixels (not for raw
         quad data).
@@ -266,7 +268,8 @@ def open_mib(
         A file does not exist.
     ltdask.DataSetError
         A header is malformed (the message names the file and the field), a file is truncated,
-        the files do not match each other, or the raw layout cannot be decoded.
+        the files do not match each other, the raw layout cannot be decoded, or the ``.hdr``
+        announces a scan far larger than the files hold (naming its fields).
 
     Examples
     --------

@@ -204,17 +204,23 @@ def hdr_int(hdr: dict[str, str], key: str, path: str) -> int | None:
         ) from None
 
 
-def nav_shape_from_hdr(hdr: dict[str, str], path: str, image_count: int) -> tuple[int, ...]:
+def nav_shape_from_hdr(
+    hdr: dict[str, str], path: str, image_count: int
+) -> tuple[tuple[int, ...], str]:
     """``(ScanY, ScanX)`` where the header has them, else ``(frames // fpt, fpt)`` with
-    ``fpt`` the frames per trigger (a scan line), else all frames in one dim."""
+    ``fpt`` the frames per trigger (a scan line), else all frames in one dim; and the header
+    fields it came from, for messages."""
     scan_x = hdr_int(hdr, "ScanX", path)
     scan_y = hdr_int(hdr, "ScanY", path)
     if scan_x and scan_y and scan_x > 0 and scan_y > 0:
-        return (scan_y, scan_x)
+        return (scan_y, scan_x), f"ScanY={scan_y}, ScanX={scan_x} in {path!r}"
     frames = hdr_int(hdr, "Frames in Acquisition (Number)", path)
+    counted = f"Frames in Acquisition (Number)={frames}"
     if not frames or frames <= 0:
         frames = image_count
+        counted = "the frames in the files"
     per_trigger = hdr_int(hdr, "Frames per Trigger (Number)", path)
     if per_trigger and 1 < per_trigger <= frames:
-        return (frames // per_trigger, per_trigger)
-    return (frames,)
+        shape = (frames // per_trigger, per_trigger)
+        return shape, f"{counted}, Frames per Trigger (Number)={per_trigger} in {path!r}"
+    return (frames,), f"{counted} in {path!r}"

@@ -17,13 +17,15 @@ import numpy as np
 
 from ltdask._types import PathLike
 from ltdask.calibration import takes_calibration
-from ltdask.exceptions import DataSetError
+from ltdask.exceptions import DataSetError, MetadataWarning, warn
 from ltdask.io.checks import check_file, check_shape
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
 from ltdask.io.fileset import File, FileSet
 from ltdask.io.formats.seq_headers import (
+    METADATA_FIELDS,
     SEQ_MAGIC_BYTES,
+    read_bad_pixels,
     read_metadata,
     read_mrc_reference,
     read_seq_header,
@@ -72,6 +74,7 @@ class SeqDataSet(FileDataSet):
         dims=None,
         dark=True,
         gain=True,
+        excluded_pixels=True,
     ):
         path = self.path = check_file(path)
         header = self.header = read_seq_header(path)
@@ -103,6 +106,7 @@ class SeqDataSet(FileDataSet):
                 ("dark", ".seq.dark.mrc"),
                 ("gain", ".seq.gain.mrc"),
                 ("metadata", ".seq.metadata"),
+                ("config", ".seq.Config.Metadata.xml"),
             )
             if os.path.isfile(base + suffix)
         }
@@ -117,6 +121,15 @@ class SeqDataSet(FileDataSet):
         de_meta = (
             read_metadata(self.side_files["metadata"]) if "metadata" in self.side_files else {}
         )
+        # the maps are of the whole sensor: the .metadata says where the frame is on it
+        self.bad_pixels = None
+        if excluded_pixels and "config" in self.side_files and len(de_meta) == len(METADATA_FIELDS):
+            xml = self.side_files["config"]
+            # read now for its warnings, again (cached) when a run asks for the corrections
+            mask = read_bad_pixels(xml, de_meta, natural)
+            if mask is not None and mask.any():
+                self.bad_pixels = (xml, _frozen(de_meta))
+                _warn_unrepairable(xml, mask)
         self.metadata = {
             "detector": "Direct Electron (StreamPix .seq)",
             "name": header.name,
@@ -127,6 +140,7 @@ class SeqDataSet(FileDataSet):
             "allocated frames": header.allocated_frames,
             "dark reference": self.side_files.get("dark"),
             "gain reference": self.side_files.get("gain"),
+            "bad-pixel map": self.bad_pixels[0] if self.bad_pixels else None,
             **de_meta,
         }
         footer = header.true_image_size - header.frame_bytes
@@ -137,8 +151,9 @@ class SeqDataSet(FileDataSet):
         )
 
     def default_corrections(self):
-        """The dark and gain references next to the ``.seq`` file, if any."""
-        if not self.references:
+        """The dark and gain references next to the ``.seq`` file and the excluded pixels of
+        its bad-pixel map, if any."""
+        if not self.references and self.bad_pixels is None:
             return None
         from ltdask.corrections import CorrectionSet
 
@@ -147,7 +162,19 @@ class SeqDataSet(FileDataSet):
             kind: _reference(path, natural, _stamp(path)).reshape(self.sig_shape)
             for kind, path in self.references.items()
         }
-        return CorrectionSet(dark=images.get("dark"), gain=images.get("gain"))
+        excluded = None
+        if self.bad_pixels is not None:
+            xml, de_meta = self.bad_pixels
+            mask = _bad_pixels(xml, de_meta, natural, _stamp(xml))
+            excluded = None if mask is None else mask.reshape(self.sig_shape)
+        # pixels inside wide defect bands have no neighbour to be repaired from: left as
+        # they are (warned at open) rather than failing every run
+        return CorrectionSet(
+            dark=images.get("dark"),
+            gain=images.get("gain"),
+            excluded_pixels=excluded,
+            allow_empty=True,
+        )
 
     def attrs(self) -> dict:
         return {**super().attrs(), **{f"seq_{k}": v for k, v in self.side_files.items()}}
@@ -165,6 +192,38 @@ def _reference(path: str, shape: tuple[int, int], stamp) -> np.ndarray:
     return image
 
 
+def _warn_unrepairable(xml: str, mask: np.ndarray) -> None:
+    """Warn about excluded pixels whose 3 x 3 neighbours are all excluded too."""
+    padded = np.pad(~mask, 1)
+    h, w = mask.shape
+    good = sum(
+        padded[1 + dy : 1 + dy + h, 1 + dx : 1 + dx + w].astype(np.int64)
+        for dy in (-1, 0, 1)
+        for dx in (-1, 0, 1)
+        if dy or dx
+    )
+    stuck = mask & (good == 0)
+    if stuck.any():
+        first = tuple(int(i) for i in np.argwhere(stuck)[0])
+        warn(
+            f"{xml!r}: {int(stuck.sum())} excluded pixels of the bad-pixel map (the first at "
+            f"{first}) have no neighbour outside it to be repaired from and stay as they are",
+            MetadataWarning,
+        )
+
+
+def _frozen(de_meta: dict) -> tuple:
+    return tuple(sorted(de_meta.items()))
+
+
+@functools.lru_cache(maxsize=8)
+def _bad_pixels(path: str, de_meta: tuple, shape: tuple[int, int], stamp):
+    mask = read_bad_pixels(path, dict(de_meta), shape)
+    if mask is not None:
+        mask.setflags(write=False)
+    return mask
+
+
 @takes_calibration
 def open_seq(
     path: PathLike,
@@ -174,6 +233,7 @@ def open_seq(
     dims: Sequence[str] | None = None,
     dark: bool = True,
     gain: bool = True,
+    excluded_pixels: bool = True,
 ) -> SeqDataSet:
     """Open a Direct Electron StreamPix ``.seq`` acquisition.
 
@@ -196,6 +256,12 @@ def open_seq(
         Use ``NAME.seq.dark.mrc`` / ``NAME.seq.gain.mrc`` where they exist: UDF runs and
         ``to_dask()`` then see ``(frame - dark) * gain`` as float32 (as LiberTEM), unless a
         run is given another ``corrections=`` (``ltdask.CorrectionSet()``: none).
+    excluded_pixels
+        Repair the pixels of the bad-pixel map in ``NAME.seq.Config.Metadata.xml`` (where it
+        and ``NAME.seq.metadata`` exist), as the dark and gain: the map for the frames'
+        ``HardwareBinning`` with the most columns, cropped to the frame at ``OffsetY``,
+        ``OffsetX`` of the ``.metadata`` (as LiberTEM); a map that cannot be used warns
+        `ltdask.MetadataWarning` and is left out.
 
     Returns
     -------
@@ -228,7 +294,7 @@ def open_seq(
     >>> bool((ds.to_dask().compute().reshape(6, 3, 4) == frames).all())
     True
     """
-    return SeqDataSet(path, nav_shape, sig_shape, sync_offset, dims, dark, gain)
+    return SeqDataSet(path, nav_shape, sig_shape, sync_offset, dims, dark, gain, excluded_pixels)
 
 
 FORMAT = Format(
@@ -237,6 +303,6 @@ FORMAT = Format(
     description=".seq (Direct Electron StreamPix)",
     suffixes=(".seq",),
     magic=(SEQ_MAGIC_BYTES,),
-    keywords=("nav_shape", "sig_shape", "sync_offset", "dims", "dark", "gain"),
+    keywords=("nav_shape", "sig_shape", "sync_offset", "dims", "dark", "gain", "excluded_pixels"),
     engine_suffixes=(".seq",),
 )

@@ -6,17 +6,21 @@
 * ``NAME.seq.dark.mrc`` / ``NAME.seq.gain.mrc``: dark and gain references, small MRC files.
 * ``NAME.seq.metadata``: binary DE metadata; from byte 282 eleven int32 values and a bool
   (frame geometry, binning, bit mode, frame rate...).
+* ``NAME.seq.Config.Metadata.xml``: among other things the sensor's bad-pixel maps
+  (``BadPixelMap`` elements with ``Defect`` rows, columns and pixels), of the whole sensor:
+  the frame is the part of it at ``OffsetX``/``OffsetY`` of the ``.metadata``.
 """
 
 from __future__ import annotations
 
 import os
 import struct
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
 import numpy as np
 
-from ltdask.exceptions import DataSetError
+from ltdask.exceptions import DataSetError, MetadataWarning, warn
 
 SEQ_MAGIC = 0xFEED
 #: the magic number as the file's first bytes (little-endian u4)
@@ -200,3 +204,114 @@ def read_mrc_reference(path: str, shape: tuple[int, int], data: bool = True):
         return None
     image = np.fromfile(path, dtype=dtype, count=nx * ny, offset=start)
     return image.reshape(shape).astype(np.float32)
+
+
+class _MapError(ValueError):
+    """A bad-pixel map that cannot be used (the message says why)."""
+
+
+def _map_int(element, name: str, default: int | None = None) -> int:
+    value = element.get(name)
+    if value is None and default is not None:
+        return default
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise _MapError(f"BadPixelMap attribute {name}={value!r} is not an integer") from None
+
+
+def _span(text: str, what: str, size: int) -> slice:
+    """``"5"`` or ``"3-7"`` (inclusive) as a slice of an axis of `size` pixels."""
+    try:
+        parts = [int(p) for p in text.split("-")]
+    except ValueError:
+        parts = []
+    if len(parts) not in (1, 2) or not 0 <= parts[0] <= parts[-1] < size:
+        raise _MapError(f"Defect {what}={text!r} is not a pixel or range in 0..{size - 1}")
+    return slice(parts[0], parts[-1] + 1)
+
+
+def _pick_map(maps: list, binning: int):
+    """The map for `binning`: among the unbinned maps (``Binning`` < 2) or, for binned
+    frames, the binned ones, the one with the most columns (the first of equals), as
+    LiberTEM picks it."""
+    wanted = [m for m in maps if (_map_int(m, "Binning", 1) > 1) == (binning > 1)]
+    if not wanted:
+        return None
+    return max(wanted, key=lambda m: _map_int(m, "Columns"))  # max keeps the first of equals
+
+
+def _defect_mask(element) -> np.ndarray:
+    """The map's defects as a boolean ``(Rows, Columns)`` array: ``Row``/``Rows`` mark
+    whole rows, ``Column``/``Columns`` whole columns, ``Row`` with ``Column`` one pixel."""
+    shape = (_map_int(element, "Rows"), _map_int(element, "Columns"))
+    if not (0 < shape[0] < 2**16 and 0 < shape[1] < 2**16):
+        raise _MapError(f"BadPixelMap of Rows={shape[0]}, Columns={shape[1]}")
+    mask = np.zeros(shape, dtype=bool)
+    for defect in element.iter("Defect"):
+        a = defect.attrib
+        if "Row" in a and "Column" in a:
+            mask[_span(a["Row"], "Row", shape[0]), _span(a["Column"], "Column", shape[1])] = True
+            continue
+        for key in ("Row", "Rows"):
+            if key in a:
+                mask[_span(a[key], key, shape[0]), :] = True
+        for key in ("Column", "Columns"):
+            if key in a:
+                mask[:, _span(a[key], key, shape[1])] = True
+    return mask
+
+
+def read_bad_pixels(xml_path: str, metadata: dict, shape: tuple[int, int]) -> np.ndarray | None:
+    """The excluded pixels of frames of `shape` from the bad-pixel maps of ``xml_path`` and
+    the frame geometry of the ``.seq.metadata`` fields `metadata`, as LiberTEM reads them:
+
+    1. the map for the frames' ``HardwareBinning`` (see `_pick_map`);
+    2. its defects (`_defect_mask`);
+    3. the frame's part of it: ``UnbinnedFrameSizeY`` x ``UnbinnedFrameSizeX`` pixels from
+       (``OffsetY``, ``OffsetX``), all halved for binned frames; the whole map where that
+       part does not fit in it.
+
+    None, with a `ltdask.MetadataWarning` naming the file and the values, where the maps
+    cannot be read or the result is not of the frame `shape` (the frames are then read
+    without them). Maps are ``(Rows, Columns)``: LiberTEM makes them ``(Columns, Rows)``,
+    the same for square sensors.
+    """
+    try:
+        try:
+            root = ET.parse(xml_path).getroot()
+        except (ET.ParseError, OSError) as e:
+            raise _MapError(f"not readable XML ({e})") from None
+        maps = list(root.iter("BadPixelMap"))
+        if not maps:
+            return None
+        binning = int(metadata["HardwareBinning"])
+        element = _pick_map(maps, binning)
+        if element is None:
+            raise _MapError(f"no BadPixelMap for HardwareBinning={binning}")
+        mask = _defect_mask(element)
+        size = (int(metadata["UnbinnedFrameSizeY"]), int(metadata["UnbinnedFrameSizeX"]))
+        offset = (int(metadata["OffsetY"]), int(metadata["OffsetX"]))
+        if binning > 1:
+            size = (size[0] // 2, size[1] // 2)
+            offset = (offset[0] // 2, offset[1] // 2)
+        fits = all(0 <= o and o + n <= m for o, n, m in zip(offset, size, mask.shape, strict=True))
+        if fits:
+            mask = mask[offset[0] : offset[0] + size[0], offset[1] : offset[1] + size[1]]
+        if mask.shape != tuple(shape):
+            where = f"cropped at OffsetY={offset[0]}, OffsetX={offset[1]} to" if fits else "of"
+            raise _MapError(
+                f"the map of Rows={_map_int(element, 'Rows')}, Columns="
+                f"{_map_int(element, 'Columns')} {where} {mask.shape} does not fit frames of "
+                f"{tuple(shape)} (UnbinnedFrameSizeY={metadata['UnbinnedFrameSizeY']}, "
+                f"UnbinnedFrameSizeX={metadata['UnbinnedFrameSizeX']}, "
+                f"HardwareBinning={binning})"
+            )
+        return mask
+    except _MapError as e:
+        warn(
+            f"{xml_path!r}: the bad-pixel map is not used: {e}; the frames are read without "
+            "excluded pixels (pass excluded_pixels=False to skip the file)",
+            MetadataWarning,
+        )
+        return None
