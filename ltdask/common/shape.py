@@ -6,6 +6,8 @@ import math
 from collections.abc import Iterable, Iterator
 from typing import overload
 
+import numpy as np
+
 
 class Shape:
     """An immutable shape split into navigation (leading) and signal (trailing) dims.
@@ -107,3 +109,15 @@ class Shape:
 
     def __dask_tokenize__(self):
         return ("ltdask.Shape", self._dims, self._sig_dims)
+
+
+class RoiBuilder:
+    """``ds.roi[index]``: a nav-shaped boolean array that is True at `index` (LiberTEM's)."""
+
+    def __init__(self, nav_shape: tuple[int, ...]):
+        self.nav_shape = nav_shape
+
+    def __getitem__(self, index) -> np.ndarray:
+        roi = np.zeros(self.nav_shape, dtype=bool)
+        roi[index] = True
+        return roi

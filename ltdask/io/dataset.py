@@ -12,10 +12,11 @@ import numpy as np
 from ltdask import _config
 from ltdask.calibration import Calibrated
 from ltdask.common import Shape, Slice
+from ltdask.common.shape import RoiBuilder
 from ltdask.exceptions import DataSetError, MissingFramesWarning, UDFError, warn
 from ltdask.io.checks import SUPPORTED_DTYPES, check_dtype, check_shape, unsupported
 from ltdask.io.partition import Partition, nav_grid, partitions_for_grid
-from ltdask.io.tiling import Negotiator, TilingPreferences, TilingScheme
+from ltdask.io.tiling import Negotiator, TilingPreferences, TilingScheme, flat_of
 
 #: partitions without any frame (a nav shape far beyond the files) that planning accepts
 MAX_EMPTY_PARTITIONS = 10_000
@@ -34,29 +35,6 @@ def default_dims(nav_dims: int, sig_dims: int) -> tuple[str, ...]:
         nav = tuple(f"nav_{i}" for i in range(nav_dims))
     sig = ("det_y", "det_x") if sig_dims == 2 else tuple(f"sig_{i}" for i in range(sig_dims))
     return nav + sig
-
-
-def flat_of(data: np.ndarray, copy: bool = False) -> tuple | None:
-    """``(frames, 0, pixels)`` for a C-contiguous tile; for another tile None, or with
-    `copy` the same of a C-contiguous copy."""
-    if not data.flags.c_contiguous:
-        if not copy:
-            return None
-        data = np.ascontiguousarray(data)
-    frames = data.reshape(data.shape[0], -1)
-    return frames, 0, frames.shape[1]
-
-
-class RoiBuilder:
-    """``ds.roi[index]``: a nav-shaped boolean array that is True at `index` (LiberTEM's)."""
-
-    def __init__(self, nav_shape: tuple[int, ...]):
-        self.nav_shape = nav_shape
-
-    def __getitem__(self, index) -> np.ndarray:
-        roi = np.zeros(self.nav_shape, dtype=bool)
-        roi[index] = True
-        return roi
 
 
 class DataSet(Calibrated):
@@ -79,9 +57,8 @@ class DataSet(Calibrated):
 
     #: where the data comes from, for messages
     path: str = "<memory>"
-    #: where a nav shape the user did not give comes from (a header's fields, e.g.
-    #: ``"ScanY=256, ScanX=256 in 'scan.hdr'"``), for messages; a header's scan that asks for
-    #: far more frames than the files hold fails when the dataset is opened
+    #: where a nav shape the user did not give comes from (``"ScanY=256, ScanX=256 in
+    #: 'scan.hdr'"``), for messages; such a shape far beyond the files fails at open
     nav_origin: str | None = None
     #: coordinates of the scan's dims (name -> ``xarray.Variable``), given to
     #: :meth:`to_xarray`; e.g. those of a DataArray given to :func:`ltdask.from_array`

@@ -15,10 +15,10 @@ import numpy as np
 
 from ltdask import scratch
 from ltdask.common import Slice
-from ltdask.io.dataset import DataSet, flat_of
+from ltdask.io.dataset import DataSet
 from ltdask.io.decode import Decoder
 from ltdask.io.fileset import FileSet, MappedFiles
-from ltdask.io.tiling import TilingScheme
+from ltdask.io.tiling import TilingScheme, flat_of
 
 
 class FileDataSet(DataSet):

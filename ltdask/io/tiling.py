@@ -348,3 +348,14 @@ def _snap(value: int, base: int, full: int) -> int:
     if value >= full:
         return full
     return max(base, (value // base) * base)
+
+
+def flat_of(data: np.ndarray, copy: bool = False) -> tuple | None:
+    """``(frames, 0, pixels)`` for a C-contiguous tile; for another tile None, or with
+    `copy` the same of a C-contiguous copy."""
+    if not data.flags.c_contiguous:
+        if not copy:
+            return None
+        data = np.ascontiguousarray(data)
+    frames = data.reshape(data.shape[0], -1)
+    return frames, 0, frames.shape[1]

@@ -7,7 +7,7 @@ the methods that run a UDF on a dataset (:mod:`ltdask.udf.api`).
 
 from __future__ import annotations
 
-from ltdask.io.dataset import flat_of
+from ltdask.io.tiling import flat_of
 from ltdask.udf.api import compute, iter_results, lazy
 from ltdask.udf.interface import AuxData, MaskedResult, UDFBase, UDFMethod, overrides, raw_params
 

@@ -17,10 +17,10 @@ from dask.sizeof import sizeof
 from ltdask import scratch, worker_gc
 from ltdask.common import Shape, Slice
 from ltdask.exceptions import UDFError
-from ltdask.io.dataset import DataSet, flat_of
+from ltdask.io.dataset import DataSet
 from ltdask.io.maps import keeping_maps
 from ltdask.io.partition import Partition
-from ltdask.io.tiling import TilingScheme
+from ltdask.io.tiling import TilingScheme, flat_of
 from ltdask.udf.backends import NUMPY as BACKEND_NUMPY
 from ltdask.udf.backends import TileForms, on_device, to_host
 from ltdask.udf.bind import PartitionPlace, RunContext, bind, partition_params

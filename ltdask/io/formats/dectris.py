@@ -146,10 +146,8 @@ def _stem_metadata(master: str) -> dict:
 def _warn_unused_scan(master: str, stem: dict, ny, nx, held: int, sync_offset: int, used):
     """``STEM Metadata`` gives a scan shape that is not used: say which and why."""
     base = re.sub(r"_master\.h5$", ".h5", master, flags=re.IGNORECASE)
-    given = (
-        f"NumPixelsY={stem.get('scan height')!r}, NumPixelsX={stem.get('scan width')!r} in "
-        f"'STEM Metadata' of {base!r}"
-    )
+    given = f"NumPixelsY={stem.get('scan height')!r}, NumPixelsX={stem.get('scan width')!r}"
+    given += f" in 'STEM Metadata' of {base!r}"
     if ny and nx:
         after = f" ({held - sync_offset} from sync_offset={sync_offset})" if sync_offset else ""
         why = f"a {ny} x {nx} scan needs {ny * nx} frames, the data files hold {held}{after}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ltdask.io.dataset import flat_of
+from ltdask.io.tiling import flat_of
 from ltdask.udf.kernels import FASTMATH
 
 #: pixels per block in `dot_masks`: 4 masks × 4096 float32 pixels stay in L2
