@@ -10,7 +10,9 @@ from ltdask._version import __version__
 from ltdask.common import Shape, Slice
 from ltdask.corrections import CorrectionSet
 from ltdask.exceptions import (
+    ConversionError,
     DataSetError,
+    EmptyMaskWarning,
     LtdaskError,
     MetadataWarning,
     MissingFramesWarning,
@@ -69,9 +71,11 @@ __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 DataSet.to_zarr = write_dataset
 
 __all__ = [
+    "ConversionError",
     "CorrectionSet",
     "DataSet",
     "DataSetError",
+    "EmptyMaskWarning",
     "LtdaskError",
     "Negotiator",
     "MetadataWarning",

@@ -55,6 +55,28 @@ class UDFError(LtdaskError, ValueError):
     """
 
 
+class ConversionError(LtdaskError, ValueError):
+    """Values that the dtype asked for cannot hold: a conversion that would change them
+    (wrap integers around, turn NaN or infinities into numbers, overflow to infinity).
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask, tempfile, os
+    >>> ds = ltdask.from_array(np.full((2, 2, 4, 4), 4000, dtype=np.uint16))
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.zarr")
+    >>> try:
+    ...     ds.to_zarr(path, dtype="uint8")
+    ... except ltdask.ConversionError as e:
+    ...     print(type(e).__name__, os.path.exists(path))
+    ConversionError False
+    """
+
+    def __init__(self, problem: str, fix: str = ""):
+        super().__init__(f"{problem}; {fix}" if fix else problem)
+        #: what is wrong, without the fix (which the command line words in its own terms)
+        self.problem = problem
+
+
 class ConfigError(LtdaskError, ValueError):
     """An ``ltdask.*`` setting in dask's config holds a value that cannot be used."""
 
@@ -105,6 +127,22 @@ class PerformanceWarning(UserWarning):
     ...         _ = ds.to_zarr(path, chunks=((1, 3), 4, 8, 8))
     >>> caught[0].category.__name__
     'PerformanceWarning'
+    """
+
+
+class EmptyMaskWarning(UserWarning):
+    """A mask has no pixel in the frame (a disk or ring whose centre lies far outside it, a
+    rectangle beside it): applied, it gives zeros everywhere.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from ltdask import masks
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     mask = masks.circular(500, 500, 64, 64, radius=5)
+    >>> caught[0].category.__name__, bool(mask.any())
+    ('EmptyMaskWarning', False)
     """
 
 

@@ -419,6 +419,19 @@ ERRORS = {
         ["run", "sumsig", "scan.raw", *RAW, "--roi", "bad_roi.npy"],
         ["bad_roi.npy", "(3, 3)"],
     ),
+    "roi-partly-outside": (
+        ["run", "sumsig", "scan.raw", *RAW, "--roi", "0:64,0:64"],
+        ["'0:64,0:64'", "reaches outside the scan", "(6, 8)"],
+    ),
+    "ring-outside-the-frame": (
+        ["run", "ring", "scan.raw", *RAW, "-p", "cy=500"],
+        ["-p cy=500.0", "the ring has no pixel in the scan's 16 x 16 frames"],
+    ),
+    # the synthetic counts (up to 89) are not booleans; the output named as error_job names it
+    "convert-out-dtype": (
+        ["convert", "scan.raw", "error-convert-out-dtype.zarr", *RAW, "--out-dtype", "bool"],
+        ["--out-dtype bool: scan.raw", "outside bool's range 0..1", "--clip"],
+    ),
     "bad-scheduler": (["--scheduler", "nowhere", "run", "sum", "scan.raw", *RAW], ["nowhere"]),
 }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -11,7 +12,12 @@ import sparse
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
+import ltdask
 from ltdask import masks
+
+# the property tests draw centres and offsets outside the frame on purpose; the warning for
+# masks without a pixel in the frame is tested below with pytest.warns (which sees it anyway)
+pytestmark = pytest.mark.filterwarnings("ignore::ltdask.EmptyMaskWarning")
 
 # -- independent references ----------------------------------------------------------------
 
@@ -559,3 +565,92 @@ def test_infinite_radius_covers_the_frame():
     np.testing.assert_array_equal(ring, d2 > 1)
     with pytest.raises(ValueError, match="radius must be a finite number"):
         masks.radial_bins(3, 2, 7, 5, radius=np.inf)
+
+
+# -- masks without a pixel in the frame warn -----------------------------------------------
+#: factory call with no pixel in a 64 x 64 frame -> the call as the warning names it
+EMPTY = {
+    "disk-centre-outside": (
+        lambda: masks.circular(500, 500, 64, 64, 5),
+        "circular(centerX=500, centerY=500, radius=5)",
+    ),
+    "disk-antialiased-centre-outside": (
+        lambda: masks.circular(-10, 32, 64, 64, 5, antialiased=True),
+        "circular(centerX=-10, centerY=32",
+    ),
+    "ring-centre-outside": (
+        lambda: masks.ring(32, 500, 64, 64, 16, 8),
+        "ring(centerX=32, centerY=500, radius=16, radius_inner=8)",
+    ),
+    "ring-equal-radii": (lambda: masks.ring(32, 32, 64, 64, 4, 4), "ring(centerX=32"),
+    "rectangle-beside": (
+        lambda: masks.rectangular(70, 0, 5, 5, 64, 64),
+        "rectangular(X=70, Y=0, Width=5, Height=5)",
+    ),
+    "rectangle-zero-width": (lambda: masks.rectangular(3, 3, 0, 5, 64, 64), "Width=0"),
+    "radial-bins-centre-outside": (
+        lambda: masks.radial_bins(500, 500, 64, 64, radius=5, use_sparse=False),
+        "radial_bins(centerX=500, centerY=500, radius=5",
+    ),
+    "radial-bins-sparse-centre-outside": (
+        lambda: masks.radial_bins(500, 500, 64, 64, radius=5, use_sparse=True),
+        "radial_bins(",
+    ),
+    "radial-gradient-centre-outside": (
+        lambda: masks.radial_gradient(-100, 10, 64, 64, 5),
+        "radial_gradient(centerX=-100",
+    ),
+    "background-subtraction-empty-ring": (
+        lambda: masks.background_subtraction(32, 32, 64, 64, 5, 5),
+        "background_subtraction(centerX=32, centerY=32, radius=5, radius_inner=5)'s ring",
+    ),
+    "template-stamped-outside": (
+        lambda: masks.sparse_template_multi_stack(
+            [0, 1], [3, 100], [3, 3], np.ones((2, 2)), 64, 64
+        ),
+        "in 1 of its 2 masks (1)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", EMPTY)
+def test_mask_without_a_pixel_in_the_frame_warns(case):
+    make, call = EMPTY[case]
+    with pytest.warns(ltdask.EmptyMaskWarning, match="has no pixel in the 64 x 64 frame") as rec:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # background_subtraction's 0 / 0
+            mask = make()
+    assert call in str(rec[0].message)
+    assert rec[0].filename == __file__  # attributed to the caller's line
+    dense = masks.to_dense(mask)
+    if case == "template-stamped-outside":
+        dense = dense[1]
+    elif case == "background-subtraction-empty-ring":
+        dense = ref_ring(32, 32, 64, 64, 5, 5)  # its ring part
+    assert not np.any(dense)  # the warning is about a mask that is empty indeed
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: masks.circular(-3, 70, 64, 64, 8),  # centre outside, the disk reaches in
+        lambda: masks.ring(70, 32, 64, 64, 10, 3),
+        lambda: masks.rectangular(-5, -5, 6, 6, 64, 64),
+        lambda: masks.radial_bins(32, 32, 64, 64),  # its last bin is empty, not the stack
+        lambda: masks.radial_gradient(-2, 10, 64, 64, 5),
+        lambda: masks.background_subtraction(32, 32, 64, 64, 6, 3),
+        lambda: masks.sparse_template_multi_stack(
+            [0, 1], [-1, 62], [0, 0], np.ones((2, 2)), 64, 64
+        ),
+        lambda: masks.point(64, 64, 3, 4),
+    ],
+)
+def test_mask_with_a_pixel_in_the_frame_does_not_warn(make):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ltdask.EmptyMaskWarning)
+        assert np.any(masks.to_dense(make()))
+
+
+def test_point_outside_the_frame_is_refused():
+    with pytest.raises(ValueError, match="outside the image"):
+        masks.point(64, 64, cx=70, cy=3)

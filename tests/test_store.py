@@ -216,3 +216,104 @@ def test_dataset_to_zarr_threads_scheduler(tmp_path, small_partitions):
     with dask.config.set(scheduler="threads"):
         ltdask.from_array(data).to_zarr(tmp_path / "t.zarr")
     np.testing.assert_array_equal(zarr.open_array(tmp_path / "t.zarr", mode="r")[...], data)
+
+
+# -- dtype conversions that cannot hold the values: refused, or clipped when asked -------------
+def _scan_up_to_4000():
+    """uint16 values 0..4000 (most above uint8's 255), the issue's case."""
+    return (np.arange(4 * 4 * 8 * 12) * 7 % 4001).astype(np.uint16).reshape(4, 4, 8, 12)
+
+
+def test_to_zarr_refuses_a_dtype_that_wraps_values_around(tmp_path, small_partitions):
+    data = _scan_up_to_4000()
+    ds = ltdask.from_array(data)
+    path = tmp_path / "scan.zarr"
+    with pytest.raises(ltdask.ConversionError, match=r"uint8's range 0\.\.255.*clip=True"):
+        ds.to_zarr(path, dtype="uint8")
+    assert os.listdir(tmp_path) == []  # the partial store is removed
+    # a store that was there is left as it was
+    ds.to_zarr(path, dtype="uint16")
+    with pytest.raises(ltdask.ConversionError):
+        ds.to_zarr(path, dtype="int8", mode="w")
+    assert os.listdir(tmp_path) == ["scan.zarr"]
+    np.testing.assert_array_equal(zarr.open_array(path, mode="r")[...], data)
+    # values that fit convert: no refusal for a dtype merely narrower than the data's
+    small = ltdask.from_array(data % 256)
+    small.to_zarr(tmp_path / "small.zarr", dtype="uint8")
+    np.testing.assert_array_equal(zarr.open_array(tmp_path / "small.zarr")[...], data % 256)
+
+
+def test_to_zarr_clips_when_asked_and_records_how_many(tmp_path, small_partitions):
+    data = _scan_up_to_4000()
+    path = tmp_path / "scan.zarr"
+    ltdask.from_array(data).to_zarr(path, dtype="uint8", clip=True)
+    arr = zarr.open_array(path, mode="r")
+    assert arr.dtype == np.uint8
+    np.testing.assert_array_equal(arr[...], np.minimum(data, 255))
+    assert arr.attrs["ltdask"]["clipped_values"] == np.count_nonzero(data > 255)
+
+
+#: float values, the dtype asked for -> the values in that dtype with clip=True, and how many
+#: of the three were clipped (a fraction is dropped, as astype drops it: not clipped)
+FLOAT_CASES = {
+    "inf-to-uint16": (np.float32, [1.5, np.inf, 3.0], "uint16", [1, 65535, 3], 1),
+    "minus-inf-to-int8": (np.float32, [-np.inf, -2.5, 7.9], "int8", [-128, -2, 7], 1),
+    "above-range-to-uint8": (np.float64, [255.9, 256.0, 1e9], "uint8", [255, 255, 255], 2),
+    "below-range-to-uint16": (np.float32, [-0.5, -1.0, 2.0], "uint16", [0, 0, 2], 1),
+    # 2**63 is one past int64's largest; the largest float64 below it is 2**63 - 1024
+    "above-int64": (
+        np.float64,
+        [2.0**63, -(2.0**63), 1.0],
+        "int64",
+        [2**63 - 1024, -(2**63), 1],
+        1,
+    ),
+    # finite values clipped to float32's largest; infinities are float32 values: kept
+    "float64-overflows-float32": (
+        np.float64,
+        [1e39, -1e39, np.inf],
+        "float32",
+        [np.finfo(np.float32).max, -np.finfo(np.float32).max, np.inf],
+        2,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", FLOAT_CASES)
+def test_to_zarr_floats_that_a_dtype_cannot_hold(tmp_path, case):
+    source, values, target, expected, clipped = FLOAT_CASES[case]
+    data = np.array(values * 4, dtype=source).reshape(2, 2, 1, 3)
+    ds = ltdask.from_array(data)
+    with pytest.raises(ltdask.ConversionError, match=f"outside {target}'s"):
+        ds.to_zarr(tmp_path / "refused.zarr", dtype=target)
+    assert not (tmp_path / "refused.zarr").exists()
+    ds.to_zarr(tmp_path / "clipped.zarr", dtype=target, clip=True)
+    arr = zarr.open_array(tmp_path / "clipped.zarr", mode="r")
+    np.testing.assert_array_equal(
+        arr[...], np.array(expected * 4, dtype=target).reshape(2, 2, 1, 3)
+    )
+    assert arr.attrs["ltdask"]["clipped_values"] == 4 * clipped
+
+
+def test_to_zarr_nan_to_an_integer_is_refused_even_when_clipping(tmp_path):
+    data = np.array([1.0, np.nan, 2.0, 3.0], dtype=np.float32).reshape(2, 2, 1, 1)
+    ds = ltdask.from_array(data)
+    for clip in (False, True):
+        with pytest.raises(ltdask.ConversionError, match="NaN"):
+            ds.to_zarr(tmp_path / "nan.zarr", dtype="uint16", clip=clip)
+        assert os.listdir(tmp_path) == []
+
+
+def test_to_zarr_corrected_frames_to_integers_are_checked(tmp_path):
+    data = np.full((2, 2, 3, 3), 10, dtype=np.uint16)
+    dark = np.full((3, 3), 12.0)  # corrected frames hold -2: not a uint16
+    ds = ltdask.from_array(data)
+    corrections = ltdask.CorrectionSet(dark=dark)
+    with pytest.raises(
+        ltdask.ConversionError, match=r"-2\.0 at scan position \(\d, 0\), pixel \(0, 0\)"
+    ):
+        ds.to_zarr(tmp_path / "c.zarr", dtype="uint16", corrections=corrections)
+    ds.to_zarr(tmp_path / "c.zarr", dtype="int16", corrections=corrections)
+    np.testing.assert_array_equal(
+        zarr.open_array(tmp_path / "c.zarr")[...], data.astype(np.int16) - 12
+    )

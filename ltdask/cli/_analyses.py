@@ -213,19 +213,55 @@ def _masks(ring: bool):
         from ltdask.udf import ApplyMasksUDF
 
         sy, sx = sig_shape[-2], sig_shape[-1]
-        cy = _given(values.pop("cy", None), sy / 2)
-        cx = _given(values.pop("cx", None), sx / 2)
-        r = _given(values.pop("r", None), min(sy, sx) / 4)
+        popped = {k: values.pop(k, None) for k in ("cy", "cx", "r", "ri")}
+        given = {k: v for k, v in popped.items() if v is not None}
+        cy = given.get("cy", sy / 2)
+        cx = given.get("cx", sx / 2)
+        r = given.get("r", min(sy, sx) / 4)
+        geometry = {"cy": cy, "cx": cx, "r": r}
         if ring:
-            ri = _given(values.pop("ri", None), r / 2)
-            return ApplyMasksUDF([lambda: masks.ring(cx, cy, sx, sy, r, ri)], **values)
-        return ApplyMasksUDF([lambda: masks.circular(cx, cy, sx, sy, r)], **values)
+            ri = geometry["ri"] = given.get("ri", r / 2)
+
+            def mask():
+                return masks.ring(cx, cy, sx, sy, r, ri)
+        else:
+
+            def mask():
+                return masks.circular(cx, cy, sx, sy, r)
+
+        _refuse_empty(mask, "ring" if ring else "disk", geometry, given, (sy, sx))
+        return ApplyMasksUDF([mask], **values)
 
     return build
 
 
-def _given(value, default):
-    return default if value is None else value
+def _refuse_empty(mask, name: str, geometry: dict, given: dict, frame: tuple) -> None:
+    """A `UserError` in ``-p`` terms for a disk or ring without a pixel in the frame, which
+    gives 0 at every position (`ltdask.EmptyMaskWarning` from the mask factory). Other
+    mistakes in the geometry are left to the UDF, which reports them when it is run."""
+    import warnings
+
+    from ltdask.exceptions import EmptyMaskWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EmptyMaskWarning)
+        try:
+            mask()
+        except EmptyMaskWarning:
+            pass
+        except ValueError:
+            return
+        else:
+            return
+    sy, sx = frame
+    options = " ".join(
+        f"-p {k}={_show(v)}" + ("" if k in given else " (default)") for k, v in geometry.items()
+    )
+    raise UserError(
+        f"{options}: the {name} has no pixel in the scan's {sy} x {sx} frames (-p cy counts rows "
+        f"0..{sy - 1}, -p cx columns 0..{sx - 1}): every result would be 0; move -p cy and -p cx "
+        "to within -p r of the frame, or make -p r larger"
+    )
 
 
 def _catalogue() -> dict[str, Analysis]:

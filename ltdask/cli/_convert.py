@@ -27,6 +27,11 @@ from ltdask.cli._options import (
 @open_options
 @correction_options
 @click.option("--out-dtype", help="dtype to store (default: the data's)")
+@click.option(
+    "--clip",
+    is_flag=True,
+    help="clip values that --out-dtype cannot hold into its range (default: refuse them)",
+)
 @click.option("--overwrite", is_flag=True, help="replace OUTPUT if it exists")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.pass_context
@@ -39,11 +44,16 @@ def convert(
     gain,
     excluded,
     out_dtype,
+    clip,
     overwrite,
     progress,
 ):
     """Convert SOURCE to a Zarr (v3) array OUTPUT, chunked by partition (corrected with
-    --dark/--gain/--excluded, as floats)."""
+    --dark/--gain/--excluded, as floats). An --out-dtype that cannot hold a value of the
+    data is refused, leaving OUTPUT as it was, unless --clip is given."""
+    import zarr
+
+    from ltdask.exceptions import ConversionError
     from ltdask.store import StoreReplaceError
 
     ds = _open(source, opening)
@@ -66,12 +76,29 @@ def convert(
                 mode="w" if overwrite else "w-",
                 progress=progress,
                 corrections=corrections,
+                clip=clip,
             )
         except FileExistsError:
             raise UserError(exists_message(output)) from None
         except StoreReplaceError as e:
             raise UserError(f"OUTPUT: {e}") from None
+        except ConversionError as e:
+            fix = (
+                "convert to a float --out-dtype"
+                if clip
+                else "give --clip to clip them into the range, or an --out-dtype that holds them"
+            )
+            raise UserError(f"--out-dtype {out_dtype}: {e.problem}; {fix}") from None
+    stored = zarr.open_array(output, mode="r")
+    clipped = stored.attrs.get("ltdask", {}).get("clipped_values")
+    note = "" if clipped is None else f"; {_clipped_text(clipped, stored)}"
     click.echo(
-        f"wrote {output}: {ds.shape.to_tuple()} {out_dtype or ds.dtype} "
-        f"in {time.perf_counter() - t0:.1f} s"
+        f"wrote {output}: {ds.shape.to_tuple()} {stored.dtype} "
+        f"in {time.perf_counter() - t0:.1f} s{note}"
     )
+
+
+def _clipped_text(clipped: int, stored) -> str:
+    from ltdask.store._convert import range_text
+
+    return f"clipped {clipped} of {stored.size} values into {range_text(stored.dtype)}"

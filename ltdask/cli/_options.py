@@ -253,7 +253,21 @@ def parse_roi(spec: str | None, nav_shape):
         ) from None
     if not roi.any():
         raise UserError(f"--roi {spec!r} selects no positions of the nav shape {tuple(nav_shape)}")
+    _check_inside(spec, index, nav_shape)
     return roi
+
+
+def _check_inside(spec: str, index: tuple, nav_shape) -> None:
+    """Refuse slices that reach past the scan (numpy would cut them to it silently)."""
+    parts = spec.split(",")
+    for dim, (part, item, size) in enumerate(zip(parts, index, nav_shape, strict=False)):
+        bounds = (item.start, item.stop) if isinstance(item, slice) else ()
+        if any(b is not None and not -size <= b <= size for b in bounds):
+            raise UserError(
+                f"--roi {spec!r}: {part.strip()} reaches outside the scan, whose nav shape is "
+                f"{tuple(nav_shape)} (dim {dim} holds positions 0 to {size - 1}); give slices "
+                f"inside it, such as 0:{size}"
+            )
 
 
 def input_files(ds, *paths) -> list[str]:

@@ -6,7 +6,9 @@ Every factory returns an array of shape ``(imageSizeY, imageSizeX)`` (a stack
 Conventions
 -----------
 * Pixel ``(y, x)`` has its centre at the integer coordinates ``(y, x)``; a centre
-  ``(centerX, centerY)`` may be fractional and may lie outside the image.
+  ``(centerX, centerY)`` may be fractional and may lie outside the image. A mask left with
+  no pixel in the image (a centre farther outside than the radius, a rectangle beside the
+  image) warns `ltdask.EmptyMaskWarning`: every result it gives would be 0.
 * Hard-edged masks are ``bool``, as in LiberTEM: :func:`circular` keeps pixels with
   ``(x - cx)**2 + (y - cy)**2 <= radius**2`` and :func:`ring` keeps
   ``radius_inner**2 < d**2 <= radius**2`` (so ``ring(..., radius_inner=0)`` leaves out a

@@ -44,6 +44,33 @@ def _check_radii(radius: float, radius_inner: float | None = None, infinite: boo
         )
 
 
+#: what an empty mask does
+_ZEROS = "every value is 0, and so is every result it gives"
+
+
+def _warn_if_empty(
+    mask: Any, call: str, imageSizeX: int, imageSizeY: int, fix: str, effect: str = _ZEROS
+) -> None:
+    """Warn (`ltdask.EmptyMaskWarning`) when `mask` (dense or sparse) has no non-zero pixel:
+    applied, it gives zeros everywhere. `call` is the factory's call with its arguments,
+    `fix` what to change, `effect` what the empty mask does."""
+    from ltdask.exceptions import EmptyMaskWarning, warn
+
+    nonzero = mask.nnz if hasattr(mask, "nnz") else np.count_nonzero(mask)
+    if nonzero:
+        return
+    warn(
+        f"masks.{call} has no pixel in the {imageSizeX} x {imageSizeY} frame (pixel centres "
+        f"at x = 0..{imageSizeX - 1}, y = 0..{imageSizeY - 1}): {effect}; {fix}",
+        EmptyMaskWarning,
+    )
+
+
+def _args(**values: Any) -> str:
+    """``centerX=500, centerY=500`` for a factory's call in a message."""
+    return ", ".join(f"{k}={v!r}" for k, v in values.items())
+
+
 def _offsets(
     centerX: float, centerY: float, imageSizeX: int, imageSizeY: int
 ) -> tuple[np.ndarray, np.ndarray]:

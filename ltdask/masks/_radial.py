@@ -8,15 +8,17 @@ import numpy.typing as npt
 import sparse
 
 from ltdask.masks._geometry import (
+    _args,
     _check_finite,
     _check_image_size,
     _check_radii,
     _offsets,
     _overlap,
     _pixel_extent_start,
+    _warn_if_empty,
     bounding_radius,
 )
-from ltdask.masks._shapes import circular, ring
+from ltdask.masks._shapes import _MOVE_CENTRE, _circular, _ring
 
 # LiberTEM's radial_bins(use_sparse=None) picks sparse output when the outermost bin covers
 # less than this fraction of the image.
@@ -35,7 +37,7 @@ def radial_gradient(
 
     Without `antialiased`, pixels with ``d² <= radius²`` hold ``d / radius``, the others 0;
     with it, :func:`radial_gradient_background_subtraction` with ``r_outer=0`` (a ramp from 1
-    to 0 over the last pixel).
+    to 0 over the last pixel). An all-zero result warns (`ltdask.EmptyMaskWarning`).
 
     Examples
     --------
@@ -48,8 +50,12 @@ def radial_gradient(
     dy, dx = _offsets(centerX, centerY, sx, sy)
     d = np.hypot(dy, dx)
     if antialiased:
-        return radial_gradient_background_subtraction(d, radius, 0)
-    return np.where(dy**2 + dx**2 <= radius * radius, d / radius, 0.0)
+        mask = radial_gradient_background_subtraction(d, radius, 0)
+    else:
+        mask = np.where(dy**2 + dx**2 <= radius * radius, d / radius, 0.0)
+    call = f"radial_gradient({_args(centerX=centerX, centerY=centerY, radius=radius)})"
+    _warn_if_empty(mask, call, sx, sy, _MOVE_CENTRE)
+    return mask
 
 
 def radial_gradient_background_subtraction(
@@ -88,7 +94,8 @@ def background_subtraction(
     antialiased: bool = False,
 ) -> np.ndarray:
     """A disk of `radius_inner` minus the ring out to `radius`, scaled so that the two
-    weigh the same (LiberTEM's): the result of a uniform background is 0.
+    weigh the same (LiberTEM's): the result of a uniform background is 0. A disk or ring
+    without a pixel in the image warns (`ltdask.EmptyMaskWarning`).
 
     Examples
     --------
@@ -97,8 +104,15 @@ def background_subtraction(
     >>> round(float(m.sum()), 12)
     0.0
     """
-    disk = circular(centerX, centerY, imageSizeX, imageSizeY, radius_inner, antialiased)
-    outer = ring(centerX, centerY, imageSizeX, imageSizeY, radius, radius_inner, antialiased)
+    disk = _circular(centerX, centerY, imageSizeX, imageSizeY, radius_inner, antialiased)
+    outer = _ring(centerX, centerY, imageSizeX, imageSizeY, radius, radius_inner, antialiased)
+    args = _args(centerX=centerX, centerY=centerY, radius=radius, radius_inner=radius_inner)
+    for part, mask, effect in (
+        ("disk", disk, "the template is 0 everywhere"),
+        ("ring", outer, "the template is NaN (scaled by the disk's sum over the ring's, 0)"),
+    ):
+        call = f"background_subtraction({args})'s {part}"
+        _warn_if_empty(mask, call, imageSizeX, imageSizeY, _MOVE_CENTRE, effect)
     return disk - outer * np.divide(np.sum(disk), np.sum(outer))
 
 
@@ -170,6 +184,12 @@ def radial_bins(
     ValueError
         If a radius is negative, ``radius_inner > radius`` or ``n_bins < 1``.
 
+    Warns
+    -----
+    ltdask.EmptyMaskWarning
+        If no bin holds a pixel of the image (single bins may be empty: those beyond the
+        farthest pixel, as the default `radius` makes the last one).
+
     Examples
     --------
     >>> import numpy as np
@@ -215,6 +235,9 @@ def radial_bins(
         bin_index = np.append(bin_index[~at], 0)
         pixel_index = np.append(pixel_index[~at], flat)
         values = np.append(values[~at], 1.0 - radius_inner)
+    if not np.any(values):
+        args = _args(centerX=centerX, centerY=centerY, radius=radius, radius_inner=radius_inner)
+        _warn_if_empty(values, f"radial_bins({args})", sx, sy, _MOVE_CENTRE)
     if use_sparse:
         coords = np.stack((bin_index, *np.unravel_index(pixel_index, (sy, sx))))
         return sparse.COO(

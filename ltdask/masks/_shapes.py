@@ -8,12 +8,20 @@ import numpy as np
 import numpy.typing as npt
 
 from ltdask.masks._geometry import (
+    _args,
     _band_coverage,
     _check_finite,
     _check_image_size,
     _check_radii,
     _disk,
     _offsets,
+    _warn_if_empty,
+)
+
+#: what to change when a disk or ring has no pixel in the frame
+_MOVE_CENTRE = (
+    "move the centre (centerX, centerY) to within the radius of the frame, or make the radius "
+    "larger"
 )
 
 
@@ -51,6 +59,11 @@ def circular(
     ValueError
         If ``radius`` is negative, a size is not a positive integer or the centre is not finite.
 
+    Warns
+    -----
+    ltdask.EmptyMaskWarning
+        If the disk holds no pixel of the image (a centre farther outside than the radius).
+
     Examples
     --------
     >>> from ltdask.masks import circular
@@ -63,6 +76,13 @@ def circular(
     >>> circular(2, 2, 5, 5, radius=1, antialiased=True)[2]
     array([0. , 0.5, 1. , 0.5, 0. ])
     """
+    mask = _circular(centerX, centerY, imageSizeX, imageSizeY, radius, antialiased)
+    call = f"circular({_args(centerX=centerX, centerY=centerY, radius=radius)})"
+    _warn_if_empty(mask, call, imageSizeX, imageSizeY, _MOVE_CENTRE)
+    return mask
+
+
+def _circular(centerX, centerY, imageSizeX, imageSizeY, radius, antialiased):
     _check_radii(radius)
     if antialiased:
         dy, dx = _offsets(centerX, centerY, imageSizeX, imageSizeY)
@@ -106,6 +126,12 @@ def ring(
     ValueError
         If a radius is negative or ``radius_inner > radius``.
 
+    Warns
+    -----
+    ltdask.EmptyMaskWarning
+        If the ring holds no pixel of the image (a centre farther outside than the outer
+        radius, radii too close to hold a pixel centre).
+
     Examples
     --------
     >>> from ltdask.masks import ring
@@ -116,6 +142,13 @@ def ring(
            [0, 0, 1, 0, 0],
            [0, 0, 0, 0, 0]])
     """
+    mask = _ring(centerX, centerY, imageSizeX, imageSizeY, radius, radius_inner, antialiased)
+    args = _args(centerX=centerX, centerY=centerY, radius=radius, radius_inner=radius_inner)
+    _warn_if_empty(mask, f"ring({args})", imageSizeX, imageSizeY, _MOVE_CENTRE)
+    return mask
+
+
+def _ring(centerX, centerY, imageSizeX, imageSizeY, radius, radius_inner, antialiased):
     _check_radii(radius, radius_inner)
     if antialiased:
         dy, dx = _offsets(centerX, centerY, imageSizeX, imageSizeY)
@@ -150,6 +183,12 @@ def rectangular(
     numpy.ndarray of bool
         Shape ``(imageSizeY, imageSizeX)``.
 
+    Warns
+    -----
+    ltdask.EmptyMaskWarning
+        If the rectangle holds no pixel of the image (it lies beside the image, or
+        ``Width`` or ``Height`` is 0).
+
     Examples
     --------
     >>> from ltdask.masks import rectangular
@@ -161,11 +200,19 @@ def rectangular(
     _check_finite(X=X, Y=Y, Width=Width, Height=Height)
     sx, sy = _check_image_size(imageSizeX, imageSizeY)
     mask = np.zeros((sy, sx), dtype=bool)
-    if Width == 0 or Height == 0:
-        return mask
-    xmin, xmax = sorted((int(X), int(X + Width)))
-    ymin, ymax = sorted((int(Y), int(Y + Height)))
-    mask[max(0, ymin) : max(0, min(ymax + 1, sy)), max(0, xmin) : max(0, min(xmax + 1, sx))] = True
+    if Width != 0 and Height != 0:
+        xmin, xmax = sorted((int(X), int(X + Width)))
+        ymin, ymax = sorted((int(Y), int(Y + Height)))
+        ys = slice(max(0, ymin), max(0, min(ymax + 1, sy)))
+        mask[ys, max(0, xmin) : max(0, min(xmax + 1, sx))] = True
+    _warn_if_empty(
+        mask,
+        f"rectangular({_args(X=X, Y=Y, Width=Width, Height=Height)})",
+        sx,
+        sy,
+        "move the corner (X, Y) so that the rectangle overlaps the frame, and give it a "
+        "Width and Height other than 0",
+    )
     return mask
 
 

@@ -11,7 +11,7 @@ import numpy.typing as npt
 import scipy.sparse
 import sparse
 
-from ltdask.masks._geometry import _check_image_size
+from ltdask.masks._geometry import _check_image_size, _warn_if_empty
 
 
 def sparse_template_multi_stack(
@@ -50,6 +50,12 @@ def sparse_template_multi_stack(
         If the index and offset sequences differ in length or are empty, or the template
         is not 2D.
 
+    Warns
+    -----
+    ltdask.EmptyMaskWarning
+        If a mask of the stack holds no pixel of the image (its copies all fall outside it,
+        or no copy goes to it).
+
     Examples
     --------
     >>> import numpy as np
@@ -84,11 +90,25 @@ def sparse_template_multi_stack(
     masks = np.broadcast_to(index[:, np.newaxis], ys.shape)
     data = np.broadcast_to(template.ravel(), ys.shape)
     inside = (ys >= 0) & (ys < sy) & (xs >= 0) & (xs < sx)
-    return sparse.COO(
+    stack = sparse.COO(
         np.stack((masks[inside], ys[inside], xs[inside])),
         data[inside],
         shape=(int(index.max()) + 1, sy, sx),
     )
+    filled = np.zeros(stack.shape[0], dtype=bool)
+    filled[stack.coords[0][stack.data != 0]] = True
+    if not filled.all():
+        empty = np.flatnonzero(~filled).tolist()
+        shown = ", ".join(map(str, empty[:10])) + (" ..." if len(empty) > 10 else "")
+        _warn_if_empty(
+            np.zeros(0),
+            f"sparse_template_multi_stack(...), in {len(empty)} of its {stack.shape[0]} masks "
+            f"({shown}),",
+            sx,
+            sy,
+            "give each mask an offset (offsetX, offsetY) where its template overlaps the frame",
+        )
+    return stack
 
 
 def is_sparse(a: Any) -> bool:

@@ -265,6 +265,28 @@ def _replace(tmp: str, path: str, old: str) -> None:
     _remove_store(old)
 
 
+#: seconds a failed write's temporary store must stay gone before the write gives up on it
+#: (tasks still running write into it after a task's error), and the most it waits
+_SETTLE_S, _SETTLE_MAX_S = 0.3, 10.0
+
+
+def _remove_abandoned(tmp: str) -> None:
+    """Remove the temporary store of a write that failed. dask raises a task's error while
+    tasks already started run on (and zarr re-creates the folders a chunk goes into), so
+    the store is removed again until it has stayed gone for `_SETTLE_S`; one that comes
+    back later still is removed by the next write to the same path (`_remove_leftovers`)."""
+    import time
+
+    start = quiet = time.monotonic()
+    while time.monotonic() - start < _SETTLE_MAX_S:
+        if os.path.lexists(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+            quiet = time.monotonic()
+        elif time.monotonic() - quiet >= _SETTLE_S:
+            return
+        time.sleep(0.02)
+
+
 @contextlib.contextmanager
 def atomic_store(store, mode: str) -> Iterator:
     """Yield where to write; move it to `store` when the block completes (a local path:
@@ -295,7 +317,7 @@ def atomic_store(store, mode: str) -> Iterator:
         try:
             yield tmp
         except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            _remove_abandoned(tmp)
             raise
         _step("written")
         if mode == "w-" and os.path.lexists(path):

@@ -9,6 +9,7 @@ from typing import Any
 from ltdask._progress import compute
 from ltdask._version import __version__
 from ltdask.store._chunks import check_alignment, zarr_aligned
+from ltdask.store._convert import checked_astype, needs_check
 from ltdask.store._replace import atomic_store
 
 
@@ -142,6 +143,7 @@ def write_dataset(
     mode: str = "w-",
     progress: bool = False,
     corrections=None,
+    clip: bool = False,
 ):
     """Convert the scan to a Zarr (v3) array, in parallel on the active scheduler
     (``ds.to_zarr(store, ...)`` is this function as a method of every dataset).
@@ -150,7 +152,17 @@ def write_dataset(
     chunks of whole frames of about 1 MiB, compressed with blosc/zstd. A path is written
     under a temporary name and renamed when complete; an existing store is replaced only
     with ``mode="w"``. Read it back with :func:`ltdask.open_zarr`. With `corrections` (a
-    `ltdask.CorrectionSet`), the corrected frames are written (as floats).
+    `ltdask.CorrectionSet`), the corrected frames are written (as floats, unless `dtype`
+    asks for another).
+
+    A `dtype` that cannot hold every value of the data (uint8 for uint16 data, an integer
+    for floats, float32 for float64) is checked as the chunks are written: a value outside
+    its range (NaN and infinities, for integers) raises `ltdask.ConversionError` and a path
+    is left as it was (the partial store is removed; a zarr store object given as `store`
+    is written in place and keeps what was written). With ``clip=True`` such values are
+    clipped into the range instead (NaN still raises), and their number is recorded in the
+    array's attributes, ``attrs["ltdask"]["clipped_values"]``. Floats become integers
+    without their fractions, as ``numpy.astype`` makes them.
 
     Examples
     --------
@@ -160,12 +172,26 @@ def write_dataset(
     >>> _ = ltdask.from_array(data).to_zarr(path)
     >>> bool((zarr.open_array(path)[...] == data).all())
     True
+    >>> _ = ltdask.from_array(data).to_zarr(path, dtype="uint8", mode="w", clip=True)
+    >>> zarr.open_array(path).attrs["ltdask"]["clipped_values"]
+    104
     """
     import dask.array as da
     import zarr
     from zarr.codecs import BloscCodec
 
-    arr = dataset.to_dask(dtype=dtype, chunks=chunks, corrections=corrections)
+    target = None if dtype is None else dataset.resolve_dtype(dtype)
+    # a conversion that can change values is made below, chunk by chunk, checked
+    read = None if target is not None and needs_check(dataset.dtype, target) else target
+    arr = dataset.to_dask(dtype=read, chunks=chunks, corrections=corrections)
+    clipped = None
+    if target is not None and arr.dtype != target:
+        if needs_check(arr.dtype, target):
+            arr, clipped = checked_astype(
+                arr, target, clip, str(dataset.path), len(dataset.nav_shape)
+            )
+        else:
+            arr = arr.astype(target)
     arr, shard = zarr_aligned(
         arr,
         f"the dataset {dataset.path}",
@@ -208,7 +234,13 @@ def write_dataset(
             attributes=attrs,
         )
         check_alignment(arr.chunks, shard)
-        compute(da.store(arr, zarr_arr, lock=False, compute=False), progress=progress)
+        writes = [da.store(arr, zarr_arr, lock=False, compute=False)]
+        if clipped is not None:
+            writes.append(clipped)  # counted in the same graph: each chunk is read once
+        done = compute(*writes, progress=progress)
+        if clipped is not None:
+            attrs["ltdask"]["clipped_values"] = int(done[1])
+            zarr_arr.attrs.update(attrs)
     return store
 
 

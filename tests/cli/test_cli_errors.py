@@ -55,6 +55,14 @@ MISTAKES = {
         ["convert", "scan.npy", "c.zarr", "--out-dtype", "foo"],
         ["--out-dtype 'foo': not a numpy dtype"],
     ),
+    "out-dtype-does-not-hold": (
+        ["convert", "scan.npy", "c.zarr", "--out-dtype", "uint8"],
+        ["--out-dtype uint8: scan.npy", "outside uint8's range 0..255", "give --clip"],
+    ),
+    "out-dtype-does-not-hold-onto-a-store": (
+        ["convert", "scan.npy", "taken.zarr", "--out-dtype", "int8", "--overwrite"],
+        ["--out-dtype int8: scan.npy", "outside int8's range -128..127"],
+    ),
     # commands, analyses and their parameters
     "unknown-command": (["infoo", "scan.npy"], ["No such command 'infoo'", "'info'"]),
     "unknown-option": (["info", "scan.npy", "--nav-shap", "3"], ["'--nav-shap'", "'--nav-shape'"]),
@@ -95,6 +103,18 @@ MISTAKES = {
         ["run", "ring", "scan.npy", "--out", "o.zarr", "-p", "r=2", "-p", "ri=5"],
         ["ring (ApplyMasksUDF): radius_inner (5.0) must not be larger than radius (2.0)"],
     ),
+    "ring-outside-the-frame": (
+        ["run", "ring", "scan.npy", "--out", "o.zarr", "-p", "cy=500"],
+        [
+            "-p cy=500.0 -p cx=8.0 (default) -p r=4.0 (default) -p ri=2.0 (default): the ring "
+            "has no pixel in the scan's 16 x 16 frames",
+            "move -p cy and -p cx",
+        ],
+    ),
+    "disk-outside-the-frame": (
+        ["run", "disk", "scan.npy", "--out", "o.zarr", "-p", "cx=-30", "-p", "r=3"],
+        ["-p cy=8.0 (default) -p cx=-30.0 -p r=3.0: the disk has no pixel", "columns 0..15"],
+    ),
     "param-required": (
         ["run", "fem", "scan.npy", "--out", "o.zarr"],
         ["fem needs -p center=... -p rad_in=... -p rad_out=..."],
@@ -103,6 +123,14 @@ MISTAKES = {
     "roi-not-slices": ([*RUN, "--roi", "a:b"], ["--roi 'a:b': not slices of the nav shape"]),
     "roi-too-many-dims": ([*RUN, "--roi", "0:2,0:2,1"], ["--roi '0:2,0:2,1'", "(6, 8)"]),
     "roi-outside": ([*RUN, "--roi", "9,0"], ["--roi '9,0'"]),
+    "roi-partly-outside": (
+        [*RUN, "--roi", "0:64,0:64"],
+        ["--roi '0:64,0:64': 0:64 reaches outside the scan", "nav shape is (6, 8)", "0 to 5"],
+    ),
+    "roi-partly-outside-second-dim": (
+        [*RUN, "--roi", "2:4,-20:"],
+        ["--roi '2:4,-20:': -20: reaches outside", "(dim 1 holds positions 0 to 7)"],
+    ),
     "roi-empty": ([*RUN, "--roi", "100:200,0:3"], ["--roi '100:200,0:3' selects no positions"]),
     "roi-missing-npy": ([*RUN, "--roi", "gone.npy"], ["--roi 'gone.npy': no such file"]),
     "roi-wrong-shape": ([*RUN, "--roi", "bad_roi.npy"], ["--roi 'bad_roi.npy'", "(3, 3)"]),

@@ -1,0 +1,120 @@
+"""``ltdask`` commands that would give wrong values silently: an ``--out-dtype`` that cannot
+hold the data (refused, or clipped with ``--clip``), a disk or ring without a pixel in the
+frame, a ``--roi`` reaching past the scan. Run in this process (click's runner); the refusals
+themselves are rows of ``test_cli_errors.MISTAKES`` too."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+from click.testing import CliRunner
+
+from ltdask.cli import main
+from ltdask.cli._errors import UserError
+from ltdask.cli._options import parse_roi
+
+
+def invoke(args, cwd):
+    previous = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return CliRunner().invoke(main, [str(a) for a in args])
+    finally:
+        os.chdir(previous)
+
+
+@pytest.fixture
+def folder(tmp_path):
+    # uint16 values 0..4000, most of them above uint8's 255 (the issue's case)
+    data = (np.arange(4 * 4 * 8 * 12) * 7 % 4001).astype(np.uint16).reshape(4, 4, 8, 12)
+    np.save(tmp_path / "x.npy", data)
+    return tmp_path, data
+
+
+def test_convert_refuses_an_out_dtype_that_wraps_values(folder):
+    d, data = folder
+    result = invoke(["convert", "x.npy", "o.zarr", "--out-dtype", "uint8", "--no-progress"], d)
+    assert result.exit_code == 2, result.output
+    assert "--out-dtype uint8: x.npy" in result.stderr
+    assert "outside uint8's range 0..255" in result.stderr and "give --clip" in result.stderr
+    assert sorted(os.listdir(d)) == ["x.npy"]
+
+
+def test_convert_refusal_keeps_the_store_it_would_replace(folder):
+    d, data = folder
+    assert invoke(["convert", "x.npy", "o.zarr", "--no-progress"], d).exit_code == 0
+    args = ["convert", "x.npy", "o.zarr", "--out-dtype", "int8", "--overwrite", "--no-progress"]
+    result = invoke(args, d)
+    assert result.exit_code == 2 and "outside int8's range -128..127" in result.stderr
+    assert sorted(os.listdir(d)) == ["o.zarr", "x.npy"]
+    stored = zarr.open_array(d / "o.zarr", mode="r")
+    assert stored.dtype == np.uint16
+    np.testing.assert_array_equal(stored[...], data)
+
+
+def test_convert_clip_clips_and_says_how_many(folder):
+    d, data = folder
+    args = ["convert", "x.npy", "o.zarr", "--out-dtype", "uint8", "--clip", "--no-progress"]
+    result = invoke(args, d)
+    assert result.exit_code == 0, result.output
+    above = int(np.count_nonzero(data > 255))
+    assert f"clipped {above} of {data.size} values into uint8's range 0..255" in result.stdout
+    stored = zarr.open_array(d / "o.zarr", mode="r")
+    assert stored.dtype == np.uint8
+    np.testing.assert_array_equal(stored[...], np.minimum(data, 255))
+
+
+def test_convert_nan_to_integers_is_refused_even_with_clip(tmp_path):
+    data = np.ones((2, 2, 4, 4), dtype=np.float32)
+    data[1, 0, 2, 3] = np.nan
+    np.save(tmp_path / "f.npy", data)
+    args = ["convert", "f.npy", "o.zarr", "--out-dtype", "uint16", "--clip", "--no-progress"]
+    result = invoke(args, tmp_path)
+    assert result.exit_code == 2
+    assert "NaN, which uint16 cannot hold" in result.stderr
+    assert "(the first: nan at scan position (1, 0), pixel (2, 3))" in result.stderr
+    assert "convert to a float --out-dtype" in result.stderr
+    assert sorted(os.listdir(tmp_path)) == ["f.npy"]
+
+
+def test_ring_partly_outside_the_frame_runs(tmp_path):
+    """A centre outside the frame is fine where the ring reaches into it."""
+    data = np.random.default_rng(4).integers(0, 100, (3, 4, 16, 16)).astype(np.uint16)
+    np.save(tmp_path / "scan.npy", data)
+    args = ["run", "ring", "scan.npy", "--out", "r.zarr", "--no-progress"]
+    result = invoke([*args, "-p", "cy=-3", "-p", "cx=8", "-p", "r=6", "-p", "ri=4"], tmp_path)
+    assert result.exit_code == 0, result.output
+    y, x = np.mgrid[:16, :16]
+    d2 = (y + 3) ** 2 + (x - 8) ** 2
+    ring = (d2 > 16) & (d2 <= 36)
+    assert ring.any()
+    res = xr.open_zarr(tmp_path / "r.zarr")
+    values = res[next(iter(res.data_vars))].values
+    np.testing.assert_allclose(values.reshape(3, 4), (data * ring).sum(axis=(2, 3)))
+
+
+@pytest.mark.parametrize(
+    "spec, index",
+    [
+        ("0:32,0:32", np.s_[0:32, 0:32]),
+        ("-4:,3", np.s_[-4:, 3]),
+        ("-32:32,:", np.s_[-32:32, :]),
+        ("5:9", np.s_[5:9]),
+    ],
+)
+def test_roi_slices_inside_the_scan(spec, index):
+    expected = np.zeros((32, 32), dtype=bool)
+    expected[index] = True
+    np.testing.assert_array_equal(parse_roi(spec, (32, 32)), expected)
+
+
+@pytest.mark.parametrize("spec", ["0:64,0:64", "0:33,0:2", "-33:,0", "3,30:40"])
+def test_roi_reaching_past_the_scan_is_refused(spec):
+    with pytest.raises(
+        UserError, match=rf"--roi '{spec}': .* reaches outside the scan.*\(32, 32\)"
+    ):
+        parse_roi(spec, (32, 32))
