@@ -254,6 +254,13 @@ ARRAY_CASES = [
     pytest.param(np.zeros((2, 3, 4, 4)), {"dims": ("a", "a", "b", "c")}, r"distinct",
                  id="dims-repeated"),
     pytest.param(None, {}, r"sig_dims=2 does not fit", id="none"),
+    # (the coordinates of these were inf from the second entry on)
+    pytest.param(np.zeros((2, 3, 4, 4)), {"nav_calibration": (1e308, 1e308, "nm")},
+                 r"nav_calibration\[0\]: scale=1e\+308, origin=1e\+308 give coordinate inf at "
+                 r"index 1 .*must be finite", id="calibration-overflow"),
+    pytest.param(np.zeros((2, 3, 4, 4)), {"sig_calibration": [(1.0, "nm"), (-1e308, "nm")]},
+                 r"sig_calibration\[1\]: scale=-1e\+308, origin=0 give coordinate -inf at "
+                 r"index 3", id="calibration-overflow-sig-dim"),
 ]  # fmt: skip
 
 
