@@ -225,6 +225,33 @@ def test_corrections_beyond_float32_fit_float64(small_ds):
     np.testing.assert_allclose(got, (data * cs.gain).sum(axis=(2, 3)))
 
 
+class _Backends(SumSigUDF):
+    """A UDF whose ``get_backends()`` returns `returns`."""
+
+    def __init__(self, returns=None):
+        super().__init__()
+        self._returns = returns
+
+    def get_backends(self):
+        return self._returns
+
+
+@pytest.mark.parametrize(
+    ("returns", "match"),
+    [
+        pytest.param(None, r"_Backends.get_backends\(\) returned None; return a tuple of names "
+                     r"from UDF.BACKEND_\*", id="get-backends-none"),
+        pytest.param(3, r"_Backends.get_backends\(\) returned 3; return a tuple",
+                     id="get-backends-int"),
+        pytest.param([["numpy"]], r"returned \[\['numpy'\]\]: unknown array backend \['numpy'\]; "
+                     r"return a tuple", id="get-backends-nested"),
+    ],
+)  # fmt: skip
+def test_get_backends_returns_garbage(request, small_ds, returns, match):
+    # None gave "TypeError: 'NoneType' object is not iterable" from inside the planner
+    expect(request, UDFError, match, _Backends(returns).compute, small_ds)
+
+
 # -- NaN and inf propagate like numpy --------------------------------------------------------------
 @pytest.fixture(scope="module")
 def nan_data():
