@@ -124,6 +124,22 @@ def axes(value, ndim: int, what: str) -> tuple[Axis, ...]:
     return (_one(value, what),) * ndim
 
 
+def _fitting(calibration: tuple[Axis, ...], shape, what: str) -> tuple[Axis, ...]:
+    """`calibration`, checked to give finite float64 coordinates over the dims of `shape`
+    (scale = origin = 1e308 give inf from the second entry on)."""
+    for i, (axis, size) in enumerate(zip(calibration, shape, strict=True)):
+        with np.errstate(over="ignore", invalid="ignore"):
+            last = axis.origin + axis.scale * np.float64(max(int(size) - 1, 0))
+        if not np.isfinite(last):
+            dim = f"{what}[{i}]" if len(shape) > 1 else what
+            raise DataSetError(
+                f"{dim}: scale={axis.scale:g}, origin={axis.origin:g} give coordinate {last} "
+                f"at index {int(size) - 1} (origin + scale * index); the coordinates of a dim "
+                "must be finite floats: give a smaller scale or origin (or other units)"
+            )
+    return calibration
+
+
 class Calibrated:
     """The calibration part of `ltdask.io.dataset.DataSet` (which has the dims, shapes and
     coordinates these methods read).
@@ -170,9 +186,11 @@ class Calibrated:
         new_nav = self.nav_calibration
         new_sig = self.sig_calibration
         if nav is not None:
-            new_nav = axes(nav, len(self.nav_shape), f"{where}: nav_calibration")
+            what = f"{where}: nav_calibration"
+            new_nav = _fitting(axes(nav, len(self.nav_shape), what), self.nav_shape, what)
         if sig is not None:
-            new_sig = axes(sig, len(self.sig_shape), f"{where}: sig_calibration")
+            what = f"{where}: sig_calibration"
+            new_sig = _fitting(axes(sig, len(self.sig_shape), what), self.sig_shape, what)
         self._calibration = (new_nav, new_sig)
         return self
 

@@ -28,7 +28,7 @@ from helpers.badinput import (
 )
 
 import ltdask
-from ltdask import UDF, UDFError, from_array, open_raw
+from ltdask import UDF, DataSetError, UDFError, from_array, open_raw
 from ltdask.udf import (
     ApplyMasksUDF,
     AutoUDF,
@@ -188,6 +188,68 @@ def test_udf_preferred_dtype_refused_at_run_start(request, small_ds, how, dtype,
     }[how]
     message = match + r".*get_preferred_input_dtype\(\); return one of bool, .*complex128"
     expect(request, UDFError, message, run)
+
+
+# -- corrections that do not fit the run's dtype ------------------------------------------------
+def _beyond_float32(name):
+    values = np.ones(SIG)
+    values[2, 5] = 1e39 if name == "gain" else -1e39
+    return ltdask.CorrectionSet(**{name: values})
+
+
+BEYOND = r"CorrectionSet {} holds {}1e\+39 \(at \(2, 5\)\), beyond the range of float32.*float64"
+
+CORRECTION_RUNS = {
+    "sumsig": lambda ds, cs: SumSigUDF().compute(ds, corrections=cs),
+    "stddev-lazy": lambda ds, cs: StdDevUDF().lazy(ds, corrections=cs),
+    "to-dask": lambda ds, cs: ds.to_dask(corrections=cs),
+}
+
+
+@pytest.mark.parametrize("run", list(CORRECTION_RUNS))
+@pytest.mark.parametrize("name", ["gain", "dark"])
+def test_corrections_beyond_float32(request, small_ds, name, run):
+    # a float64 gain of 1e39 passed the finite check and became inf in float32 frames:
+    # SumSigUDF gave inf and NaN
+    cs = _beyond_float32(name)
+    match = BEYOND.format(name, "-" if name == "dark" else "")
+    expect(request, DataSetError, match, CORRECTION_RUNS[run], small_ds, cs)
+
+
+def test_corrections_beyond_float32_fit_float64(small_ds):
+    cs = _beyond_float32("gain")
+    data = scan_data("<f4").astype(np.float64)
+    got = ltdask.udf.SumUDF(dtype="float64").compute(small_ds, corrections=cs)
+    np.testing.assert_allclose(got["intensity"].values, (data * cs.gain).sum(axis=(0, 1)))
+    got = small_ds.to_dask(corrections=cs, dtype="float64").sum(axis=(2, 3)).compute()
+    np.testing.assert_allclose(got, (data * cs.gain).sum(axis=(2, 3)))
+
+
+class _Backends(SumSigUDF):
+    """A UDF whose ``get_backends()`` returns `returns`."""
+
+    def __init__(self, returns=None):
+        super().__init__()
+        self._returns = returns
+
+    def get_backends(self):
+        return self._returns
+
+
+@pytest.mark.parametrize(
+    ("returns", "match"),
+    [
+        pytest.param(None, r"_Backends.get_backends\(\) returned None; return a tuple of names "
+                     r"from UDF.BACKEND_\*", id="get-backends-none"),
+        pytest.param(3, r"_Backends.get_backends\(\) returned 3; return a tuple",
+                     id="get-backends-int"),
+        pytest.param([["numpy"]], r"returned \[\['numpy'\]\]: unknown array backend \['numpy'\]; "
+                     r"return a tuple", id="get-backends-nested"),
+    ],
+)  # fmt: skip
+def test_get_backends_returns_garbage(request, small_ds, returns, match):
+    # None gave "TypeError: 'NoneType' object is not iterable" from inside the planner
+    expect(request, UDFError, match, _Backends(returns).compute, small_ds)
 
 
 # -- NaN and inf propagate like numpy --------------------------------------------------------------

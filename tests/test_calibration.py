@@ -131,3 +131,16 @@ def test_xarray_engine_takes_calibrations(tmp_path):
     assert xds["scan_x"].attrs["units"] == "nm" and xds["det_y"].attrs["units"] == "mrad"
     np.testing.assert_allclose(xds["det_x"].values, 2.0 * np.arange(5))
     np.testing.assert_allclose(xds["scan_y"].values, 0.5 * np.arange(2))
+
+
+def test_calibration_overflowing_coordinates_refused_on_calibrate():
+    # scale = origin = 1e308 gave inf coordinates; the largest that fit stay accepted
+    ds = ltdask.from_array(np.zeros((2, 3, 4, 4), np.float32))
+    with pytest.raises(DataSetError, match=r"nav_calibration\[1\]: scale=1e\+308, origin=0"):
+        ds.calibrate(nav=(1e308, "nm"))
+    assert not any(a.calibrated for a in ds.nav_calibration)  # (nothing set)
+    fits = np.finfo(np.float64).max / 2
+    ds.calibrate(nav=(fits, "nm"))
+    coords = ds.to_xarray().coords["scan_x"].values
+    np.testing.assert_array_equal(coords, [0.0, fits, 2 * fits])
+    assert np.isfinite(coords).all()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 
 import dask
 import numpy as np
@@ -354,11 +355,32 @@ def test_find_excluded_recovers_planted_pixels(seed):
     np.testing.assert_allclose(total, corrected(data, mask=mask).sum(axis=(0, 1)), rtol=1e-5)
 
 
+@pytest.mark.parametrize("bad", ["nan", "inf", "-inf", "nan-in-one-frame"])
+def test_find_excluded_flags_nan_and_inf_pixels(bad):
+    # a pixel NaN in every frame was reported as 0 bad pixels, and its NaN median spread
+    # hid the hot, dead and noisy ones too
+    data, hot, dead, noisy = _diffraction_scan(2)
+    planted = [(5, 6), (16, 15)]  # (one inside the disk)
+    value = float(bad.removesuffix("-in-one-frame"))
+    for y, x in planted:
+        if bad.endswith("one-frame"):
+            data[3, 4, y, x] = value
+        else:
+            data[..., y, x] = value
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (numpy's, on the NaN moments)
+        mask, report = ltdask.corrections.find_excluded(ltdask.from_array(data))
+    assert sorted(map(tuple, report.kinds["nonfinite"].T.tolist())) == planted
+    want = sorted(hot + dead + noisy + planted)
+    assert sorted(map(tuple, np.argwhere(mask).tolist())) == want
+    assert "9 of 896 pixels (2 non-finite, 3 hot, 2 dead, 2 noisy)" in repr(report)
+
+
 @pytest.mark.parametrize("skip", ["hot", "dead"])
 def test_find_excluded_kinds_can_be_skipped(skip):
     data, hot, dead, noisy = _diffraction_scan(1)
     mask, report = ltdask.corrections.find_excluded(ltdask.from_array(data), **{skip: None})
-    expected = {"hot": hot, "dead": dead, "noisy": noisy}
+    expected = {"nonfinite": [], "hot": hot, "dead": dead, "noisy": noisy}
     del expected[skip]
     assert set(report.kinds) == set(expected)
     found = sorted(map(tuple, np.argwhere(mask).tolist()))

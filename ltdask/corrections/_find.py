@@ -7,7 +7,8 @@ import numpy as np
 
 class ExcludedReport:
     """What :func:`find_excluded` found: the mask and, per kind, the pixels' coordinates
-    (``hot``, ``dead``, ``noisy``: ``(sig_dims, N)`` arrays) and the thresholds used.
+    (``nonfinite``, ``hot``, ``dead``, ``noisy``: ``(sig_dims, N)`` arrays) and the
+    thresholds used.
 
     Examples
     --------
@@ -28,7 +29,11 @@ class ExcludedReport:
         self.frames = frames
 
     def __repr__(self) -> str:
-        counts = ", ".join(f"{len(v[0]) if len(v) else 0} {k}" for k, v in self.kinds.items())
+        counts = ", ".join(
+            f"{len(v[0]) if len(v) else 0} {'non-finite' if k == 'nonfinite' else k}"
+            for k, v in self.kinds.items()
+            if k != "nonfinite" or v.size
+        )
         return (
             f"<ExcludedReport {int(self.mask.sum())} of {self.mask.size} pixels ({counts}) "
             f"from {self.frames} frames>"
@@ -56,7 +61,9 @@ def find_excluded(
       ``hot * sqrt(high_mean / frames)`` (the counting noise of a mean);
     * dead: ``mean < dead * low_mean`` where the neighbours see signal (``low_mean > 0``);
     * noisy: ``std > noisy * high_std`` where the neighbours vary (``high_std > 0``) (a
-      noisy pixel is not called hot, a dead one not noisy).
+      noisy pixel is not called hot, a dead one not noisy);
+    * nonfinite: NaN or ±inf in any frame, always flagged (the worst pixels there are);
+      they count as ordinary neighbours (the median pixel) for the others.
 
     Parameters
     ----------
@@ -90,6 +97,14 @@ def find_excluded(
     mean = np.asarray(res["mean"].values, dtype=np.float64)
     std = np.asarray(res["std"].values, dtype=np.float64)
     frames = int(res["num_frames"].values[0])
+    # NaN or inf in a frame makes the mean or the std NaN or inf; left in, NaN would fail
+    # every comparison (the spread's median too, hiding every other bad pixel) and inf
+    # would rank as the brightest neighbour
+    nonfinite = ~(np.isfinite(mean) & np.isfinite(std))
+    if nonfinite.any():
+        finite = ~nonfinite
+        mean = np.where(nonfinite, np.median(mean[finite]) if finite.any() else 0.0, mean)
+        std = np.where(nonfinite, np.median(std[finite]) if finite.any() else 0.0, std)
     footprint = np.ones((3,) * mean.ndim, dtype=bool)
     footprint[(1,) * mean.ndim] = False
     n = int(footprint.sum())
@@ -99,9 +114,9 @@ def find_excluded(
 
     high_mean, low_mean = neighbour(mean, n - 3), neighbour(mean, 2)
     high_std = neighbour(std, n - 3)
-    kinds: dict = {}
+    kinds: dict = {"nonfinite": np.array(np.nonzero(nonfinite))}
     thresholds: dict = {"hot": hot, "dead": dead, "noisy": noisy}
-    flagged = np.zeros(mean.shape, dtype=bool)
+    flagged = nonfinite.copy()
     # noisy first: a noisy pixel's mean wanders too, which is no reason to call it hot
     is_noisy = np.zeros(mean.shape, dtype=bool)
     if noisy is not None:
@@ -110,11 +125,11 @@ def find_excluded(
         excess = mean - high_mean
         spread = 1.4826 * np.median(np.abs(excess - np.median(excess)))
         floor = hot * np.sqrt(np.maximum(high_mean, 0) / max(frames, 1))
-        is_hot = (excess > np.maximum(hot * spread, floor)) & ~is_noisy
+        is_hot = (excess > np.maximum(hot * spread, floor)) & ~is_noisy & ~flagged
         kinds["hot"] = np.array(np.nonzero(is_hot))
         flagged |= is_hot
     if dead is not None:
-        is_dead = (low_mean > 0) & (mean < dead * low_mean)
+        is_dead = (low_mean > 0) & (mean < dead * low_mean) & ~flagged
         kinds["dead"] = np.array(np.nonzero(is_dead))
         flagged |= is_dead
     if noisy is not None:

@@ -20,7 +20,8 @@ class CorrectionSet:
         Subtracted from every frame: an array of the signal shape.
     gain
         Multiplied with every frame after the dark subtraction: an array of the signal
-        shape, finite.
+        shape, finite and within the range of the dtype the frames are corrected in
+        (float32 unless the run asks for float64).
     excluded_pixels
         The pixels to repair: a boolean array of the signal shape (True = excluded), a
         ``sparse.COO`` array of it, or an integer ``(sig_dims, N)`` array of coordinates.
@@ -106,11 +107,14 @@ class CorrectionSet:
                     f"{prefix}CorrectionSet {name} has shape {arr.shape}; expected the "
                     f"signal shape {sig_shape}"
                 )
+        out_dtype = np.dtype(out_dtype)
+        if out_dtype.kind == "f":
+            for name, arr in (("dark", self.dark), ("gain", self.gain)):
+                _check_fits(arr, name, out_dtype, prefix)
         excluded = np.zeros((len(sig_shape), 0), dtype=np.int64)
         if self._excluded_input is not None:
             excluded = _coordinates(self._excluded_input, sig_shape, prefix)
         plan = RepairPlan.make(sig_shape, excluded, self.allow_empty, prefix)
-        out_dtype = np.dtype(out_dtype)
         tile_dtype = out_dtype if tile_dtype is None else np.dtype(tile_dtype)
         return PreparedCorrections(self, sig_shape, plan, tile_dtype, out_dtype)
 
@@ -156,6 +160,25 @@ def _as_array(value, name: str) -> np.ndarray:
             f"CorrectionSet: {name} has dtype {arr.dtype}; expected a real number array"
         )
     return arr.astype(np.float64 if arr.dtype == np.float64 else np.float32)
+
+
+def _check_fits(arr, name: str, dtype: np.dtype, prefix: str) -> None:
+    """Refuse a dark frame or gain map with values beyond `dtype`'s range (the frames' dtype
+    of the run): they would become inf there (a float64 gain of 1e39 in float32 frames),
+    and the results inf or NaN."""
+    if arr is None or arr.dtype.itemsize <= dtype.itemsize or not arr.size:
+        return
+    limit = np.finfo(dtype).max
+    beyond = np.abs(arr) > limit
+    if beyond.any():
+        at = np.unravel_index(int(np.argmax(beyond)), arr.shape)
+        value = float(arr[at])
+        raise DataSetError(
+            f"{prefix}CorrectionSet {name} holds {value:g} (at {tuple(int(i) for i in at)}), "
+            f"beyond the range of {dtype} (±{limit:.4g}), the dtype the frames are corrected "
+            f"in; scale the {name}, or run in float64 (e.g. to_dask(dtype='float64') or a "
+            "UDF's dtype='float64')"
+        )
 
 
 def _is_mask(value) -> bool:

@@ -56,7 +56,8 @@ BUILTIN: dict[str, str] = {
 
 
 class FormatPluginError(DataSetError):
-    """A format's record or opener cannot be loaded (a broken or incompatible plug-in).
+    """A format's record or opener cannot be loaded, or its opener returns something other
+    than a dataset (a broken or incompatible plug-in).
 
     Examples
     --------
@@ -217,8 +218,28 @@ class Format:
         )
 
     def open(self, *args, **kwargs) -> DataSet:
-        """Call the opener."""
-        return self.load_opener()(*args, **kwargs)
+        """Call the opener; what it returns must be a dataset."""
+        from ltdask.io.dataset import DataSet
+
+        opener = self.load_opener()
+        ds = opener(*args, **kwargs)
+        if not isinstance(ds, DataSet):
+            name = self.opener if isinstance(self.opener, str) else _qualified(opener)
+            shown = " ".join(repr(ds).split())  # (one line)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            raise FormatPluginError(
+                f"the opener {name} of the format {self.name!r} returned "
+                f"{type(ds).__name__} {shown}, not an ltdask DataSet; an opener must return "
+                "one (ltdask.from_array makes one of an array); fix or update the package "
+                "that provides it"
+            )
+        return ds
+
+
+def _qualified(fn) -> str:
+    """``module:name`` of a function, as a record names an opener by its import path."""
+    module, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
+    return f"{module}:{name}" if module and name else repr(fn)
 
 
 # -- loading ----------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ import math
 
 import dask.array as da
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_tuple
 
 #: pixels per block of per-pixel sums: their int64 accumulators (512 KiB) stay in L2
 #: while the chunk's frames go by (16384: 3 % slower, 4096: 15 %)
@@ -107,10 +108,12 @@ def as_scan_array(arr):
 
 
 def _axes(axis, ndim: int) -> tuple[int, ...]:
+    """`axis` as sorted non-negative axes; numpy's `AxisError` for one out of bounds (a
+    remainder would take axis 4 of a 4-D scan for axis 0), its errors for duplicates and
+    non-integers."""
     if axis is None:
         return tuple(range(ndim))
-    axis = (axis,) if np.ndim(axis) == 0 else tuple(axis)
-    return tuple(sorted(int(a) % ndim for a in axis))
+    return tuple(sorted(normalize_axis_tuple(axis, ndim)))
 
 
 def _sum_result_dtype(data: np.dtype, dtype) -> np.dtype:

@@ -98,13 +98,17 @@ def accepted(udf: UDFBase, restriction: frozenset[str] | None) -> tuple[str, ...
     """`udf`'s backends in its order of preference, within `restriction`."""
     name = type(udf).__name__
     raw = udf.get_backends()
-    listed = (raw,) if isinstance(raw, str) else tuple(raw)
-    unknown = [b for b in listed if b not in KNOWN]
+    expected = "; return a tuple of names from UDF.BACKEND_* in order of preference"
+    try:
+        listed = (raw,) if isinstance(raw, str) else tuple(raw)
+    except TypeError:  # (None, a number: a method that forgot its return)
+        raise UDFError(f"{name}.get_backends() returned {raw!r}" + expected) from None
+    unknown = [b for b in listed if not isinstance(b, str) or b not in KNOWN]
     if unknown or not listed:
         raise UDFError(
             f"{name}.get_backends() returned {raw!r}: "
             + (f"unknown array backend {unknown[0]!r}" if unknown else "no backend")
-            + "; return names from UDF.BACKEND_* in order of preference"
+            + expected
         )
     out = tuple(dict.fromkeys(b for b in listed if restriction is None or b in restriction))
     if not out:

@@ -229,3 +229,63 @@ def test_partitions_sized_by_stored_entries(tmp_path, fill):
         np.testing.assert_array_equal(
             ltdask.udf.SumUDF().compute(ds)["intensity"], data.sum((0, 1))
         )
+
+
+def _duplicates_unsorted(nav, sig, seed=3):
+    """A CSR matrix whose rows repeat and shuffle column indices (scipy adds repeats up)."""
+    rng = np.random.default_rng(seed)
+    frames, px = math.prod(nav), math.prod(sig)
+    per_row = rng.integers(0, 2 * px, frames)
+    indices = rng.integers(0, px, int(per_row.sum())).astype(np.int32)
+    values = rng.integers(1, 30, indices.size).astype(np.float32)
+    indptr = np.concatenate([[0], np.cumsum(per_row)])
+    matrix = scipy.sparse.csr_matrix((values, indices, indptr), shape=(frames, px))
+    assert not matrix.has_canonical_format
+    return matrix
+
+
+def test_duplicate_unsorted_indices_add_up_in_every_udf(tmp_path):
+    # StdDevUDF took each stored value of a pixel for a frame of its own: 36 of 99 variances
+    # off (one 9.2 for 25.5)
+    nav, sig = (4, 5), (9, 11)
+    matrix = _duplicates_unsorted(nav, sig)
+    dense = matrix.toarray().reshape(*nav, *sig).astype(np.float64)
+    path, _ = write_raw_csr(tmp_path, dense.astype(np.float32), csr=matrix)
+    roi = np.random.default_rng(4).random(nav) < 0.7
+    mask = np.random.default_rng(5).random(sig)
+    udfs = [
+        ltdask.udf.SumUDF(),
+        ltdask.udf.SumSigUDF(),
+        ltdask.udf.StdDevUDF(),
+        ltdask.udf.ApplyMasksUDF([lambda: mask]),
+        ltdask.udf.CoMUDF.with_params(cy=4, cx=5),
+    ]
+    with dask.config.set({"ltdask.partition-bytes": 2000, "ltdask.min-partitions": 1}):
+        ds = open_raw_csr(path)
+        np.testing.assert_array_equal(ds.to_dask().compute(), dense)
+        # each alone (on sparse tiles where it takes them), the sums and moments in one
+        # run (sparse), all in one run (dense)
+        runs = [[udf] for udf in udfs] + [udfs[:3], udfs]
+        for kw, run in itertools.product(({}, {"roi": roi}), runs):
+            inside = dense[kw.get("roi", np.ones(nav, bool))]
+            got = dict(zip(run, ltdask.compute(ds, run, **kw), strict=True))
+            total, per_frame, std, masked, com = (got.get(udf) for udf in udfs)
+            where = kw.get("roi", np.ones(nav, bool))
+            if total is not None:
+                np.testing.assert_allclose(total["intensity"].values, inside.sum(0), rtol=1e-6)
+            if std is not None:
+                np.testing.assert_allclose(std["var"].values, inside.var(0), rtol=1e-5)
+                np.testing.assert_allclose(std["mean"].values, inside.mean(0), rtol=1e-6)
+                assert std["num_frames"].values == len(inside)
+            if per_frame is not None:
+                got_sums = per_frame["intensity"].values[where]
+                np.testing.assert_allclose(got_sums, inside.sum((1, 2)), rtol=1e-6)
+            if masked is not None:
+                got_masked = masked["intensity"].values[where][:, 0]
+                np.testing.assert_allclose(got_masked, (inside * mask).sum((1, 2)), rtol=1e-6)
+            if com is not None:
+                yy, xx = np.mgrid[: sig[0], : sig[1]]
+                weights = inside.sum((1, 2))
+                want = np.stack([(inside * yy).sum((1, 2)), (inside * xx).sum((1, 2))], -1)
+                want /= weights[:, None]
+                np.testing.assert_allclose(com["raw_com"].values[where], want, rtol=1e-5)

@@ -78,11 +78,15 @@ def write_raw_csr(
     indices_dtype="<i4",
     sync_offset: int | None = None,
     name: str = "scan",
+    csr=None,
 ):
-    """LiberTEM's raw_csr layout: three raw files and a TOML descriptor, written by hand."""
+    """LiberTEM's raw_csr layout: three raw files and a TOML descriptor, written by hand.
+    `csr`: the ``(frames, pixels)`` matrix to store as it is (rows with unsorted or
+    duplicate indices too), `data` then giving only the shape and dtype."""
     frames = int(np.prod(data.shape[:2]))
-    native = data.astype(data.dtype.newbyteorder("="))  # scipy.sparse needs native dtypes
-    csr = scipy.sparse.csr_matrix(native.reshape(frames, -1))
+    if csr is None:
+        native = data.astype(data.dtype.newbyteorder("="))  # scipy.sparse needs native dtypes
+        csr = scipy.sparse.csr_matrix(native.reshape(frames, -1))
     files = {}
     for part, arr, dtype in (
         ("indptr", csr.indptr, indptr_dtype),

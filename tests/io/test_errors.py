@@ -9,6 +9,7 @@ The cases of one format are in ``tests/formats/test_<format>_errors.py``.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import dask.array as da
@@ -102,6 +103,46 @@ def test_open(request, tmp_path, opener, kind, kwargs, expected, match):
     path = _open_target(tmp_path, kind)
     names = None if expected is TypeError else path
     expect(request, expected, match, opener, path, names=names, **kwargs)
+
+
+# -- format plug-ins whose opener returns something else than a dataset -------------------------
+def _returns_none(path, **kwargs):
+    return None
+
+
+def _returns_array(path, **kwargs):
+    return np.zeros((2, 2, 4, 4))
+
+
+PLUGIN_OPENERS = [
+    pytest.param(_returns_none, "returned NoneType None", id="plugin-opener-returns-none"),
+    pytest.param("os.path:basename", "returned str .scan.toy.", id="plugin-opener-by-path"),
+    pytest.param(_returns_array, r"returned ndarray array\(\[\[\[\[0\.", id="plugin-opener-array"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("how", ["ltdask.open", "Context.load", "xarray"])
+@pytest.mark.parametrize(("opener", "match"), PLUGIN_OPENERS)
+def test_plugin_opener_returns_no_dataset(request, tmp_path, monkeypatch, opener, match, how):
+    # None gave "AttributeError: 'NoneType' object has no attribute ..." further on
+    from ltdask.compat import Context
+    from ltdask.io import registry
+
+    toy = registry.Format("toy", opener, "toy scans (.toy)", suffixes=(".toy",), keywords=())
+    monkeypatch.setitem(registry._registry().formats, "toy", toy)
+    path = write_raw(tmp_path, "scan.toy")
+    name = opener if isinstance(opener, str) else f"{__name__}:{opener.__name__}"
+    message = rf"the opener {re.escape(name)} of the format 'toy' {match}.*not an ltdask DataSet"
+    if how == "ltdask.open":
+        run = lambda: ltdask.open(path)  # noqa: E731
+    elif how == "Context.load":
+        run = lambda: Context().load("toy", path)  # noqa: E731
+    else:
+        import xarray as xr
+
+        run = lambda: xr.open_dataset(path, engine="ltdask", format="toy")  # noqa: E731
+    error = expect(request, registry.FormatPluginError, message, run)
+    assert isinstance(error, DataSetError)
 
 
 # -- FIFOs and devices: refused before a byte is read ---------------------------------------------
@@ -254,6 +295,13 @@ ARRAY_CASES = [
     pytest.param(np.zeros((2, 3, 4, 4)), {"dims": ("a", "a", "b", "c")}, r"distinct",
                  id="dims-repeated"),
     pytest.param(None, {}, r"sig_dims=2 does not fit", id="none"),
+    # (the coordinates of these were inf from the second entry on)
+    pytest.param(np.zeros((2, 3, 4, 4)), {"nav_calibration": (1e308, 1e308, "nm")},
+                 r"nav_calibration\[0\]: scale=1e\+308, origin=1e\+308 give coordinate inf at "
+                 r"index 1 .*must be finite", id="calibration-overflow"),
+    pytest.param(np.zeros((2, 3, 4, 4)), {"sig_calibration": [(1.0, "nm"), (-1e308, "nm")]},
+                 r"sig_calibration\[1\]: scale=-1e\+308, origin=0 give coordinate -inf at "
+                 r"index 3", id="calibration-overflow-sig-dim"),
 ]  # fmt: skip
 
 

@@ -18,6 +18,7 @@ from helpers.formatfiles import (
     write_raw_csr,
 )
 
+import ltdask
 from ltdask import DataSetError
 from ltdask.io import registry
 from ltdask.io.open import detect_format, open_dataset
@@ -137,14 +138,15 @@ def test_mib_goes_to_the_mib_reader(tmp_path, monkeypatch, fresh_registry, name)
     path = tmp_path / name
     path.write_bytes(b"MQ1,000001,00384,01,0256,0256,U16,   1x1" + b"\x00" * 100)
     calls = []
+    opened = ltdask.from_array(np.zeros((1, 1, 2, 2)))  # (an opener must return a dataset)
     mib = importlib.import_module("ltdask.io.formats.mib")
     fake = dataclasses.replace(
-        mib.FORMAT, opener=lambda path, **kw: calls.append((path, kw)) or "opened"
+        mib.FORMAT, opener=lambda path, **kw: calls.append((path, kw)) or opened
     )
     monkeypatch.setattr(mib, "FORMAT", fake)
     registry.refresh()
     assert detect_format(path) == "mib"
-    assert open_dataset(path, nav_shape=(1, 1)) == "opened"
+    assert open_dataset(path, nav_shape=(1, 1)) is opened
     assert calls == [(path, {"nav_shape": (1, 1)})]
 
 

@@ -236,3 +236,23 @@ def test_sums_of_float32_frames_of_integers_run_the_integer_kernels(tmp_path, ke
     np.testing.assert_array_equal(arr.sum(axis=(0, 1), dtype="float64"), data.sum(axis=(0, 1)))
     # (float32 frames summed per pixel into float64 would be numpy's: the natives were read)
     assert kernel_calls["frames"] >= 1
+
+
+BAD_AXES = [4, -5, (0, 4), (0, -4), (-5, 2), 1.0, (0, 1.5)]
+
+
+@pytest.mark.parametrize("axis", BAD_AXES, ids=repr)
+@pytest.mark.parametrize("dtype", ["uint16", "float32", "uint16-as-float32"])
+@pytest.mark.parametrize("reduction", ["sum", "mean"])
+def test_bad_axes_raise_as_numpy(tmp_path, axis, dtype, reduction):
+    # a remainder took axis 4 (and -5) of a 4-D integer scan for axis 0: mean(axis=4)
+    # was mean(axis=0)
+    native, _, converted = dtype.partition("-as-")
+    data = np.arange(2 * 3 * 4 * 5, dtype=native).reshape(2, 3, 4, 5)
+    arr = _raw(tmp_path, data).to_dask(dtype=converted or None)
+    with pytest.raises(Exception) as numpy_error:
+        getattr(data, reduction)(axis=axis)
+    with pytest.raises(type(numpy_error.value)):
+        getattr(arr, reduction)(axis=axis).compute()
+    with pytest.raises(type(numpy_error.value)):
+        getattr(np, reduction)(arr, axis=axis).compute()

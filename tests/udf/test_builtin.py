@@ -388,6 +388,65 @@ def test_com_with_roi_and_annulus():
     np.testing.assert_array_equal(res["field_valid"].values[..., 0], roi)
 
 
+@pytest.mark.parametrize("kind", ["float32", "uint16", "raw-uint16", "raw_csr"])
+def test_com_of_frames_without_counts_is_the_reference_point(tmp_path, kind):
+    # LiberTEM 0.16 (its stored results for "zero-frames" in tests/reference/data/udfs):
+    # a frame with no counts in the disk has its centre at the reference point, shift 0;
+    # every kernel path (float tiles, native integer tiles, CSR tiles) agrees
+    from helpers.formatfiles import write_raw_csr
+
+    dtype = "uint16" if kind.endswith("uint16") else "float32"
+    data = np.random.default_rng(7).integers(1, 50, (3, 4, 8, 10)).astype(dtype)
+    data[0, 0] = data[1, 2] = 0
+    data[2, 3, 2:7, 2:8] = 0  # (counts outside the disk only)
+    if kind == "raw_csr":
+        ds = ltdask.open_raw_csr(write_raw_csr(tmp_path, data)[0])
+    else:
+        ds = open_dataset("raw" if kind.startswith("raw") else "memory", data, tmp_path)
+    res = CoMUDF.with_params(cy=4, cx=4.5, r=1.5).compute(ds)
+    yy, xx = np.mgrid[:8, :10]
+    w = data.astype(np.float64) * (((yy - 4) ** 2 + (xx - 4.5) ** 2) <= 1.5**2)
+    total = w.sum(axis=(2, 3))
+    empty = total == 0
+    assert empty.sum() == 3
+    want_y = np.where(empty, 4, (w * yy).sum(axis=(2, 3)) / np.where(empty, 1, total))
+    want_x = np.where(empty, 4.5, (w * xx).sum(axis=(2, 3)) / np.where(empty, 1, total))
+    np.testing.assert_allclose(res["raw_com"].values, np.stack([want_y, want_x], -1), rtol=1e-6)
+    assert (res["raw_shifts"].values[empty] == 0).all()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "uint16"])
+def test_com_is_nan_outside_the_roi_in_every_result(dtype):
+    # positions outside the ROI whose four neighbours are inside had finite divergence and
+    # curl (central differences of the neighbours); LiberTEM gives NaN there
+    rng = np.random.default_rng(6)
+    data = rng.integers(1, 100, (5, 6, 12, 10)).astype(dtype)
+    roi = np.ones((5, 6), bool)
+    roi[2, 2] = roi[1, 4] = roi[4, 0] = False
+    res = CoMUDF.with_params(cy=6, cx=5, r=4).compute(ltdask.from_array(data), roi=roi)
+    # numpy: centres of mass inside the ROI (NaN outside), then the gradients of the field
+    yy, xx = np.mgrid[:12, :10]
+    w = data.astype(np.float64) * (((yy - 6) ** 2 + (xx - 5) ** 2) <= 16)
+    total = w.sum(axis=(2, 3))
+    field_y = np.where(roi, (w * yy).sum(axis=(2, 3)) / total - 6, np.nan)
+    field_x = np.where(roi, (w * xx).sum(axis=(2, 3)) / total - 5, np.nan)
+    want = {
+        "field_y": field_y,
+        "field_x": field_x,
+        "magnitude": np.hypot(field_y, field_x),
+        "divergence": np.gradient(field_y, axis=0) + np.gradient(field_x, axis=1),
+        "curl": np.gradient(field_y, axis=1) - np.gradient(field_x, axis=0),
+    }
+    want["divergence"][~roi] = want["curl"][~roi] = np.nan
+    for name, values in want.items():
+        got = res[name].values
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(values), err_msg=name)
+        np.testing.assert_allclose(got, values, rtol=1e-4, atol=1e-5, err_msg=name)
+    for name in ("raw_com", "raw_shifts", "field"):
+        assert np.isnan(res[name].values[~roi]).all(), name
+        assert not np.isnan(res[name].values[roi]).any(), name
+
+
 @pytest.mark.parametrize(
     "cy, cx, r, ri",
     [(8, 6, 5, 0), (8, 6, 5, 2), (7.5, 6.25, 4.5, 1.5), (8, 6, 3, 3), (0, 0, 5, 0)],

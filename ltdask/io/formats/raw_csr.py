@@ -255,6 +255,7 @@ class RawCSRDataSet(DataSet):
         idx_out = np.empty(total, dtype=index_dtype)
         val_out = np.empty(total, dtype=dtype)
         indptr_out = np.empty(n + 1, dtype=index_dtype)
+        canonical = False  # (scipy checks when asked)
         if numba_cannot(values.dtype, dtype):
             # numba does not cast to and from bool or handle float16; this path is rare
             indptr_out[0] = 0
@@ -263,13 +264,18 @@ class RawCSRDataSet(DataSet):
                 idx_out[indptr_out[i] : indptr_out[i + 1]] = indices[a:b]
                 val_out[indptr_out[i] : indptr_out[i + 1]] = values[a:b]
         else:
-            csr_gather(starts, stops, indices, values, idx_out, val_out, indptr_out)
+            canonical = csr_gather(starts, stops, indices, values, idx_out, val_out, indptr_out)
         if total and (idx_out.min() < 0 or idx_out.max() >= sig_px):
             raise DataSetError(
                 f"{self.path!r}: column indices in {self.files.indices!r} are outside the "
                 f"frame of {sig_px} pixels; check sig_shape and indices_dtype"
             )
-        return scipy.sparse.csr_matrix((val_out, idx_out, indptr_out), shape=(n, sig_px))
+        tile = scipy.sparse.csr_matrix((val_out, idx_out, indptr_out), shape=(n, sig_px))
+        if canonical:
+            # (kernels that need one value per pixel then skip scipy's check of the rows;
+            # rows with duplicate or unsorted indices are canonicalised by them)
+            tile.has_canonical_format = True
+        return tile
 
     def read_frames(self, positions: np.ndarray, sig_slice: Slice, dtype) -> np.ndarray:
         dtype = np.dtype(dtype).newbyteorder("=")

@@ -47,12 +47,18 @@ def csr_densify_reference(starts, stops, indices, values, out) -> int:
 
 @numba.njit(nogil=True, cache=True)
 def csr_gather(starts, stops, indices, values, indices_out, values_out, indptr_out):
-    """Copy rows ``starts[i]:stops[i]`` into one compact CSR triple (``*_out``)."""
+    """Copy rows ``starts[i]:stops[i]`` into one compact CSR triple (``*_out``). Returns
+    whether each row's column indices strictly increase (scipy's canonical format: sorted,
+    no duplicates)."""
     pos = 0
     indptr_out[0] = 0
+    canonical = True
     for i in range(starts.shape[0]):
         for k in range(starts[i], stops[i]):
             indices_out[pos] = indices[k]
             values_out[pos] = values[k]
+            if k > starts[i] and indices[k] <= indices[k - 1]:
+                canonical = False
             pos += 1
         indptr_out[i + 1] = pos
+    return canonical

@@ -281,6 +281,7 @@ class CoMUDF(UDF):
             p,
             dtype,
             axes,
+            self.meta.roi,
             outputs=outputs,
             name="ltdask-com-fields",
         )
@@ -326,12 +327,16 @@ _FIELDS = {
 }
 
 
-def com_fields(raw: np.ndarray, center, valid: np.ndarray, p: CoMParams, dtype, axes=None) -> dict:
+def com_fields(
+    raw: np.ndarray, center, valid: np.ndarray, p: CoMParams, dtype, axes=None, roi=None
+) -> dict:
     """CoMUDF's results from the per-frame ``(sum I, sum I*y, sum I*x)`` (nav-shaped), as
     LiberTEM computes them: a frame without intensity in the mask has its centre of mass at
     the reference point (shift 0); the regression is fitted to the rotated field at the
     valid positions and subtracted there. `axes`: ``(sig, nav)`` calibrations (`Axis` per
-    dim) to give the results in physical units (see `CoMUDF`), or None for pixels."""
+    dim) to give the results in physical units (see `CoMUDF`), or None for pixels. Outside
+    `roi` (nav-shaped, None: everywhere inside) every nav result is NaN, as LiberTEM's: the
+    gradients there would otherwise come from the neighbours inside."""
     raw = np.asarray(raw, dtype=np.float64)
     total = raw[..., 0]
     has = total != 0
@@ -363,7 +368,7 @@ def com_fields(raw: np.ndarray, center, valid: np.ndarray, p: CoMParams, dtype, 
     elif not np.allclose(regression[0], 0):
         field[valid] -= regression[0]
     fy, fx = field[..., 0], field[..., 1]
-    return {
+    results = {
         "raw_com": com.astype(dtype),
         "raw_shifts": shifts.astype(dtype),
         "field": field.astype(dtype),
@@ -372,8 +377,12 @@ def com_fields(raw: np.ndarray, center, valid: np.ndarray, p: CoMParams, dtype, 
         "magnitude": np.sqrt(fy**2 + fx**2).astype(dtype),
         "divergence": (_gradient(fy, 0, spacing) + _gradient(fx, 1, spacing)).astype(dtype),
         "curl": (_gradient(fy, 1, spacing) - _gradient(fx, 0, spacing)).astype(dtype),
-        "regression": regression,
     }
+    if roi is not None:
+        outside = ~np.asarray(roi, dtype=bool).reshape(total.shape)
+        for arr in results.values():
+            arr[outside] = np.nan
+    return {**results, "regression": regression}
 
 
 def _regression(field: np.ndarray, valid: np.ndarray, reg) -> np.ndarray:

@@ -45,7 +45,7 @@ def _sparse_moments(rows, count, mean, m2):
         return count
     if rows.dtype.kind == "c":  # (rare: bincount takes real weights only)
         return _array_moments(for_backend(rows, UDFBase.BACKEND_NUMPY), count, mean, m2)
-    parts = csr_parts(rows)
+    parts = csr_parts(rows, summed=True)
     if parts is not None:
         tmean, tm2 = np.empty(px), np.empty(px)
         csr_moments(*parts, n, tmean, tm2)

@@ -29,13 +29,19 @@ def dense_backend(udf: UDFBase) -> bool:
     return udf.meta.array_backend in (UDFBase.BACKEND_NUMPY, UDFBase.BACKEND_CUDA)
 
 
-def csr_parts(tile):
+def csr_parts(tile, summed: bool = False):
     """``(indptr, indices, data)`` of a scipy sparse tile (CSR; CSC and COO converted) for
-    the numba kernels; None for other array types."""
+    the numba kernels; None for other array types. `summed`: with the values of duplicate
+    column indices in a row added up (scipy's meaning of them), for kernels that need one
+    value per pixel and frame; sums and products add them up anyway. Tiles that say they
+    are canonical (raw_csr's do when their rows are) cost no check."""
     if not type(tile).__module__.startswith("scipy.sparse"):
         return None
     if tile.format != "csr":
         tile = tile.tocsr()
+    if summed and not tile.has_canonical_format:
+        tile = tile.copy()  # (the caller's tile stays as it is)
+        tile.sum_duplicates()
     return tile.indptr, tile.indices, tile.data
 
 
