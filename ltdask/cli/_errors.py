@@ -76,6 +76,9 @@ def report(e: BaseException, debug: bool, group: click.Command) -> click.ClickEx
         raise e
     if isinstance(e, click.Abort):
         raise e
+    if isinstance(e, BrokenPipeError):
+        # the reader went away (``ltdask info ... | head``): click exits quietly
+        raise e
     if isinstance(e, click.ClickException | LtdaskError):
         if debug:
             click.echo(_traceback(e), err=True)

@@ -266,3 +266,21 @@ def test_entry_point_debug(folder):
     assert proc.returncode == 2
     assert "Traceback (most recent call last):" in proc.stderr
     assert proc.stderr.splitlines()[-1].startswith("Error: -p dtype=foo: sum's dtype")
+
+
+def test_a_reader_that_goes_away_is_no_error(folder):
+    """``ltdask info scan.npy | head``: the pipe closes before the output is written."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "ltdask.cli", "info", "scan.npy"],
+            cwd=folder,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        os.close(write_end)
+    assert proc.stderr == ""
+    assert proc.returncode == 1
