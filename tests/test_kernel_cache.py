@@ -206,6 +206,7 @@ def test_after_warmup_a_new_process_compiles_nothing(tmp_path):
     assert run.stdout.strip() == "0"
 
 
+@pytest.mark.slow  # a LocalCluster
 def test_warmup_on_every_worker_of_a_cluster():
     """``client.run(ltdask.warmup)``, as the docs tell cluster users."""
     from distributed import Client, LocalCluster

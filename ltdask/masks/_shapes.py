@@ -23,6 +23,8 @@ _MOVE_CENTRE = (
     "move the centre (centerX, centerY) to within the radius of the frame, or make the radius "
     "larger"
 )
+#: a ring around a centre in the frame, too thin to hold a pixel centre
+_WIDEN_RING = "no pixel centre lies between the radii: make radius_inner smaller or radius larger"
 
 
 def circular(
@@ -144,7 +146,9 @@ def ring(
     """
     mask = _ring(centerX, centerY, imageSizeX, imageSizeY, radius, radius_inner, antialiased)
     args = _args(centerX=centerX, centerY=centerY, radius=radius, radius_inner=radius_inner)
-    _warn_if_empty(mask, f"ring({args})", imageSizeX, imageSizeY, _MOVE_CENTRE)
+    inside = 0 <= centerX <= imageSizeX - 1 and 0 <= centerY <= imageSizeY - 1
+    fix = _WIDEN_RING if inside else _MOVE_CENTRE
+    _warn_if_empty(mask, f"ring({args})", imageSizeX, imageSizeY, fix)
     return mask
 
 
