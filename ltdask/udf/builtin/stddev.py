@@ -262,3 +262,75 @@ def _merge_numpy(parts) -> dict:
         total_sum += p.sum
         total = n
     return {"num_frames": np.array([total], dtype=np.int64), "sum": total_sum, "varsum": varsum}
+
+
+def consolidate_result(udf_result) -> dict:
+    """LiberTEM's plain form of `StdDevUDF`'s results: ``num_frames`` an int, the other
+    results (``sum``, ``varsum``, ``var``, ``std``, ``mean``) numpy arrays.
+
+    Parameters
+    ----------
+    udf_result : dict
+        `StdDevUDF`'s results as ``ctx.run_udf`` gives them (each with ``.data``), or as
+        plain arrays.
+
+    Returns
+    -------
+    dict
+        ``{"num_frames": int, "varsum": ..., "sum": ..., "var": ..., "std": ..., "mean":
+        ...}``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> ctx = Context()
+    >>> ds = ctx.load("memory", data=np.arange(8, dtype=np.float32).reshape(2, 1, 2, 2))
+    >>> res = consolidate_result(ctx.run_udf(dataset=ds, udf=StdDevUDF()))
+    >>> res["num_frames"], res["var"].tolist()
+    (2, [[4.0, 4.0], [4.0, 4.0]])
+    """
+
+    def array(name):
+        value = udf_result[name]
+        return np.asarray(getattr(value, "data", value))
+
+    out = {"num_frames": int(array("num_frames").reshape(-1)[0])}
+    out.update({name: array(name) for name in ("varsum", "sum", "var", "std", "mean")})
+    return out
+
+
+def run_stddev(ctx, dataset, roi=None, progress: bool = False, use_numba: bool = True) -> dict:
+    """Per-pixel statistics of `dataset` through `ctx` (LiberTEM's ``run_stddev``): run
+    `StdDevUDF` and return its results as `consolidate_result` does.
+
+    Parameters
+    ----------
+    ctx : ltdask.compat.Context
+    dataset
+        A dataset from ``ctx.load`` or ``ltdask.open_*``.
+    roi : numpy.ndarray, optional
+        Boolean, nav-shaped: the frames to take.
+    progress : bool
+        Show a progress bar.
+    use_numba : bool
+        Passed to `StdDevUDF`.
+
+    Returns
+    -------
+    dict
+        ``num_frames`` (int) and the signal-shaped ``sum``, ``varsum``, ``var``
+        (population variance), ``std`` and ``mean`` (numpy arrays).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> ctx = Context()
+    >>> data = np.arange(16, dtype=np.float32).reshape(2, 2, 2, 2)
+    >>> res = run_stddev(ctx, ctx.load("memory", data=data), roi=np.array([[1, 0], [0, 1]], bool))
+    >>> res["num_frames"], res["mean"].tolist()
+    (2, [[6.0, 7.0], [8.0, 9.0]])
+    """
+    udf = StdDevUDF(use_numba=use_numba)
+    return consolidate_result(ctx.run_udf(dataset=dataset, udf=udf, roi=roi, progress=progress))
