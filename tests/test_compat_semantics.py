@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ltdask import UDF
 from ltdask.compat import Context
 from ltdask.udf import StdDevUDF, consolidate_result, run_stddev
 
@@ -48,3 +49,17 @@ def test_consolidate_result_takes_run_udf_results(ctx, data):
     res = consolidate_result(ctx.run_udf(dataset=ds, udf=StdDevUDF()))
     assert res["num_frames"] == 24
     np.testing.assert_allclose(res["var"], data.reshape(24, 5, 3).var(axis=0), rtol=1e-5)
+
+
+# -- 3. AuxData.raw_data ---------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("extra_shape", "shape"),
+    [((), (6,)), ((1,), (6,)), ((2,), (6, 2))],
+    ids=["scalar", "extra-1", "extra-2"],
+)
+def test_aux_data_raw_data_is_a_property(extra_shape, shape):
+    values = np.arange(6 * int(np.prod(extra_shape))).reshape((2, 3, *extra_shape))
+    aux = UDF.aux_data(values, kind="nav", extra_shape=extra_shape, dtype="int32")
+    assert isinstance(aux.raw_data, np.ndarray)  # LiberTEM: BufferWrapper.raw_data property
+    np.testing.assert_array_equal(aux.raw_data, values.reshape(shape))
+    assert aux.raw_data.dtype == np.int32
