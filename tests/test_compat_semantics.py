@@ -63,3 +63,54 @@ def test_aux_data_raw_data_is_a_property(extra_shape, shape):
     assert isinstance(aux.raw_data, np.ndarray)  # LiberTEM: BufferWrapper.raw_data property
     np.testing.assert_array_equal(aux.raw_data, values.reshape(shape))
     assert aux.raw_data.dtype == np.int32
+
+
+# -- 4. buffer names ending in _valid ------------------------------------------------------------
+class _ValidNamesUDF(UDF):
+    """LiberTEM's test_valid_mask declares buffers such as ``all_valid``; here beside a
+    buffer ``all`` whose mask would be ``all_valid``."""
+
+    def get_result_buffers(self):
+        return {
+            "all": self.buffer(kind="nav", dtype="float32"),
+            "all_valid": self.buffer(kind="nav", dtype="int32"),
+            "total_valid": self.buffer(kind="single", dtype="int64"),
+        }
+
+    def process_frame(self, frame):
+        self.results.all[:] = frame.sum()
+        self.results.all_valid[:] = 7
+        self.results.total_valid[:] += 1
+
+    def merge(self, dest, src):
+        dest.all[:] = src.all
+        dest.all_valid[:] = src.all_valid
+        dest.total_valid[:] += src.total_valid
+
+
+def test_buffers_named_like_valid_masks(ctx, data):
+    ds = ctx.load("memory", data=data, sig_dims=2)
+    roi = np.zeros(data.shape[:2], bool)
+    roi[1, 2:5] = True
+    res = _ValidNamesUDF().compute(ds, roi=roi)
+    # the documented rule: NAME_valid, one more underscore before 'valid' where a result
+    # already has that name
+    assert set(res.data_vars) == {"all", "all_valid", "total_valid"}
+    assert {"all__valid", "all_valid_valid", "total_valid_valid"} <= set(res.coords)
+    np.testing.assert_array_equal(res["all__valid"], roi)
+    np.testing.assert_array_equal(res["all_valid_valid"], roi)
+    np.testing.assert_array_equal(res["all"].values[roi], data[roi].sum(axis=(1, 2)))
+    np.testing.assert_array_equal(res["all_valid"].values, np.where(roi, 7, 0))
+    assert res["total_valid"].values.tolist() == [3]
+    # LiberTEM's view: the buffers by their names, each with its own valid mask
+    buffers = ctx.run_udf(dataset=ds, udf=_ValidNamesUDF(), roi=roi)
+    np.testing.assert_array_equal(buffers["all_valid"].raw_data, [7, 7, 7])
+    np.testing.assert_array_equal(buffers["all"].valid_mask, roi)
+    np.testing.assert_array_equal(buffers["all_valid"].valid_mask, roi)
+    assert buffers["total_valid"].raw_data.tolist() == [3]
+
+
+def test_ordinary_names_keep_name_valid(ctx, data):
+    ds = ctx.load("memory", data=data, sig_dims=2)
+    res = StdDevUDF().compute(ds)
+    assert {f"{name}_valid" for name in res.data_vars} <= set(res.coords)

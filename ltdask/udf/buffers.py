@@ -87,11 +87,11 @@ def declared_buffers(udf: Any) -> dict[str, BufferSpec]:
             f"got {type(buffers).__name__}"
         )
     for name, spec in buffers.items():
-        if not (isinstance(name, str) and name.isidentifier()) or name.endswith("_valid"):
+        if not (isinstance(name, str) and name.isidentifier()):
             raise UDFError(
                 f"{type(udf).__name__}.get_result_buffers: {name!r} is not a valid buffer name; "
                 "use a Python identifier (letters, digits and underscores, not starting with a "
-                "digit) that does not end in '_valid' (the valid masks are NAME_valid)"
+                "digit)"
             )
         if not isinstance(spec, BufferSpec):
             raise UDFError(
@@ -99,6 +99,35 @@ def declared_buffers(udf: Any) -> dict[str, BufferSpec]:
                 f"self.buffer(...) (got {type(spec).__name__})"
             )
     return buffers
+
+
+def valid_names(names) -> dict[str, str]:
+    """The name of each result's valid-mask coordinate, by result name, for the results
+    `names` of one UDF in their order.
+
+    The mask of result NAME is ``NAME_valid``. Where that is itself the name of a result
+    (a buffer ``x_valid`` beside a buffer ``x``) or of an earlier result's mask, one more
+    underscore goes before ``valid`` until the name is free: ``x__valid``, ``x___valid``,
+    ... Results and masks thus never share a name, and the same results always get the
+    same mask names.
+
+    Examples
+    --------
+    >>> valid_names(["intensity"])
+    {'intensity': 'intensity_valid'}
+    >>> valid_names(["x", "x_valid"])
+    {'x': 'x__valid', 'x_valid': 'x_valid_valid'}
+    """
+    names = list(names)
+    taken = set(names)
+    out = {}
+    for name in names:
+        underscores = "_"
+        while f"{name}{underscores}valid" in taken:
+            underscores += "_"
+        out[name] = f"{name}{underscores}valid"
+        taken.add(out[name])
+    return out
 
 
 def stored_buffers(specs: dict[str, BufferSpec]) -> dict[str, BufferSpec]:

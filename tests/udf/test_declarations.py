@@ -122,10 +122,6 @@ class _Declares(UDF):
         (lambda u: {"2x": u.buffer(kind="nav")}, r"'2x' is not a valid buffer name"),
         (lambda u: {"a b": u.buffer(kind="nav")}, r"'a b' is not a valid buffer name"),
         (lambda u: {1: u.buffer(kind="nav")}, r"1 is not a valid buffer name"),
-        (
-            lambda u: {"x": u.buffer(kind="nav"), "x_valid": u.buffer(kind="nav")},
-            r"'x_valid' is not a valid buffer name.*NAME_valid",
-        ),
     ],
     ids=[
         "kind",
@@ -139,7 +135,6 @@ class _Declares(UDF):
         "digit",
         "space",
         "int",
-        "valid-suffix",
     ],
 )
 def test_bad_buffer_declarations(ds, make, message):
