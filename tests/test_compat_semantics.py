@@ -114,3 +114,82 @@ def test_ordinary_names_keep_name_valid(ctx, data):
     ds = ctx.load("memory", data=data, sig_dims=2)
     res = StdDevUDF().compute(ds)
     assert {f"{name}_valid" for name in res.data_vars} <= set(res.coords)
+
+
+# -- 2. Analysis API dtypes and values ------------------------------------------------------------
+def _numpy_com_shifts(data, cy, cx):
+    """Centre of mass of whole frames relative to (cy, cx), float64."""
+    frames = data.astype(np.float64)
+    yy, xx = np.mgrid[: data.shape[2], : data.shape[3]]
+    total = frames.sum(axis=(2, 3))
+    return (
+        (frames * yy).sum(axis=(2, 3)) / total - cy,
+        (frames * xx).sum(axis=(2, 3)) / total - cx,
+    )
+
+
+@pytest.mark.parametrize(
+    ("params", "with_roi"),
+    [
+        pytest.param({}, False, id="default"),
+        pytest.param(dict(cy=2.1, cx=3.7, mask_radius=10.2), True, id="disk-roi"),
+        pytest.param(dict(cy=17, cx=23, mask_radius=19, mask_radius_inner=3.1), False, id="ring"),
+        pytest.param(dict(cy=7, cx=9, scan_rotation=13.3, flip_y=True), True, id="rot-flip"),
+    ],
+)
+def test_com_analysis_agrees_with_com_udf(ctx, params, with_roi):
+    from numpy.testing import assert_allclose
+
+    from ltdask.udf import CoMUDF
+
+    data = np.random.default_rng(3).random((6, 5, 32, 40)).astype(np.float32)
+    ds = ctx.load("memory", data=data, sig_dims=2)
+    roi = np.random.default_rng(4).random((6, 5)) > 0.4 if with_roi else None
+    analysis = ctx.create_com_analysis(dataset=ds, **params)
+    got = ctx.run(analysis, roi=roi)
+    p = analysis.parameters
+    udf = CoMUDF.with_params(
+        cy=p["cy"],
+        cx=p["cx"],
+        r=p["r"],
+        ri=p["ri"],
+        scan_rotation=p["scan_rotation"],
+        flip_y=p["flip_y"],
+    )
+    res = ctx.run_udf(dataset=ds, udf=udf, roi=roi)
+    # LiberTEM's own test (test_com.py) compares the two with assert_allclose's default
+    # rtol=1e-7: they must compute alike, not only both be close to the truth
+    x, y = got.field.raw_data
+    assert x.dtype == y.dtype == np.float64  # LiberTEM 0.16's analysis dtype
+    assert_allclose(res["field"].data, np.stack([y, x], axis=-1))
+    assert_allclose(res["magnitude"].data, got.magnitude.raw_data)
+    inside = np.ones((6, 5), bool) if roi is None else roi
+    assert_allclose(res["divergence"].data[inside], got.divergence.raw_data[inside])
+    assert_allclose(res["curl"].data[inside], got.curl.raw_data[inside])
+    if not params:  # and both are the centre of mass numpy gives
+        ny, nx = _numpy_com_shifts(data, 16, 20)
+        assert_allclose(got.y.raw_data, ny, atol=1e-5)
+        assert_allclose(got.x.raw_data, nx, atol=1e-5)
+
+
+def test_mask_analysis_dtype_int_with_boolean_masks(ctx):
+    # LiberTEM: results in numpy.result_type(dtype, mask dtype); boolean masks keep int
+    rng = np.random.default_rng(5)
+    data = rng.integers(0, 30000, (4, 5, 6, 7)).astype(np.int16)
+    masks = rng.random((2, 6, 7)) > 0.5
+    ds = ctx.load("memory", data=data, sig_dims=2)
+    for use_sparse in (False, True):
+        analysis = ctx.create_mask_analysis(
+            dataset=ds, factories=lambda: masks, dtype=np.int32, use_sparse=use_sparse
+        )
+        got = ctx.run(analysis)
+        expected = np.einsum("abij,mij->mab", data.astype(np.int64), masks.astype(np.int64))
+        for m in range(2):
+            raw = getattr(got, f"mask_{m}").raw_data
+            assert raw.dtype == np.int32
+            np.testing.assert_array_equal(raw, expected[m])
+    # without dtype: float32, as LiberTEM (its default input dtype)
+    assert (
+        ctx.run(ctx.create_mask_analysis(dataset=ds, factories=lambda: masks)).mask_0.raw_data.dtype
+        == np.float32
+    )
