@@ -14,6 +14,7 @@ from ltdask.exceptions import (
     LtdaskError,
     MissingFramesWarning,
     PerformanceWarning,
+    ROIDtypeWarning,
     UDFError,
     UseDiscouragedWarning,
 )
@@ -75,6 +76,7 @@ __all__ = [
     "Negotiator",
     "MissingFramesWarning",
     "PerformanceWarning",
+    "ROIDtypeWarning",
     "UseDiscouragedWarning",
     "Shape",
     "Slice",

@@ -5,12 +5,14 @@ behaviour."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 from ltdask import UDF
 from ltdask.compat import Context
-from ltdask.udf import StdDevUDF, consolidate_result, run_stddev
+from ltdask.udf import StdDevUDF, SumUDF, consolidate_result, run_stddev
 
 
 @pytest.fixture
@@ -193,3 +195,38 @@ def test_mask_analysis_dtype_int_with_boolean_masks(ctx):
         ctx.run(ctx.create_mask_analysis(dataset=ds, factories=lambda: masks)).mask_0.raw_data.dtype
         == np.float32
     )
+
+
+# -- 5. LiberTEM's warning text and exception types ----------------------------------------------
+@pytest.mark.parametrize("dtype", [int, float, None, np.uint8], ids=str)
+def test_non_boolean_roi_warns_with_libertems_words(ctx, data, dtype):
+    import ltdask
+
+    ds = ctx.load("memory", data=data, sig_dims=2)
+    roi = np.zeros(data.shape[:2], dtype=dtype)
+    roi[1, 2] = 1
+    # LiberTEM's test_roi_dtype matches exactly this text, as a UserWarning
+    text = f"ROI dtype is {roi.dtype}, expected bool. Attempting cast to bool."
+    with pytest.warns(ltdask.ROIDtypeWarning, match=f"^{re.escape(text)}$") as caught:
+        res = ctx.run_udf(dataset=ds, udf=SumUDF(), roi=roi)
+    assert issubclass(caught[0].category, UserWarning)
+    np.testing.assert_allclose(res["intensity"].data, data[1, 2])
+
+
+@pytest.mark.parametrize(
+    ("spec", "cpus"),
+    [("inline", 4), ("synchronous", 2), ("delayed", 2), ("not_an_executor", None)],
+)
+def test_make_with_raises_executor_spec_exception(spec, cpus):
+    from ltdask.compat import ExecutorSpecException
+
+    with pytest.raises(ExecutorSpecException, match=spec) as caught:
+        Context.make_with(spec, cpus=cpus)
+    assert isinstance(caught.value, ValueError)  # (what ltdask raised before)
+
+
+def test_make_with_threads_takes_cpus():
+    assert Context.make_with("threads", cpus=3)._config == {
+        "scheduler": "threads",
+        "num_workers": 3,
+    }

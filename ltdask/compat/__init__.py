@@ -23,12 +23,14 @@ from ltdask.compat.context import Context, UnsupportedError
 from ltdask.compat.results import Damage, ResultBuffer, UDFInfo, UDFResults, dry_run
 from ltdask.compat.steps import ResultGenerator
 from ltdask.corrections import CorrectionSet
+from ltdask.exceptions import ExecutorSpecException
 from ltdask.udf.base import UDF
 
 __all__ = [
     "Context",
     "CorrectionSet",
     "Damage",
+    "ExecutorSpecException",
     "ResultBuffer",
     "ResultGenerator",
     "UDF",
