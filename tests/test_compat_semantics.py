@@ -230,3 +230,16 @@ def test_make_with_threads_takes_cpus():
         "scheduler": "threads",
         "num_workers": 3,
     }
+
+
+# -- 8. ctx.load("npy", nav_shape=...) ---------------------------------------------------------
+def test_context_loads_a_flat_npy_stack_as_a_scan(ctx, tmp_path):
+    stack = np.random.default_rng(6).random((16 * 4, 3, 5)).astype(np.float32)
+    path = tmp_path / "stack.npy"
+    np.save(path, stack)
+    ds = ctx.load("npy", path=str(path), nav_shape=(16, 4))
+    assert (ds.nav_shape, ds.sig_shape) == ((16, 4), (3, 5))
+    res = ctx.run_udf(dataset=ds, udf=SumUDF(), roi=None)
+    np.testing.assert_allclose(res["intensity"].data, stack.sum(axis=0), rtol=1e-5)
+    frames = ctx.load("npy", path=str(path), nav_shape=(8, 8), sig_shape=(3, 5))
+    np.testing.assert_array_equal(frames.to_dask().compute(), stack.reshape(8, 8, 3, 5))
