@@ -12,7 +12,7 @@ import pytest
 
 from ltdask import UDF
 from ltdask.compat import Context
-from ltdask.udf import StdDevUDF, SumUDF, consolidate_result, run_stddev
+from ltdask.udf import StdDevUDF, SumSigUDF, SumUDF, consolidate_result, run_stddev
 
 
 @pytest.fixture
@@ -243,3 +243,79 @@ def test_context_loads_a_flat_npy_stack_as_a_scan(ctx, tmp_path):
     np.testing.assert_allclose(res["intensity"].data, stack.sum(axis=0), rtol=1e-5)
     frames = ctx.load("npy", path=str(path), nav_shape=(8, 8), sig_shape=(3, 5))
     np.testing.assert_array_equal(frames.to_dask().compute(), stack.reshape(8, 8, 3, 5))
+
+
+# -- 6. plots, AutoUDF(monitor=True), self.results["x"].raw_data -------------------------------
+class _Recorder:
+    """A plot class that records what it is given (instead of drawing)."""
+
+    made: list = []
+
+    def __init__(self, dataset, udf, roi, channel, udfresult=None, **kwargs):
+        self.udf, self.channel, self.updates = udf, channel, 0
+        _Recorder.made.append(self)
+
+    def display(self):
+        pass
+
+    def get_udf(self):
+        return self.udf
+
+    def new_data(self, udf_results, damage, force=False):
+        self.updates += 1
+
+
+def test_plots_with_fewer_lists_than_udfs(data):
+    ds = Context().load("memory", data=data, sig_dims=2)
+    ctx = Context.make_with("inline", plot_class=_Recorder)
+    _Recorder.made = []
+    total, frames = ctx.run_udf(dataset=ds, udf=[SumUDF(), SumSigUDF()], plots=[["intensity"]])
+    # as LiberTEM: the UDFs after the last list are not plotted
+    assert [(type(p.udf).__name__, p.channel) for p in _Recorder.made] == [("SumUDF", "intensity")]
+    assert _Recorder.made[0].updates >= 1
+    np.testing.assert_allclose(total["intensity"].data, data.sum(axis=(0, 1)), rtol=1e-5)
+    with pytest.raises(ValueError, match=r"plots: 3 lists of channels for 2 UDFs"):
+        ctx.run_udf(dataset=ds, udf=[SumUDF(), SumSigUDF()], plots=[[], [], []])
+
+
+@pytest.mark.parametrize("with_roi", [False, True], ids=["all", "roi"])
+def test_auto_udf_monitor_is_the_last_result(ctx, data, with_roi):
+    from ltdask.udf import AutoUDF
+
+    ds = ctx.load("memory", data=data, sig_dims=2)
+    roi = np.zeros(data.shape[:2], bool)
+    roi[1, 1:4] = roi[2, 0] = True
+    res = ctx.run_udf(
+        dataset=ds,
+        udf=AutoUDF(f=lambda frame: frame.sum(axis=0), monitor=True),
+        roi=roi if with_roi else None,
+    )
+    frames = data[roi] if with_roi else data.reshape(-1, *data.shape[2:])
+    np.testing.assert_allclose(res["result"].raw_data, frames.sum(axis=1), rtol=1e-5)
+    # the result of the last position processed, in flat nav order
+    assert res["monitor"].kind == "single"
+    np.testing.assert_allclose(res["monitor"].data, frames[-1].sum(axis=0), rtol=1e-5)
+    assert "monitor" not in ctx.run_udf(dataset=ds, udf=AutoUDF(f=np.max))
+
+
+def test_dict_access_to_a_buffer_has_raw_data(ctx, data):
+    import ltdask
+
+    class RawDataInPostprocess(UDF):
+        def get_result_buffers(self):
+            return {"total": self.buffer(kind="sig", dtype="float64")}
+
+        def process_frame(self, frame):
+            self.results.total[:] += frame
+
+        def postprocess(self):
+            # LiberTEM: self.results["x"] is the buffer, with raw_data
+            self.results["total"].raw_data[:] *= 2
+
+        def merge(self, dest, src):
+            dest.total[:] += src.total
+
+    ds = ctx.load("memory", data=data, sig_dims=2)
+    with pytest.warns(ltdask.UseDiscouragedWarning):
+        res = ctx.run_udf(dataset=ds, udf=RawDataInPostprocess())
+    np.testing.assert_allclose(res["total"].data, 2 * data.astype(np.float64).sum(axis=(0, 1)))

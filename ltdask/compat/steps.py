@@ -51,8 +51,9 @@ class ResultGenerator:
 def prepare_plots(plot_class, udfs, dataset, roi_flat, plots, **plot_kwargs) -> list:
     """The live plots of a run, from LiberTEM's three forms of ``plots``: True (a plot of
     `plot_class` per 2-D result of each UDF), channels per UDF (buffer names, ``(name,
-    function)`` pairs or functions; see `ltdask.viz.Live2DPlot`), or plot objects (shown by
-    their maker). The plots made here are shown (``display()``); `plot_kwargs` go to them."""
+    function)`` pairs or functions; see `ltdask.viz.Live2DPlot`; UDFs after the last list
+    are not plotted), or plot objects (shown by their maker). The plots made here are
+    shown (``display()``); `plot_kwargs` go to them."""
     if plots is True:
         channels = None
     elif isinstance(plots, (list, tuple)) and all(
@@ -63,17 +64,24 @@ def prepare_plots(plot_class, udfs, dataset, roi_flat, plots, **plot_kwargs) -> 
         channels = plots
     else:
         return list(plots)
+    if channels is not None and len(channels) > len(udfs):
+        raise ValueError(
+            f"plots: {len(channels)} lists of channels for {len(udfs)} UDFs; expected one list "
+            "per UDF, in the order of the UDFs (UDFs after the last list are not plotted)"
+        )
     before = dry_run(dataset, udfs, roi_flat)
     if channels is None:
         channels = [plottable_channels(b) for b in before.buffers]
-        for udf, chans in zip(udfs, channels, strict=True):
+        for u, (udf, chans) in enumerate(zip(udfs, channels, strict=True)):
             if not chans:
                 warn(
-                    f"No plottable channels found for {type(udf).__name__}, not plotting",
+                    f"No plottable channels found for UDF #{u}: {type(udf).__name__}, "
+                    "not plotting.",
                     UserWarning,
                 )
     out = []
-    for u, (udf, chans) in enumerate(zip(udfs, channels, strict=True)):
+    # as LiberTEM: UDFs after the last list of channels are not plotted
+    for u, (udf, chans) in enumerate(zip(udfs[: len(channels)], channels, strict=True)):
         for channel in chans:
             plot = plot_class(
                 dataset,

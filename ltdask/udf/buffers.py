@@ -169,6 +169,27 @@ def expand_nav(compressed: np.ndarray, mask: np.ndarray, dtype) -> np.ndarray:
     return out
 
 
+class BufferArray(np.ndarray):
+    """A buffer's array as ``self.results["name"]`` gives it (LiberTEM gives its buffer
+    object there): the array itself, a view of the same memory, with LiberTEM's
+    ``raw_data``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> ns = Namespace({"x": np.zeros(3)}, buffers=True)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     ns["x"].raw_data[:] = 7
+    >>> ns.x.tolist()
+    [7.0, 7.0, 7.0]
+    """
+
+    @property
+    def raw_data(self) -> np.ndarray:
+        return self.view(np.ndarray)
+
+
 class Namespace:
     """Attribute access to named arrays: ``ns.name``, ``ns["name"]``; assignment to an
     existing name writes into the array (``dest.x = y`` is ``dest.x[...] = y``)."""
@@ -205,13 +226,16 @@ class Namespace:
             self._arrays[name] = value
 
     def __getitem__(self, name):
-        if self._buffers:
-            warn(
-                f"dict-like access to buffers (['{name}']) is discouraged, as it can be "
-                f"confusing vs. attribute access; use .{name}",
-                UseDiscouragedWarning,
-            )
-        return self._arrays[name]
+        if not self._buffers:
+            return self._arrays[name]
+        warn(
+            f"dict-like access to buffers (['{name}']) is discouraged, as it can be "
+            f"confusing vs. attribute access; use .{name}",
+            UseDiscouragedWarning,
+        )
+        value = self._arrays[name]
+        # as LiberTEM's BufferWrapper: with ``raw_data`` (the same memory)
+        return value.view(BufferArray) if type(value) is np.ndarray else value
 
     def __setitem__(self, name, value):
         self.__setattr__(name, value)
