@@ -319,3 +319,97 @@ def test_dict_access_to_a_buffer_has_raw_data(ctx, data):
     with pytest.warns(ltdask.UseDiscouragedWarning):
         res = ctx.run_udf(dataset=ds, udf=RawDataInPostprocess())
     np.testing.assert_allclose(res["total"].data, 2 * data.astype(np.float64).sum(axis=(0, 1)))
+
+
+# -- 7. the async steps, FEMAnalysis / ApplyFFTMask, CoMUDF's regression ---------------------------
+class _LatestIndexUDF(UDF):
+    """LiberTEM's test_dynamic_parameter_update_*: each partition records the parameter."""
+
+    def __init__(self, latest_index):
+        super().__init__(latest_index=latest_index)
+
+    def get_result_buffers(self):
+        return {"index": self.buffer(kind="nav", dtype=int)}
+
+    def process_partition(self, partition):
+        self.results.index[:] = self.params.latest_index
+
+
+@pytest.fixture
+def small_partitions():
+    import dask
+
+    with dask.config.set({"ltdask.partition-bytes": 4 * 6 * 15, "ltdask.min-partitions": 1}):
+        yield
+
+
+def test_async_steps_update_parameters_and_close(ctx, data, small_partitions):
+    import asyncio
+
+    ds = ctx.load("memory", data=data, sig_dims=2)
+
+    async def run():
+        steps = ctx.run_udf_iter(dataset=ds, udf=[_LatestIndexUDF(latest_index=0)], sync=False)
+        seen = []
+        try:
+            async for step in steps:
+                seen.append(step.buffers[0]["index"].data.copy())
+                await steps.update_parameters_experimental([{"latest_index": len(seen)}])
+        finally:
+            await steps.aclose()
+        return seen
+
+    seen = asyncio.run(run())
+    assert len(seen) > 1
+    # the first partition ran with 0, later ones with the updated values
+    assert seen[-1].max() > 0 and seen[-1].flat[0] == 0
+
+
+def test_throw_into_the_steps(ctx, data, small_partitions):
+    import asyncio
+
+    ds = ctx.load("memory", data=data, sig_dims=2)
+    steps = ctx.run_udf_iter(dataset=ds, udf=SumUDF())
+    with pytest.raises(RuntimeError, match="stuff"):
+        for _ in steps:
+            steps.throw(RuntimeError("stuff"))
+
+    async def athrow():
+        steps = ctx.run_udf_iter(dataset=ds, udf=SumUDF(), sync=False)
+        async for _ in steps:
+            await steps.athrow(RuntimeError("async stuff"))
+
+    with pytest.raises(RuntimeError, match="async stuff"):
+        asyncio.run(athrow())
+
+
+def test_fem_analysis_and_apply_fft_mask(ctx):
+    from ltdask.analysis import ApplyFFTMask, FEMAnalysis
+    from ltdask.udf import run_analysis_crystall, run_fem
+
+    data = np.random.default_rng(7).random((3, 4, 9, 9)).astype(np.float32)
+    ds = ctx.load("memory", data=data, sig_dims=2)
+    fem = ctx.run(FEMAnalysis(dataset=ds, parameters=dict(cx=4, cy=3, ri=1, ro=3)))
+    assert fem.keys() == ["intensity"]
+    expected = run_fem(ctx, ds, center=(3, 4), rad_in=1, rad_out=3)["intensity"].data
+    np.testing.assert_array_equal(fem.intensity.raw_data, expected)
+    # the standard deviation of each frame's pixels in the ring 1 < r <= 3 around (3, 4)
+    yy, xx = np.mgrid[:9, :9]
+    r2 = (yy - 3) ** 2 + (xx - 4) ** 2
+    ring = (r2 > 1) & (r2 <= 9)
+    np.testing.assert_allclose(expected, data[..., ring].std(axis=-1), rtol=1e-4)
+    params = dict(rad_in=1, rad_out=3, real_centerx=4, real_centery=4, real_rad=2)
+    fft = ctx.run(ApplyFFTMask(dataset=ds, parameters=params))
+    crystall = run_analysis_crystall(ctx, ds, rad_in=1, rad_out=3, real_center=(4, 4), real_rad=2)[
+        "intensity"
+    ].data
+    np.testing.assert_array_equal(fft.intensity.raw_data, crystall)
+    assert fft.intensity.desc == "result from integration over mask in Fourier space"
+
+
+def test_com_regression_is_checked_when_the_run_starts(ctx, data):
+    from ltdask.udf import CoMUDF
+
+    udf = CoMUDF.with_params(regression=5)  # as LiberTEM: accepted here
+    with pytest.raises(ValueError, match="regression must be -1, 0, 1 or a 3×2 array, not 5"):
+        ctx.run_udf(dataset=ctx.load("memory", data=data, sig_dims=2), udf=udf)

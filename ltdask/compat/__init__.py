@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ltdask.compat.context import Context, UnsupportedError
 from ltdask.compat.results import Damage, ResultBuffer, UDFInfo, UDFResults, dry_run
-from ltdask.compat.steps import ResultGenerator
+from ltdask.compat.steps import ResultAsyncGenerator, ResultGenerator
 from ltdask.corrections import CorrectionSet
 from ltdask.exceptions import ExecutorSpecException
 from ltdask.udf.base import UDF
@@ -31,6 +31,7 @@ __all__ = [
     "CorrectionSet",
     "Damage",
     "ExecutorSpecException",
+    "ResultAsyncGenerator",
     "ResultBuffer",
     "ResultGenerator",
     "UDF",

@@ -13,8 +13,8 @@ import numpy as np
 from ltdask.analysis import AnalysisMixin
 from ltdask.compat.results import Damage, UDFInfo, UDFResults, dry_run, result_buffers
 from ltdask.compat.steps import (
+    ResultAsyncGenerator,
     ResultGenerator,
-    async_steps,
     in_thread,
     prepare_plots,
     update_plots,
@@ -268,14 +268,15 @@ class Context(AnalysisMixin):
         plots=None,
         sync: bool = True,
     ):
-        """Yield `UDFResults` as partitions finish; with ``sync=False`` an async iterator.
-        ``plots`` as in :meth:`run_udf`."""
+        """Yield `UDFResults` as partitions finish (a `ResultGenerator`); with
+        ``sync=False`` an async iterator (a `ResultAsyncGenerator`). ``plots`` as in
+        :meth:`run_udf`."""
         _check_run_arguments("Context.run_udf_iter", corrections, backends)
         control = RunControl()
         steps = ResultGenerator(
             self._run_udf_iter(dataset, udf, roi, plots, control, corrections, backends), control
         )
-        return steps if sync else async_steps(steps)
+        return steps if sync else ResultAsyncGenerator(steps)
 
     def _run_udf_iter(
         self, dataset, udf, roi, plots=None, control=None, corrections=None, backends=None

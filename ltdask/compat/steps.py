@@ -47,6 +47,78 @@ class ResultGenerator:
         """One dict per UDF of the parameters to change (LiberTEM's experimental API)."""
         self._control.update_parameters(parameters)
 
+    def throw(self, exc: BaseException):
+        """Raise `exc` in the run where it waits between two steps (as a generator's
+        ``throw``): the run ends and `exc` propagates to the caller, unless the run
+        handles it."""
+        return self._steps.throw(exc)
+
+
+class ResultAsyncGenerator:
+    """:meth:`Context.run_udf_iter` with ``sync=False``: the steps of a `ResultGenerator`,
+    each computed in one worker thread of its own; ``aclose``, ``athrow`` and
+    ``update_parameters_experimental`` are awaitables, as LiberTEM's.
+
+    Examples
+    --------
+    >>> import asyncio
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> from ltdask.udf import SumSigUDF
+    >>> ctx = Context.make_with("inline")
+    >>> ds = ctx.load("memory", data=np.ones((2, 3, 4, 4), dtype=np.float32), sig_dims=2)
+    >>> async def last_step():
+    ...     steps = ctx.run_udf_iter(dataset=ds, udf=SumSigUDF(), sync=False)
+    ...     async for step in steps:
+    ...         pass
+    ...     return step
+    >>> asyncio.run(last_step()).buffers[0]["intensity"].data.tolist()
+    [[16.0, 16.0, 16.0], [16.0, 16.0, 16.0]]
+    """
+
+    def __init__(self, steps: ResultGenerator):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._steps = steps
+        # one thread: the run's generator is only ever advanced from one place
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ltdask-steps")
+        self._finished = False
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self) -> UDFResults:
+        if self._finished:
+            raise StopAsyncIteration
+        step = await self._call(next, self._steps, _DONE)
+        if step is _DONE:
+            self._finish()
+            raise StopAsyncIteration
+        return step
+
+    async def aclose(self) -> None:
+        if not self._finished:
+            await self._call(self._steps.close)
+            self._finish()
+
+    def _finish(self) -> None:
+        self._finished = True
+        self._pool.shutdown(wait=False)
+
+    async def athrow(self, exc: BaseException):
+        """`ResultGenerator.throw`, awaited."""
+        return await self._call(self._steps.throw, exc)
+
+    async def update_parameters_experimental(self, parameters: list[dict]) -> None:
+        """`ResultGenerator.update_parameters_experimental`, awaited."""
+        await self._call(self._steps.update_parameters_experimental, parameters)
+
+    async def _call(self, fn, *args):
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+
+
+_DONE = object()
+
 
 def prepare_plots(plot_class, udfs, dataset, roi_flat, plots, **plot_kwargs) -> list:
     """The live plots of a run, from LiberTEM's three forms of ``plots``: True (a plot of
@@ -105,16 +177,3 @@ def update_plots(plots, udfs, step, force: bool):
 
 async def in_thread(fn):
     return await asyncio.get_running_loop().run_in_executor(None, fn)
-
-
-async def async_steps(steps):
-    """The steps of a synchronous iterator, each computed in a thread."""
-    done = object()
-    try:
-        while True:
-            step = await in_thread(lambda: next(steps, done))
-            if step is done:
-                return
-            yield step
-    finally:
-        steps.close()
