@@ -13,8 +13,9 @@ Only the imports of a LiberTEM script change::
 
 The pieces: ``context`` (`Context`), ``results`` (results as LiberTEM's buffers show them:
 `ResultBuffer`, `Damage`, `UDFResults`, `dry_run`), ``steps`` (`ResultGenerator`, the steps
-of ``run_udf_iter``). LiberTEM names that ltdask defines elsewhere are importable from
-here too (`CorrectionSet`, `UDF`).
+of ``run_udf_iter``; `ResultAsyncGenerator` with ``sync=False``). LiberTEM names that
+ltdask defines elsewhere are importable from here too (`CorrectionSet`, `UDF`,
+`ExecutorSpecException`).
 """
 
 from __future__ import annotations
