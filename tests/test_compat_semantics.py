@@ -413,3 +413,40 @@ def test_com_regression_is_checked_when_the_run_starts(ctx, data):
     udf = CoMUDF.with_params(regression=5)  # as LiberTEM: accepted here
     with pytest.raises(ValueError, match="regression must be -1, 0, 1 or a 3×2 array, not 5"):
         ctx.run_udf(dataset=ctx.load("memory", data=data, sig_dims=2), udf=udf)
+
+
+# -- 1b. LiberTEM's stddev kernels (test_stddev.py imports them) -----------------------------------
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+def test_stddev_process_tile_and_merge_kernels(dtype):
+    import numba
+
+    from ltdask.udf.builtin.stddev import merge, process_tile
+
+    rng = np.random.default_rng(8)
+    data = rng.standard_normal((3, 4, 5, 7)) + 100  # partitions, tiles, frames, pixels
+    if np.dtype(dtype).kind == "c":
+        data = data + 1j * rng.standard_normal(data.shape)
+    data = data.astype(dtype)
+    wide = np.complex128 if np.dtype(dtype).kind == "c" else np.float64
+
+    @numba.njit
+    def partitions(data):  # as LiberTEM's test_stability calls them: from numba
+        total_n = 0
+        total_sum = np.zeros(data.shape[3], data.dtype)
+        total_varsum = np.zeros(data.shape[3], np.float64)
+        for p in range(data.shape[0]):
+            n = 0
+            part_sum = np.zeros(data.shape[3], data.dtype)
+            part_varsum = np.zeros(data.shape[3], np.float64)
+            for t in range(data.shape[1]):
+                n = process_tile(data[p, t], n, part_sum, part_varsum)
+            total_n = merge(
+                total_n, total_sum, total_varsum, n, part_sum, part_varsum, part_sum / n
+            )
+        return total_n, total_sum, total_varsum
+
+    n, total, varsum = partitions(data)
+    frames = data.reshape(-1, data.shape[-1]).astype(wide)
+    assert n == len(frames) == 60
+    np.testing.assert_allclose(total, frames.sum(axis=0), rtol=1e-5)
+    np.testing.assert_allclose(varsum / n, frames.var(axis=0), rtol=1e-4)
