@@ -225,13 +225,6 @@ def test_make_with_raises_executor_spec_exception(spec, cpus):
     assert isinstance(caught.value, ValueError)  # (what ltdask raised before)
 
 
-def test_make_with_threads_takes_cpus():
-    assert Context.make_with("threads", cpus=3)._config == {
-        "scheduler": "threads",
-        "num_workers": 3,
-    }
-
-
 # -- 8. ctx.load("npy", nav_shape=...) ---------------------------------------------------------
 def test_context_loads_a_flat_npy_stack_as_a_scan(ctx, tmp_path):
     stack = np.random.default_rng(6).random((16 * 4, 3, 5)).astype(np.float32)
