@@ -17,6 +17,7 @@ from ltdask.exceptions import (
     MetadataWarning,
     MissingFramesWarning,
     PerformanceWarning,
+    ROIDtypeWarning,
     UDFError,
     UseDiscouragedWarning,
 )
@@ -81,6 +82,7 @@ __all__ = [
     "MetadataWarning",
     "MissingFramesWarning",
     "PerformanceWarning",
+    "ROIDtypeWarning",
     "UseDiscouragedWarning",
     "Shape",
     "Slice",

@@ -77,6 +77,21 @@ class ConversionError(LtdaskError, ValueError):
         self.problem = problem
 
 
+class ExecutorSpecException(LtdaskError, ValueError):
+    """``Context.make_with`` got an executor spec, or a worker count for it, that it cannot
+    honour (LiberTEM's ``libertem.common.exceptions.ExecutorSpecException``).
+
+    Examples
+    --------
+    >>> from ltdask.compat import Context
+    >>> try:
+    ...     Context.make_with("inline", cpus=4)
+    ... except ExecutorSpecException as e:
+    ...     print(str(e)[:73])
+    Executor type inline does not support specifying CPU workers at this time
+    """
+
+
 class ConfigError(LtdaskError, ValueError):
     """An ``ltdask.*`` setting in dask's config holds a value that cannot be used."""
 
@@ -143,6 +158,22 @@ class EmptyMaskWarning(UserWarning):
     ...     mask = masks.circular(500, 500, 64, 64, radius=5)
     >>> caught[0].category.__name__, bool(mask.any())
     ('EmptyMaskWarning', False)
+    """
+
+
+class ROIDtypeWarning(UserWarning):
+    """A ROI that is not boolean is cast to bool (nonzero: selected), as LiberTEM does, with
+    LiberTEM's message.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask, warnings
+    >>> ds = ltdask.from_array(np.ones((2, 2, 4, 4), dtype=np.float32))
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     res = ltdask.udf.SumUDF().compute(ds, roi=np.array([[1, 0], [0, 0]]))
+    >>> caught[0].category.__name__, str(caught[0].message)
+    ('ROIDtypeWarning', 'ROI dtype is int64, expected bool. Attempting cast to bool.')
     """
 
 

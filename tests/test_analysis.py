@@ -15,6 +15,7 @@ import pytest
 from ltdask import masks
 from ltdask.analysis import AnalysisResult, AnalysisResultSet
 from ltdask.compat import Context
+from ltdask.udf import ApplyMasksUDF, CoMUDF, PickUDF, SumUDF
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REFERENCE = os.path.join(HERE, "reference")
@@ -356,19 +357,22 @@ def test_run_goes_through_run_udf():
 
     class Spy(Context):
         def run_udf(self, dataset, udf, roi=None, **kwargs):
-            seen.append((type(udf).__name__, roi))
+            seen.append((udf, roi))
             return super().run_udf(dataset=dataset, udf=udf, roi=roi, **kwargs)
 
     ctx = Spy.make_with("inline")
     data = _data((2, 3, 6, 6))
     pick = _run(ctx, data, "create_pick_analysis", x=2, y=1)
-    assert seen[-1][0] == "PickUDF"
+    assert isinstance(seen[-1][0], PickUDF)
     np.testing.assert_array_equal(seen[-1][1], np.array([[0, 0, 0], [0, 0, 1]], dtype=bool))
     np.testing.assert_array_equal(pick.intensity.raw_data, data[1, 2])
     _run(ctx, data, "create_sum_analysis")
-    assert seen[-1] == ("SumUDF", None)
+    assert isinstance(seen[-1][0], SumUDF) and seen[-1][1] is None
+    # real data: CoMUDF's moments (the analysis and CoMUDF compute alike); complex: masks
     _run(ctx, data, "create_com_analysis")
-    assert seen[-1] == ("ApplyMasksUDF", None)
+    assert isinstance(seen[-1][0], CoMUDF) and seen[-1][1] is None
+    _run(ctx, data.astype(np.complex64), "create_com_analysis")
+    assert isinstance(seen[-1][0], ApplyMasksUDF) and seen[-1][1] is None
 
 
 def test_threads_scheduler_same_result():

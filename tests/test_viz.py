@@ -91,7 +91,7 @@ def test_bad_channels(scan):
 
     with pytest.raises(ValueError, match="No plottable 2D channel found for Scalar"):
         Recorder(ds, Scalar())
-    with pytest.warns(UserWarning, match="No plottable channels found for Scalar"):
+    with pytest.warns(UserWarning, match=r"No plottable channels found for UDF #0: Scalar"):
         Context.make_with("inline", plot_class=Recorder).run_udf(
             dataset=ds, udf=Scalar(), plots=True
         )

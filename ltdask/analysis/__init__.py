@@ -7,7 +7,9 @@
 corrections=None)``, which returns an `AnalysisResultSet` of `AnalysisResult` objects
 (``raw_data``, ``visualized``, ``title``, ``desc``, ``key``) with LiberTEM's keys, shapes,
 dtypes and values. Pictures (``visualized``) are made on first access; they need matplotlib
-for LiberTEM's colour maps (a grey ramp without it).
+for LiberTEM's colour maps (a grey ramp without it). LiberTEM's GUI analyses
+`FEMAnalysis` and `ApplyFFTMask` are made directly (``FEMAnalysis(dataset=ds,
+parameters={...})``) and run the same way.
 
 Examples
 --------
@@ -42,16 +44,19 @@ from ltdask.analysis.results import (
     SingleMaskResultSet,
     SumResultSet,
 )
+from ltdask.analysis.rings import ApplyFFTMask, FEMAnalysis
 
 __all__ = [
     "Analysis",
     "AnalysisMixin",
     "AnalysisResult",
     "AnalysisResultSet",
+    "ApplyFFTMask",
     "BaseMasksAnalysis",
     "COMAnalysis",
     "COMResultSet",
     "DiskMaskAnalysis",
+    "FEMAnalysis",
     "MasksAnalysis",
     "MasksResultSet",
     "PickFrameAnalysis",

@@ -1,9 +1,13 @@
-"""Centre-of-mass analysis: three masks (selection, y and x gradient) with `ApplyMasksUDF`.
+"""Centre-of-mass analysis: the per-frame moments of `ltdask.udf.CoMUDF`, and from them the
+results of LiberTEM's CoM analysis.
 
-LiberTEM's CoM *analysis* (unlike its ``CoMUDF``) works this way, so it is built the same
-way here: the results (shift relative to ``(cy, cx)``, 0 for frames without intensity in the
-mask, then flipped and rotated; divergence and curl by ``np.gradient`` over the whole nav
-grid) are those of LiberTEM's analysis, not of `ltdask.udf.CoMUDF`.
+The results (shift relative to ``(cy, cx)``, 0 for frames without intensity in the mask,
+then flipped and rotated; divergence and curl by ``np.gradient`` over the whole nav grid)
+are those of LiberTEM's analysis, in float64 as LiberTEM's. They are computed by the same
+function and from the same float64 moments as `CoMUDF`'s, so the two agree to the rounding
+of CoMUDF's dtype, as LiberTEM's analysis and CoMUDF (one engine there) agree. Complex data
+(which CoMUDF does not take) goes through three masks (selection, y and x gradient) with
+`ApplyMasksUDF`, as LiberTEM's analysis does.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from ltdask import masks
 from ltdask.analysis._viz import scaled_image, vector_image
 from ltdask.analysis.masks import BaseMasksAnalysis
 from ltdask.analysis.results import AnalysisResult, COMResultSet
-from ltdask.udf.builtin.com import apply_correction
+from ltdask.udf.builtin.com import CoMParams, CoMUDF, apply_correction, com_fields
 
 __all__ = ["COMAnalysis"]
 
@@ -49,6 +53,13 @@ class COMAnalysis(BaseMasksAnalysis):
             "mask_dtype": np.float32,
         }
 
+    def get_udf(self):
+        if np.dtype(self.dataset.dtype).kind == "c":
+            return super().get_udf()
+        self._check_sig_2d()
+        p = self.parameters
+        return _MomentsUDF(CoMParams(cy=p["cy"], cx=p["cx"], r=p["r"], ri=p.get("ri") or 0.0))
+
     def get_mask_factories(self):
         height, width = self._check_sig_2d()
         p = self.parameters
@@ -69,6 +80,8 @@ class COMAnalysis(BaseMasksAnalysis):
         ]
 
     def get_udf_results(self, udf_results, roi, damage) -> COMResultSet:
+        if "raw_mask_result" in udf_results:
+            return self._real_results(udf_results["raw_mask_result"].data, damage)
         data = udf_results["intensity"].data
         total, moment_y, moment_x = data[..., 0], data[..., 1], data[..., 2]
         p = self.parameters
@@ -76,21 +89,27 @@ class COMAnalysis(BaseMasksAnalysis):
         divisor = np.where(empty, 1, total)
         y = np.where(empty, 0, moment_y / divisor - p["cy"])
         x = np.where(empty, 0, moment_x / divisor - p["cx"])
-        # LiberTEM's analysis transforms the shifts in float64 (complex128 for complex data)
+        # LiberTEM's analysis transforms the shifts in complex128
         wide = np.result_type(y, np.float64)
         y, x = apply_correction(y.astype(wide), x.astype(wide), p["scan_rotation"], p["flip_y"])
-        if total.dtype.kind == "c":
-            return COMResultSet(
-                [
-                    self._result(x.real, "x_real", "x [real]", "x component of the center", damage),
-                    self._result(y.real, "y_real", "y [real]", "y component of the center", damage),
-                    self._result(x.imag, "x_imag", "x [imag]", "x component of the center", damage),
-                    self._result(y.imag, "y_imag", "y [imag]", "y component of the center", damage),
-                ]
-            )
+        return COMResultSet(
+            [
+                self._result(x.real, "x_real", "x [real]", "x component of the center", damage),
+                self._result(y.real, "y_real", "y [real]", "y component of the center", damage),
+                self._result(x.imag, "x_imag", "x [imag]", "x component of the center", damage),
+                self._result(y.imag, "y_imag", "y [imag]", "y component of the center", damage),
+            ]
+        )
+
+    def _real_results(self, moments: np.ndarray, damage) -> COMResultSet:
+        """The results from CoMUDF's per-frame ``(sum I, sum I*y, sum I*x)`` (float64,
+        NaN outside the ROI), through CoMUDF's own `com_fields`."""
+        p = self.parameters
+        params = CoMParams(scan_rotation=p["scan_rotation"], flip_y=p["flip_y"])
+        fields = com_fields(moments, (p["cy"], p["cx"]), damage, params, np.float64)
+        y, x = fields["field_y"], fields["field_x"]
         damage = damage & np.isfinite(x) & np.isfinite(y)
         vmax = np.sqrt(np.max(x[damage] ** 2 + y[damage] ** 2)) if np.any(damage) else 1
-        magnitude = np.sqrt(y**2 + x**2)
         results = [
             AnalysisResult(
                 (x, y),
@@ -101,22 +120,46 @@ class COMAnalysis(BaseMasksAnalysis):
                 include_in_download=False,
             ),
             self._result(
-                magnitude, "magnitude", "magnitude", "magnitude of the vector field", damage
+                fields["magnitude"],
+                "magnitude",
+                "magnitude",
+                "magnitude of the vector field",
+                damage,
             ),
             self._result(x, "x", "x", "x component of the center", damage),
             self._result(y, "y", "y", "y component of the center", damage),
         ]
-        if all(size > 1 for size in y.shape):
-            divergence = np.gradient(y, axis=0) + np.gradient(x, axis=1)
-            curl = np.gradient(y, axis=1) - np.gradient(x, axis=0)
+        if all(size > 1 for size in y.shape):  # (np.gradient needs two positions)
             results[2:2] = [
                 self._result(
-                    divergence, "divergence", "divergence", "divergence of the vector field", damage
+                    fields["divergence"],
+                    "divergence",
+                    "divergence",
+                    "divergence of the vector field",
+                    damage,
                 ),
-                self._result(curl, "curl", "curl", "curl of the 2D vector field", damage),
+                self._result(fields["curl"], "curl", "curl", "curl of the 2D vector field", damage),
             ]
         return COMResultSet(results)
 
     @staticmethod
     def _result(values, key, title, desc, damage) -> AnalysisResult:
         return AnalysisResult(values, lambda: scaled_image(values, damage=damage), title, desc, key)
+
+
+class _MomentsUDF(CoMUDF):
+    """`CoMUDF` with only its per-frame moments ``(sum I, sum I*y, sum I*x)`` (float64),
+    ``raw_mask_result``, as its result: what `COMAnalysis` computes its results from."""
+
+    def get_result_buffers(self):
+        self._validate()
+        return {"raw_mask_result": self.buffer(kind="nav", extra_shape=(3,), dtype=np.float64)}
+
+    def get_extra_dims(self):
+        return {}
+
+    def get_extra_coords(self):
+        return {}
+
+    def get_results(self):
+        return {}

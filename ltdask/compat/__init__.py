@@ -13,22 +13,26 @@ Only the imports of a LiberTEM script change::
 
 The pieces: ``context`` (`Context`), ``results`` (results as LiberTEM's buffers show them:
 `ResultBuffer`, `Damage`, `UDFResults`, `dry_run`), ``steps`` (`ResultGenerator`, the steps
-of ``run_udf_iter``). LiberTEM names that ltdask defines elsewhere are importable from
-here too (`CorrectionSet`, `UDF`).
+of ``run_udf_iter``; `ResultAsyncGenerator` with ``sync=False``). LiberTEM names that
+ltdask defines elsewhere are importable from here too (`CorrectionSet`, `UDF`,
+`ExecutorSpecException`).
 """
 
 from __future__ import annotations
 
 from ltdask.compat.context import Context, UnsupportedError
 from ltdask.compat.results import Damage, ResultBuffer, UDFInfo, UDFResults, dry_run
-from ltdask.compat.steps import ResultGenerator
+from ltdask.compat.steps import ResultAsyncGenerator, ResultGenerator
 from ltdask.corrections import CorrectionSet
+from ltdask.exceptions import ExecutorSpecException
 from ltdask.udf.base import UDF
 
 __all__ = [
     "Context",
     "CorrectionSet",
     "Damage",
+    "ExecutorSpecException",
+    "ResultAsyncGenerator",
     "ResultBuffer",
     "ResultGenerator",
     "UDF",

@@ -13,14 +13,14 @@ import numpy as np
 from ltdask.analysis import AnalysisMixin
 from ltdask.compat.results import Damage, UDFInfo, UDFResults, dry_run, result_buffers
 from ltdask.compat.steps import (
+    ResultAsyncGenerator,
     ResultGenerator,
-    async_steps,
     in_thread,
     prepare_plots,
     update_plots,
 )
 from ltdask.corrections import CorrectionSet
-from ltdask.exceptions import DataSetError, LtdaskError
+from ltdask.exceptions import DataSetError, ExecutorSpecException, LtdaskError
 from ltdask.udf.api import RunControl, compute, compute_datasets, iter_steps
 from ltdask.udf.builtin.pick import AutoUDF
 from ltdask.udf.roi import normalize_roi
@@ -64,6 +64,15 @@ _EXECUTORS = {
     "pipelined": None,
     "dask-integration": None,
     "dask-make-default": None,
+}
+
+
+#: the specs that take no ``cpus`` (as in LiberTEM), and why
+_NO_CPUS = {
+    "inline": "it runs in the calling thread",
+    "synchronous": "it runs in the calling thread",
+    "delayed": "it runs on the active dask scheduler, which has its own workers",
+    "dask-integration": "it runs on the active dask scheduler, which has its own workers",
 }
 
 
@@ -112,12 +121,18 @@ class Context(AnalysisMixin):
     @staticmethod
     def _scheduler_config(spec: str, cpus) -> dict:
         if spec not in _EXECUTORS:
-            raise ValueError(
+            raise ExecutorSpecException(
                 f"Context.make_with: unknown executor_spec={spec!r}; expected one of "
                 f"{', '.join(map(repr, _EXECUTORS))}"
             )
         config: dict = {}
         scheduler = _EXECUTORS[spec]
+        if cpus is not None and spec in _NO_CPUS:
+            # LiberTEM's words: a worker count means nothing to a single-threaded spec
+            raise ExecutorSpecException(
+                f"Executor type {spec} does not support specifying CPU workers at this time: "
+                f"{_NO_CPUS[spec]}; use Context.make_with('threads', cpus={cpus!r})"
+            )
         if cpus is not None:
             count = cpus if isinstance(cpus, int) else len(list(cpus))
             if count < 1:
@@ -253,14 +268,15 @@ class Context(AnalysisMixin):
         plots=None,
         sync: bool = True,
     ):
-        """Yield `UDFResults` as partitions finish; with ``sync=False`` an async iterator.
-        ``plots`` as in :meth:`run_udf`."""
+        """Yield `UDFResults` as partitions finish (a `ResultGenerator`); with
+        ``sync=False`` an async iterator (a `ResultAsyncGenerator`). ``plots`` as in
+        :meth:`run_udf`."""
         _check_run_arguments("Context.run_udf_iter", corrections, backends)
         control = RunControl()
         steps = ResultGenerator(
             self._run_udf_iter(dataset, udf, roi, plots, control, corrections, backends), control
         )
-        return steps if sync else async_steps(steps)
+        return steps if sync else ResultAsyncGenerator(steps)
 
     def _run_udf_iter(
         self, dataset, udf, roi, plots=None, control=None, corrections=None, backends=None

@@ -12,6 +12,7 @@ import functools
 import numpy as np
 
 from ltdask.udf.api import compute_datasets, initial_datasets
+from ltdask.udf.buffers import valid_names
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.roi import normalize_roi
 
@@ -107,6 +108,7 @@ def result_buffers(result, udf: UDFBase, dataset, roi) -> dict[str, ResultBuffer
     nav_names = tuple(dataset.dims[:nav_dims])
     sig_names = tuple(dataset.dims[nav_dims:])
     out = {}
+    mask_names = valid_names(result.data_vars)
     for name, var in result.data_vars.items():
         # nav and sig buffers lead with those dims (extra dims, e.g. PickUDF's stack of
         # frames, may come before the signal dims of a single buffer)
@@ -117,7 +119,7 @@ def result_buffers(result, udf: UDFBase, dataset, roi) -> dict[str, ResultBuffer
         else:
             kind = "single"
         out[name] = ResultBuffer(
-            var.values, result[f"{name}_valid"].values, kind, roi_flat, nav_dims
+            var.values, result[mask_names[name]].values, kind, roi_flat, nav_dims
         )
     return out
 

@@ -47,12 +47,85 @@ class ResultGenerator:
         """One dict per UDF of the parameters to change (LiberTEM's experimental API)."""
         self._control.update_parameters(parameters)
 
+    def throw(self, exc: BaseException):
+        """Raise `exc` in the run where it waits between two steps (as a generator's
+        ``throw``): the run ends and `exc` propagates to the caller, unless the run
+        handles it."""
+        return self._steps.throw(exc)
+
+
+class ResultAsyncGenerator:
+    """:meth:`Context.run_udf_iter` with ``sync=False``: the steps of a `ResultGenerator`,
+    each computed in one worker thread of its own; ``aclose``, ``athrow`` and
+    ``update_parameters_experimental`` are awaitables, as LiberTEM's.
+
+    Examples
+    --------
+    >>> import asyncio
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> from ltdask.udf import SumSigUDF
+    >>> ctx = Context.make_with("inline")
+    >>> ds = ctx.load("memory", data=np.ones((2, 3, 4, 4), dtype=np.float32), sig_dims=2)
+    >>> async def last_step():
+    ...     steps = ctx.run_udf_iter(dataset=ds, udf=SumSigUDF(), sync=False)
+    ...     async for step in steps:
+    ...         pass
+    ...     return step
+    >>> asyncio.run(last_step()).buffers[0]["intensity"].data.tolist()
+    [[16.0, 16.0, 16.0], [16.0, 16.0, 16.0]]
+    """
+
+    def __init__(self, steps: ResultGenerator):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._steps = steps
+        # one thread: the run's generator is only ever advanced from one place
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ltdask-steps")
+        self._finished = False
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self) -> UDFResults:
+        if self._finished:
+            raise StopAsyncIteration
+        step = await self._call(next, self._steps, _DONE)
+        if step is _DONE:
+            self._finish()
+            raise StopAsyncIteration
+        return step
+
+    async def aclose(self) -> None:
+        if not self._finished:
+            await self._call(self._steps.close)
+            self._finish()
+
+    def _finish(self) -> None:
+        self._finished = True
+        self._pool.shutdown(wait=False)
+
+    async def athrow(self, exc: BaseException):
+        """`ResultGenerator.throw`, awaited."""
+        return await self._call(self._steps.throw, exc)
+
+    async def update_parameters_experimental(self, parameters: list[dict]) -> None:
+        """`ResultGenerator.update_parameters_experimental`, awaited."""
+        await self._call(self._steps.update_parameters_experimental, parameters)
+
+    async def _call(self, fn, *args):
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+
+
+_DONE = object()
+
 
 def prepare_plots(plot_class, udfs, dataset, roi_flat, plots, **plot_kwargs) -> list:
     """The live plots of a run, from LiberTEM's three forms of ``plots``: True (a plot of
     `plot_class` per 2-D result of each UDF), channels per UDF (buffer names, ``(name,
-    function)`` pairs or functions; see `ltdask.viz.Live2DPlot`), or plot objects (shown by
-    their maker). The plots made here are shown (``display()``); `plot_kwargs` go to them."""
+    function)`` pairs or functions; see `ltdask.viz.Live2DPlot`; UDFs after the last list
+    are not plotted), or plot objects (shown by their maker). The plots made here are
+    shown (``display()``); `plot_kwargs` go to them."""
     if plots is True:
         channels = None
     elif isinstance(plots, (list, tuple)) and all(
@@ -63,17 +136,24 @@ def prepare_plots(plot_class, udfs, dataset, roi_flat, plots, **plot_kwargs) -> 
         channels = plots
     else:
         return list(plots)
+    if channels is not None and len(channels) > len(udfs):
+        raise ValueError(
+            f"plots: {len(channels)} lists of channels for {len(udfs)} UDFs; expected one list "
+            "per UDF, in the order of the UDFs (UDFs after the last list are not plotted)"
+        )
     before = dry_run(dataset, udfs, roi_flat)
     if channels is None:
         channels = [plottable_channels(b) for b in before.buffers]
-        for udf, chans in zip(udfs, channels, strict=True):
+        for u, (udf, chans) in enumerate(zip(udfs, channels, strict=True)):
             if not chans:
                 warn(
-                    f"No plottable channels found for {type(udf).__name__}, not plotting",
+                    f"No plottable channels found for UDF #{u}: {type(udf).__name__}, "
+                    "not plotting.",
                     UserWarning,
                 )
     out = []
-    for u, (udf, chans) in enumerate(zip(udfs, channels, strict=True)):
+    # as LiberTEM: UDFs after the last list of channels are not plotted
+    for u, (udf, chans) in enumerate(zip(udfs[: len(channels)], channels, strict=True)):
         for channel in chans:
             plot = plot_class(
                 dataset,
@@ -97,16 +177,3 @@ def update_plots(plots, udfs, step, force: bool):
 
 async def in_thread(fn):
     return await asyncio.get_running_loop().run_in_executor(None, fn)
-
-
-async def async_steps(steps):
-    """The steps of a synchronous iterator, each computed in a thread."""
-    done = object()
-    try:
-        while True:
-            step = await in_thread(lambda: next(steps, done))
-            if step is done:
-                return
-            yield step
-    finally:
-        steps.close()

@@ -39,6 +39,7 @@ from ltdask.udf.builtin import (
 from ltdask.udf.builtin.crystallinity import CrystallinityUDF, run_analysis_crystall
 from ltdask.udf.builtin.fem import FEMUDF, run_fem
 from ltdask.udf.builtin.logsum import LogsumUDF, run_logsum
+from ltdask.udf.builtin.stddev import consolidate_result, run_stddev
 from ltdask.udf.meta import UDFMeta
 
 __all__ = [
@@ -59,7 +60,9 @@ __all__ = [
     "UDFMeta",
     "UDFMethod",
     "apply_whole",
+    "consolidate_result",
     "run_analysis_crystall",
     "run_fem",
     "run_logsum",
+    "run_stddev",
 ]

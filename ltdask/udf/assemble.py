@@ -1,5 +1,6 @@
 """The results of a run as `xarray.Dataset`s: one per UDF, a variable per result with its
-``NAME_valid`` coordinate, dims named after the dataset's, attrs naming the run.
+``NAME_valid`` coordinate (see `ltdask.udf.buffers.valid_names` for a result that is itself
+named so), dims named after the dataset's, attrs naming the run.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import numpy as np
 from ltdask._progress import compute as run_compute
 from ltdask._version import __version__
 from ltdask.exceptions import UDFError
-from ltdask.udf.buffers import BufferSpec
+from ltdask.udf.buffers import BufferSpec, valid_names
 from ltdask.udf.graph import PartitionGraph
 from ltdask.udf.merge import merged
 from ltdask.udf.results import result_arrays
@@ -31,7 +32,9 @@ def to_datasets(graph: PartitionGraph) -> list:
         data_vars = {}
         coords = {}
         names = udf.get_extra_dims()
-        for name, (value, valid) in result_arrays(graph, u, merged(graph, u)).items():
+        results = result_arrays(graph, u, merged(graph, u))
+        mask_names = valid_names(results)
+        for name, (value, valid) in results.items():
             dims = _dims(dataset, udf, name, plan.specs[u][name], value.shape, names.get(name))
             data_vars[name] = xr.Variable(dims, value)
             if isinstance(valid, np.ndarray) and valid.size > SMALL_MASK:
@@ -39,7 +42,7 @@ def to_datasets(graph: PartitionGraph) -> list:
                 valid = _lazy_mask(valid, value.chunks, f"ltdask-valid-{name}-{u}-{graph.token}")
             elif isinstance(valid, np.ndarray):
                 valid = np.array(valid)  # (small: no tasks to compute it, a copy of its own)
-            coords[f"{name}_valid"] = xr.Variable(dims, valid)
+            coords[mask_names[name]] = xr.Variable(dims, valid)
         for name, var_attrs in udf.get_result_attrs().items():
             if name in data_vars:
                 data_vars[name].attrs.update(var_attrs)

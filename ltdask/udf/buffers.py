@@ -87,11 +87,11 @@ def declared_buffers(udf: Any) -> dict[str, BufferSpec]:
             f"got {type(buffers).__name__}"
         )
     for name, spec in buffers.items():
-        if not (isinstance(name, str) and name.isidentifier()) or name.endswith("_valid"):
+        if not (isinstance(name, str) and name.isidentifier()):
             raise UDFError(
                 f"{type(udf).__name__}.get_result_buffers: {name!r} is not a valid buffer name; "
                 "use a Python identifier (letters, digits and underscores, not starting with a "
-                "digit) that does not end in '_valid' (the valid masks are NAME_valid)"
+                "digit)"
             )
         if not isinstance(spec, BufferSpec):
             raise UDFError(
@@ -99,6 +99,35 @@ def declared_buffers(udf: Any) -> dict[str, BufferSpec]:
                 f"self.buffer(...) (got {type(spec).__name__})"
             )
     return buffers
+
+
+def valid_names(names) -> dict[str, str]:
+    """The name of each result's valid-mask coordinate, by result name, for the results
+    `names` of one UDF in their order.
+
+    The mask of result NAME is ``NAME_valid``. Where that is itself the name of a result
+    (a buffer ``x_valid`` beside a buffer ``x``) or of an earlier result's mask, one more
+    underscore goes before ``valid`` until the name is free: ``x__valid``, ``x___valid``,
+    ... Results and masks thus never share a name, and the same results always get the
+    same mask names.
+
+    Examples
+    --------
+    >>> valid_names(["intensity"])
+    {'intensity': 'intensity_valid'}
+    >>> valid_names(["x", "x_valid"])
+    {'x': 'x__valid', 'x_valid': 'x_valid_valid'}
+    """
+    names = list(names)
+    taken = set(names)
+    out = {}
+    for name in names:
+        underscores = "_"
+        while f"{name}{underscores}valid" in taken:
+            underscores += "_"
+        out[name] = f"{name}{underscores}valid"
+        taken.add(out[name])
+    return out
 
 
 def stored_buffers(specs: dict[str, BufferSpec]) -> dict[str, BufferSpec]:
@@ -140,6 +169,27 @@ def expand_nav(compressed: np.ndarray, mask: np.ndarray, dtype) -> np.ndarray:
     return out
 
 
+class BufferArray(np.ndarray):
+    """A buffer's array as ``self.results["name"]`` gives it (LiberTEM gives its buffer
+    object there): the array itself, a view of the same memory, with LiberTEM's
+    ``raw_data``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> ns = Namespace({"x": np.zeros(3)}, buffers=True)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     ns["x"].raw_data[:] = 7
+    >>> ns.x.tolist()
+    [7.0, 7.0, 7.0]
+    """
+
+    @property
+    def raw_data(self) -> np.ndarray:
+        return self.view(np.ndarray)
+
+
 class Namespace:
     """Attribute access to named arrays: ``ns.name``, ``ns["name"]``; assignment to an
     existing name writes into the array (``dest.x = y`` is ``dest.x[...] = y``)."""
@@ -176,13 +226,16 @@ class Namespace:
             self._arrays[name] = value
 
     def __getitem__(self, name):
-        if self._buffers:
-            warn(
-                f"dict-like access to buffers (['{name}']) is discouraged, as it can be "
-                f"confusing vs. attribute access; use .{name}",
-                UseDiscouragedWarning,
-            )
-        return self._arrays[name]
+        if not self._buffers:
+            return self._arrays[name]
+        warn(
+            f"dict-like access to buffers (['{name}']) is discouraged, as it can be "
+            f"confusing vs. attribute access; use .{name}",
+            UseDiscouragedWarning,
+        )
+        value = self._arrays[name]
+        # as LiberTEM's BufferWrapper: with ``raw_data`` (the same memory)
+        return value.view(BufferArray) if type(value) is np.ndarray else value
 
     def __setitem__(self, name, value):
         self.__setattr__(name, value)

@@ -58,18 +58,20 @@ class AuxData:
         self.spec = BufferSpec.make(kind, extra_shape, dtype)
         self.data = np.asarray(data, dtype=self.spec.dtype)
 
+    @property
     def raw_data(self) -> np.ndarray:
-        """The data as LiberTEM keeps it: flat, ``(n,)`` for no or a ``(1,)`` extra shape
-        (frame views are then scalars), ``(n, *extra)`` otherwise: ``self.params.NAME``
-        where no partition, frame or tile is being processed."""
+        """The data as LiberTEM keeps it (a property, as LiberTEM's): flat, ``(n,)`` for
+        no or a ``(1,)`` extra shape (frame views are then scalars), ``(n, *extra)``
+        otherwise: ``self.params.NAME`` where no partition, frame or tile is being
+        processed."""
         extra = self.spec.extra_shape
         return self.data.reshape((-1,) if extra in ((), (1,)) else (-1, *extra))
 
     def flat(self, dataset_shape) -> np.ndarray:
-        """The data as a flat-nav (see :meth:`raw_data`) or ``(*sig, *extra)`` array."""
+        """The data as a flat-nav (see `raw_data`) or ``(*sig, *extra)`` array."""
         extra = self.spec.extra_shape
         if self.spec.kind == "nav":
-            return self.raw_data()
+            return self.raw_data
         if self.spec.kind == "sig":
             return self.data.reshape((*dataset_shape.sig, *extra))
         return self.data.reshape(extra or (1,))
@@ -83,7 +85,7 @@ class AuxData:
 def raw_params(kwargs: dict) -> Namespace:
     """``self.params`` outside partitions: aux data as arrays (see `AuxData.raw_data`); the
     wrappers stay in ``_kwargs``."""
-    return Namespace({k: v.raw_data() if isinstance(v, AuxData) else v for k, v in kwargs.items()})
+    return Namespace({k: v.raw_data if isinstance(v, AuxData) else v for k, v in kwargs.items()})
 
 
 class MaskedResult:

@@ -124,8 +124,13 @@ def _valid(graph: PartitionGraph, cls, name, spec: BufferSpec, value, mask):
     import dask.array as da
 
     mask = mask if isinstance(mask, da.Array) else np.asarray(mask)
+    if not isinstance(mask, da.Array) and mask.dtype.kind in "iu" and np.isin(mask, (0, 1)).all():
+        mask = mask.astype(bool)  # LiberTEM's with_mask(data, mask=1) / mask=0
     if mask.dtype != bool:
-        raise UDFError(f"{cls}: the valid mask of {name!r} has dtype {mask.dtype}, not bool")
+        raise UDFError(
+            f"{cls}: the valid mask of {name!r} has dtype {mask.dtype}, not bool (integer "
+            "masks may hold only 0 and 1)"
+        )
     try:
         if isinstance(mask, da.Array):
             return da.broadcast_to(mask, value.shape)

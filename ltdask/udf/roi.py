@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ltdask.exceptions import UDFError, warn
+from ltdask.exceptions import ROIDtypeWarning, UDFError, warn
 
 if TYPE_CHECKING:
     from ltdask.io.dataset import DataSet
@@ -50,7 +50,8 @@ def normalize_roi(roi, dataset: DataSet) -> np.ndarray | None:
     if roi.dtype.kind not in "biuf":
         raise UDFError(f"roi must be a boolean (or numeric) array, got dtype {roi.dtype}")
     if roi.dtype != bool:
-        warn(f"ROI dtype is {roi.dtype}, expected bool; casting it to bool", UserWarning)
+        # LiberTEM's words (its tests match them)
+        warn(f"ROI dtype is {roi.dtype}, expected bool. Attempting cast to bool.", ROIDtypeWarning)
         roi = roi.astype(bool)
     return np.ascontiguousarray(roi.reshape(-1)).copy()
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
+import xarray as xr
 from helpers.rawfiles import expected_scan
 
 import ltdask
@@ -76,3 +80,97 @@ def test_open_npy_custom_dims(tmp_path):
     np.save(path, random_array((3, 4, 5), "<u2"))
     ds = ltdask.open_npy(path, sig_dims=1, dims=("y", "x", "energy"))
     assert ds.to_xarray().dims == ("y", "x", "energy")
+
+
+# -- nav_shape / sig_shape (LiberTEM's npy reader) ----------------------------------------------
+def test_open_npy_flat_stack_as_scan(tmp_path, small_partitions):
+    data = random_array((12, 4, 5), "<u2")
+    path = tmp_path / "stack.npy"
+    np.save(path, data)
+    ds = ltdask.open_npy(path, nav_shape=(3, 4))
+    assert (ds.nav_shape, ds.sig_shape) == ((3, 4), (4, 5))
+    np.testing.assert_array_equal(ds.to_dask().compute(), data.reshape(3, 4, 4, 5))
+    # the same through ltdask.open (the keywords pass to open_npy)
+    np.testing.assert_array_equal(
+        ltdask.open(path, nav_shape=(4, 3)).to_dask().compute(), data.reshape(4, 3, 4, 5)
+    )
+
+
+@pytest.mark.parametrize(
+    ("shape", "kwargs", "nav", "sig"),
+    [
+        pytest.param((6, 20), dict(sig_shape=(4, 5)), (6,), (4, 5), id="rows-as-frames"),
+        pytest.param((2, 3, 4, 5), dict(sig_shape=(4, 5)), (2, 3), (4, 5), id="same-sig"),
+        pytest.param((2, 3, 4, 5), dict(sig_shape=(20,)), (2, 3), (20,), id="flat-sig"),
+        pytest.param((2, 3, 4, 5), dict(sig_shape=(2, 5)), (12,), (2, 5), id="half-frames"),
+        pytest.param((2, 3, 4, 5), dict(nav_shape=(6,), sig_shape=(4, 5)), (6,), (4, 5), id="both"),
+    ],
+)
+def test_open_npy_sig_shape_over_values(tmp_path, shape, kwargs, nav, sig):
+    data = random_array(shape, "<f4")
+    path = tmp_path / "scan.npy"
+    np.save(path, data)
+    ds = ltdask.open_npy(path, **kwargs)
+    assert (ds.nav_shape, ds.sig_shape) == (nav, sig)
+    np.testing.assert_array_equal(ds.to_dask().compute(), data.reshape(*nav, *sig))
+
+
+@pytest.mark.parametrize("nav", [(2, 2), (4, 4)], ids=["fewer-positions", "more-positions"])
+def test_open_npy_nav_shape_other_than_frames(tmp_path, nav):
+    data = random_array((3, 3, 4, 4), "<f4")
+    path = tmp_path / "scan.npy"
+    np.save(path, data)
+    stream = data.reshape(9, 4, 4)
+    expected, valid = expected_scan(stream, nav, 0)
+    if np.prod(nav) > 9:
+        with pytest.warns(ltdask.MissingFramesWarning):
+            ds = ltdask.open_npy(path, nav_shape=nav)
+    else:
+        ds = ltdask.open_npy(path, nav_shape=nav)
+    np.testing.assert_array_equal(ds.valid_nav_mask(), valid)
+    np.testing.assert_array_equal(ds.to_dask().compute(), expected)
+
+
+def test_npy_detect_params_as_libertem(tmp_path):
+    from ltdask.io.formats.npy import NpyDataSet
+
+    path = tmp_path / "scan.npy"
+    np.save(path, random_array((2, 3, 4, 5), "<u2"))
+    assert NpyDataSet.detect_params(str(path), executor=None) == {
+        "parameters": {"path": str(path), "nav_shape": (2, 3), "sig_shape": (4, 5)},
+        "info": {"image_count": 6, "native_sig_shape": (4, 5)},
+    }
+    (tmp_path / "bad.npy").write_bytes(b"not an npy file")
+    assert NpyDataSet.detect_params(str(tmp_path / "bad.npy")) is False
+
+
+def test_cli_nav_shape_on_npy(tmp_path):
+    import subprocess
+    import sys
+
+    data = random_array((12, 4, 5), "<u2")
+    np.save(tmp_path / "stack.npy", data)
+    out = tmp_path / "sum.zarr"
+    args = [sys.executable, "-m", "ltdask.cli"]
+    env = {**__import__("os").environ, "PYTHONPATH": str(Path(ltdask.__file__).parents[1])}
+    info = subprocess.run(
+        [*args, "info", "stack.npy", "--nav-shape", "3,4"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    ).stdout
+    assert re.search(r"nav shape\s+\(3, 4\)", info), info
+    subprocess.run(
+        [*args, "run", "sumsig", "stack.npy", "--nav-shape", "3,4", "--out", str(out)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    result = xr.open_zarr(out)
+    np.testing.assert_array_equal(
+        result["intensity"].values, data.reshape(3, 4, 20).astype(np.float64).sum(axis=-1)
+    )

@@ -88,6 +88,17 @@ NPY_CASES = [
                  r": sync_offset=24 is beyond", id="sync-offset-past-end"),
     pytest.param(scan_data(), {"sync_offset": HUGE}, DataSetError, r"sync_offset=9223",
                  id="sync-offset-2**63"),
+    pytest.param(scan_data(), {"sig_shape": (7, 7)}, DataSetError,
+                 r"sig_shape=\(7, 7\) \(49 values a frame\) does not divide the array of shape "
+                 r"\(4, 6, 8, 8\) \(1536 values\) into whole frames", id="sig-shape-not-dividing"),
+    pytest.param(scan_data(), {"sig_shape": (8, 0)}, DataSetError,
+                 r"sig_shape=\(8, 0\) has zero", id="sig-shape-zero"),
+    pytest.param(scan_data(), {"sig_shape": "8x8"}, DataSetError,
+                 r"sig_shape='8x8' is not a sequence of integers", id="sig-shape-text"),
+    pytest.param(scan_data(), {"nav_shape": (4, 0)}, DataSetError,
+                 r"nav_shape=\(4, 0\) has zero", id="nav-shape-zero"),
+    pytest.param(scan_data(), {"nav_shape": (2.5, 4)}, DataSetError,
+                 r"nav_shape=\(2\.5, 4\) is not a sequence of integers", id="nav-shape-float"),
 ]  # fmt: skip
 
 

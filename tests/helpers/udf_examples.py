@@ -775,7 +775,11 @@ class MaskUDF(UDF):
         if case == "not-broadcastable":
             return {"single": self.with_mask(r.single, np.ones((3, 4), dtype=bool))}
         if case == "not-bool":
-            return {"single": self.with_mask(r.single, np.ones((4, 3), dtype=np.uint8))}
+            return {"single": self.with_mask(r.single, np.full((4, 3), 0.5))}
+        if case == "not-0-1":
+            return {"single": self.with_mask(r.single, np.full((4, 3), 2, dtype=np.uint8))}
+        if case == "ints":  # LiberTEM's with_mask(..., mask=1) and mask=0
+            return {"sig": self.with_mask(r.sig, 1), "single": self.with_mask(r.single, 0)}
         raise ValueError(case)
 
 

@@ -83,7 +83,7 @@ def test_record_is_checked(kwargs, message):
 def test_opener_named_by_import_path():
     toy = Format("toy", "ltdask.io.formats.npy:open_npy", "npy by another name")
     assert toy.load_opener() is ltdask.open_npy
-    assert toy.keyword_names() == ("sig_dims", "sync_offset", "dims")
+    assert toy.keyword_names() == ("sig_dims", "sync_offset", "dims", "nav_shape", "sig_shape")
     missing = Format("toy", "no_such_module_xyz:open_toy", "toy scans")
     message = (
         r"the opener 'no_such_module_xyz:open_toy' of the format 'toy' cannot be loaded: "

@@ -69,6 +69,9 @@ class MaskContainer:
             use_sparse = sparse_in
         self.use_sparse = bool(use_sparse)
         self.dtype = np.dtype(dtype) if dtype is not None else masks.dtype
+        #: the masks' dtype as given (or forced): what results are typed by, as LiberTEM
+        #: (boolean masks keep integer results integer); `dtype` is how they are stored
+        self.given_dtype = self.dtype
         if self.dtype.kind == "b":
             self.dtype = np.dtype(np.float32)
         self.count = masks.shape[0]
@@ -397,7 +400,7 @@ class ApplyMasksUDF(FlatTileUDF):
             count, mdt = self.params.mask_count, np.dtype(self.params.mask_dtype)
         else:
             c = self._container()
-            count, mdt = c.count, c.dtype
+            count, mdt = c.count, c.given_dtype
         dtype = np.result_type(self.meta.input_dtype, mdt)
         return {"intensity": self.buffer(kind="nav", extra_shape=(count,), dtype=dtype)}
 

@@ -51,10 +51,14 @@ def apply_correction(y, x, scan_rotation: float, flip_y: bool):
 
 
 def _check_params(p: CoMParams) -> None:
-    """The parameters that do not depend on the data, checked when the UDF is made."""
+    """The radii, checked when the UDF is made (as LiberTEM does)."""
     if p.r < p.ri:
         raise ValueError(f"CoMUDF: outer radius r={p.r} is smaller than inner ri={p.ri}")
-    reg = p.regression
+
+
+def _check_regression(reg) -> None:
+    """The regression, checked when a run starts (as LiberTEM does: ``with_params`` takes
+    any value)."""
     if not isinstance(reg, (int, np.integer)):
         if np.asarray(reg).shape != (3, 2):
             raise ValueError(f"CoMUDF: regression must be -1, 0, 1 or a 3×2 array, not {reg!r}")
@@ -147,6 +151,7 @@ class CoMUDF(UDF):
         return cls(CoMParams(cy, cx, r, ri, scan_rotation, flip_y, regression, physical_units))
 
     def _validate(self):
+        _check_regression(self.params.com_params.regression)
         shape = self.meta.dataset_shape
         if len(shape.nav) != 2 or len(shape.sig) != 2:
             raise ValueError(

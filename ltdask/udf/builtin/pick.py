@@ -63,7 +63,9 @@ class AutoUDF(UDF):
     f : callable
         ``f(frame) -> array-like``; small results work best.
     monitor : bool
-        Accepted for LiberTEM compatibility (ignored).
+        As LiberTEM 0.16: also give ``monitor`` (kind ``"single"``, the shape of one
+        frame's result): the result of the last position processed in flat nav order, for
+        live plots.
 
     Examples
     --------
@@ -83,10 +85,28 @@ class AutoUDF(UDF):
 
     def get_result_buffers(self):
         probe = self._probe()
-        return {"result": self.buffer(kind="nav", extra_shape=probe.shape, dtype=probe.dtype)}
+        buffers = {"result": self.buffer(kind="nav", extra_shape=probe.shape, dtype=probe.dtype)}
+        if self.params.monitor:
+            buffers["monitor"] = self.buffer(
+                kind="single", extra_shape=probe.shape, dtype=probe.dtype, use="result_only"
+            )
+        return buffers
 
     def process_frame(self, frame):
         self.results.result[:] = np.asarray(self.params.f(frame))
+
+    def get_results(self):
+        if not self.params.monitor:
+            return {}
+        result = self.results.result  # (flat, ROI-compressed)
+        done = np.flatnonzero(self.meta.get_valid_nav_mask())
+        if len(done) == 0:  # nothing processed yet: the start value
+            return {"monitor": np.zeros(self._monitor_shape(result), dtype=result.dtype)}
+        return {"monitor": result[int(done[-1])].reshape(self._monitor_shape(result))}
+
+    @staticmethod
+    def _monitor_shape(result) -> tuple[int, ...]:
+        return tuple(result.shape[1:]) or (1,)
 
 
 def map(dataset, f, roi=None):  # noqa: A001  (LiberTEM's name)

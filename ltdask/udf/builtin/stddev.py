@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from ltdask.exceptions import UDFError
@@ -262,3 +263,143 @@ def _merge_numpy(parts) -> dict:
         total_sum += p.sum
         total = n
     return {"num_frames": np.array([total], dtype=np.int64), "sum": total_sum, "varsum": varsum}
+
+
+@numba.njit(nogil=True, cache=True)
+def merge(dest_n, dest_sum, dest_varsum, src_n, src_sum, src_varsum, src_mean):
+    """LiberTEM's ``libertem.udf.stddev.merge``: add the statistics of `src_n` frames
+    (per-pixel sums, sums of squared deviations from their mean, and that mean; 1-D) to
+    those of `dest_n` frames in `dest_sum` and `dest_varsum`, in place, with Chan's
+    formula. Returns the new frame count.
+
+    Examples
+    --------
+    >>> a, b = np.array([[1.0, 2.0], [3.0, 6.0]]), np.array([[5.0, 4.0]])
+    >>> s, v = a.sum(axis=0), a.var(axis=0) * 2
+    >>> merge(2, s, v, 1, b.sum(axis=0), np.zeros(2), b.mean(axis=0))
+    3
+    >>> bool(np.allclose(v / 3, np.vstack([a, b]).var(axis=0)))
+    True
+    """
+    if src_n == 0:
+        return dest_n
+    if dest_n == 0:
+        dest_sum[:] = src_sum
+        dest_varsum[:] = src_varsum
+        return src_n
+    n = dest_n + src_n
+    weight = dest_n * src_n / n
+    for p in range(dest_sum.shape[0]):
+        delta = src_mean[p] - dest_sum[p] / dest_n
+        dest_varsum[p] += src_varsum[p] + abs(delta) ** 2 * weight
+        dest_sum[p] += src_sum[p]
+    return n
+
+
+@numba.njit(nogil=True, cache=True)
+def process_tile(tile, n_0, sum_inout, varsum_inout):
+    """LiberTEM's ``libertem.udf.stddev.process_tile``: add a tile of frames ``(frames,
+    pixels)`` to the per-pixel sums and sums of squared deviations of `n_0` frames before
+    (`sum_inout`, `varsum_inout`, 1-D, in place; see `merge`). Returns the new count.
+
+    Examples
+    --------
+    >>> frames = np.array([[1.0, 2.0], [3.0, 6.0], [5.0, 4.0]])
+    >>> s, v = frames[:1].sum(axis=0), np.zeros(2)
+    >>> process_tile(frames[1:], 1, s, v)
+    3
+    >>> bool(np.allclose(v / 3, frames.var(axis=0)) and np.allclose(s, frames.sum(axis=0)))
+    True
+    """
+    frames, pixels = tile.shape
+    if frames == 0:
+        return n_0
+    n = n_0 + frames
+    for p in range(pixels):
+        total = tile[0, p] * 0
+        for i in range(frames):
+            total += tile[i, p]
+        mean = total / frames
+        m2 = abs(tile[0, p] - mean) ** 2 * 0
+        for i in range(frames):
+            m2 += abs(tile[i, p] - mean) ** 2
+        if n_0 == 0:
+            sum_inout[p] = total
+            varsum_inout[p] = m2
+        else:
+            delta = mean - sum_inout[p] / n_0
+            varsum_inout[p] += m2 + abs(delta) ** 2 * (n_0 * frames / n)
+            sum_inout[p] += total
+    return n
+
+
+def consolidate_result(udf_result) -> dict:
+    """LiberTEM's plain form of `StdDevUDF`'s results: ``num_frames`` an int, the other
+    results (``sum``, ``varsum``, ``var``, ``std``, ``mean``) numpy arrays.
+
+    Parameters
+    ----------
+    udf_result : dict
+        `StdDevUDF`'s results as ``ctx.run_udf`` gives them (each with ``.data``), or as
+        plain arrays.
+
+    Returns
+    -------
+    dict
+        ``{"num_frames": int, "varsum": ..., "sum": ..., "var": ..., "std": ..., "mean":
+        ...}``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> ctx = Context()
+    >>> ds = ctx.load("memory", data=np.arange(8, dtype=np.float32).reshape(2, 1, 2, 2))
+    >>> res = consolidate_result(ctx.run_udf(dataset=ds, udf=StdDevUDF()))
+    >>> res["num_frames"], res["var"].tolist()
+    (2, [[4.0, 4.0], [4.0, 4.0]])
+    """
+
+    def array(name):
+        value = udf_result[name]
+        return np.asarray(getattr(value, "data", value))
+
+    out = {"num_frames": int(array("num_frames").reshape(-1)[0])}
+    out.update({name: array(name) for name in ("varsum", "sum", "var", "std", "mean")})
+    return out
+
+
+def run_stddev(ctx, dataset, roi=None, progress: bool = False, use_numba: bool = True) -> dict:
+    """Per-pixel statistics of `dataset` through `ctx` (LiberTEM's ``run_stddev``): run
+    `StdDevUDF` and return its results as `consolidate_result` does.
+
+    Parameters
+    ----------
+    ctx : ltdask.compat.Context
+    dataset
+        A dataset from ``ctx.load`` or ``ltdask.open_*``.
+    roi : numpy.ndarray, optional
+        Boolean, nav-shaped: the frames to take.
+    progress : bool
+        Show a progress bar.
+    use_numba : bool
+        Passed to `StdDevUDF`.
+
+    Returns
+    -------
+    dict
+        ``num_frames`` (int) and the signal-shaped ``sum``, ``varsum``, ``var``
+        (population variance), ``std`` and ``mean`` (numpy arrays).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> ctx = Context()
+    >>> data = np.arange(16, dtype=np.float32).reshape(2, 2, 2, 2)
+    >>> res = run_stddev(ctx, ctx.load("memory", data=data), roi=np.array([[1, 0], [0, 1]], bool))
+    >>> res["num_frames"], res["mean"].tolist()
+    (2, [[6.0, 7.0], [8.0, 9.0]])
+    """
+    udf = StdDevUDF(use_numba=use_numba)
+    return consolidate_result(ctx.run_udf(dataset=dataset, udf=udf, roi=roi, progress=progress))
