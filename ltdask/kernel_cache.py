@@ -63,11 +63,12 @@ class _FirstCompile(event.Listener):
                 return
             _state["noticed"] = True
         if _notice_wanted():
-            print(
+            from ltdask._progress import write_line
+
+            # on its own line, above a progress bar that is being drawn
+            write_line(
                 f"ltdask: compiling kernels, once: ~{FIRST_RUN_SECONDS} s "
-                f"(numba cache: {cache_location()})",
-                file=sys.stderr,
-                flush=True,
+                f"(numba cache: {cache_location()})"
             )
 
     def on_end(self, ev):

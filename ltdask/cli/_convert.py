@@ -33,7 +33,11 @@ from ltdask.cli._options import (
     help="clip values that --out-dtype cannot hold into its range (default: refuse them)",
 )
 @click.option("--overwrite", is_flag=True, help="replace OUTPUT if it exists")
-@click.option("--progress/--no-progress", default=True, show_default=True)
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="A bar of the partitions done (default: once a run takes a few seconds, in a terminal).",
+)
 @click.pass_context
 def convert(
     ctx,

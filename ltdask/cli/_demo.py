@@ -127,7 +127,11 @@ def _draw(out_dir: str, store: str) -> list[str]:
     "--sig", default="128,128", show_default=True, callback=lambda c, p, v: parse_shape(v)
 )
 @click.option("--overwrite", is_flag=True, help="replace the results of an earlier demo in --out")
-@click.option("--progress/--no-progress", default=True, show_default=True)
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="A bar of the partitions done (default: once a run takes a few seconds, in a terminal).",
+)
 @click.pass_context
 def demo(ctx, out_dir, nav, sig, overwrite, progress):
     """Write a synthetic scan to a scratch file; run virtual bright/dark field, centre of
@@ -150,7 +154,7 @@ def demo(ctx, out_dir, nav, sig, overwrite, progress):
     os.makedirs(out_dir, exist_ok=True)
     with _cleaned_up(out_dir, created_folder) as scratch:
         scan_path = os.path.join(scratch, "scan.raw")
-        data, _ = synthetic_scan(nav, sig)
+        data, _ = synthetic_scan(nav, sig, progress=progress)
         data.tofile(scan_path)
         mb = data.nbytes / 2**20
         sy, sx = sig

@@ -88,7 +88,12 @@ def _command(analysis: Analysis) -> click.Command:
         click.option("--roi", help="a .npy file of booleans, or slices such as 10:20,0:64"),
         click.option("--out", required=True, type=click.Path(), help="results Zarr store"),
         click.option("--overwrite", is_flag=True, help="replace --out if it exists"),
-        click.option("--progress/--no-progress", default=True, show_default=True),
+        click.option(
+            "--progress/--no-progress",
+            default=None,
+            help="A bar of the partitions done (default: once a run takes a few seconds, in "
+            "a terminal).",
+        ),
     ]
     for decorate in reversed(decorators):
         callback = decorate(callback)

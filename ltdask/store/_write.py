@@ -49,7 +49,7 @@ def _named(results) -> dict:
     return named
 
 
-def to_zarr(results, store, mode: str = "w-", progress: bool = False):
+def to_zarr(results, store, mode: str = "w-", progress: bool | None = None):
     """Write UDF results (lazy or computed) to a Zarr store, partition by partition.
 
     Parameters
@@ -141,7 +141,7 @@ def write_dataset(
     dtype=None,
     compressors="auto",
     mode: str = "w-",
-    progress: bool = False,
+    progress: bool | None = None,
     corrections=None,
     clip: bool = False,
 ):

@@ -73,7 +73,7 @@ def compute(
     dataset: DataSet,
     udfs: list[UDFBase] | UDFBase,
     roi=None,
-    progress: bool = False,
+    progress: bool | None = None,
     corrections=None,
     backends=None,
 ) -> list:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ltdask._progress import compute as run_compute
+from ltdask._progress import on_a_cluster, partition_bar
 from ltdask._version import __version__
 from ltdask.exceptions import UDFError
 from ltdask.udf.buffers import BufferSpec, valid_names
@@ -67,7 +68,7 @@ def to_datasets(graph: PartitionGraph) -> list:
 
 
 def compute_datasets(
-    datasets: list, progress: bool = False, graph: PartitionGraph | None = None
+    datasets: list, progress: bool | None = None, graph: PartitionGraph | None = None
 ) -> list:
     """Compute lazy Datasets together, sharing their tasks; the partition tasks of `graph`
     run even where no result depends on them (UDFs without results).
@@ -90,11 +91,12 @@ def compute_datasets(
         graph.cells.name in getattr(a.__dask_graph__(), "layers", ()) for a in arrays
     ):
         extra = [graph.done()]
-    if progress:
+    remote = graph.cells.name if graph is not None else None
+    if progress and on_a_cluster():
         values = list(run_compute(*arrays, *extra, progress=True))
     else:
-        remote = graph.cells.name if graph is not None else None
-        values = compute_arrays([*arrays, *extra], remote)
+        with partition_bar(progress):
+            values = compute_arrays([*arrays, *extra], remote)
     out = [d.copy(deep=False) for d in datasets]
     for (i, name), value in zip(slots, values[: len(slots)], strict=True):
         out[i].variables[name].data = value

@@ -62,7 +62,9 @@ class UDF(UDFBase):
         """The results as a lazy `xarray.Dataset` (see :func:`ltdask.lazy`)."""
         return lazy(dataset, [self], roi=roi, corrections=corrections, backends=backends)[0]
 
-    def compute(self, dataset, roi=None, progress: bool = False, corrections=None, backends=None):
+    def compute(
+        self, dataset, roi=None, progress: bool | None = None, corrections=None, backends=None
+    ):
         """Run on `dataset` and return the results as an `xarray.Dataset` (see
         :func:`ltdask.lazy` for the parameters)."""
         out = compute(

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ltdask._progress import PARTITION_TASKS
 from ltdask.common import Slice
 from ltdask.udf.backends import on_cluster
 from ltdask.udf.buffers import expand_nav, filled
@@ -77,7 +78,7 @@ class PartitionGraph:
             read_before(plan.dataset_token),
             plan.tile_corrections,
         )
-        name = f"ltdask-udf-{plan.token}"
+        name = f"{PARTITION_TASKS}{plan.token}"
         tasks: dict = {}
         job_arg = _job_arg(job, f"ltdask-job-{plan.token}", tasks)
         deps = []
