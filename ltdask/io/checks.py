@@ -110,9 +110,13 @@ def check_sig_dims(sig_dims, where: str, shape: Sequence[int] | None = None) -> 
         return int(sig_dims)
     shape = tuple(shape)
     if not is_int or not 0 < sig_dims < len(shape):
-        raise DataSetError(
-            f"{where}: sig_dims={sig_dims!r} does not fit the array shape {shape}; "
+        expected = (
             f"expected 1 to {len(shape) - 1}"
+            if len(shape) > 1
+            else f"a scan needs a nav dim and a sig dim, the array has {len(shape)} dims"
+        )
+        raise DataSetError(
+            f"{where}: sig_dims={sig_dims!r} does not fit the array shape {shape}; {expected}"
         )
     return int(sig_dims)
 
