@@ -21,6 +21,7 @@ from ltdask.exceptions import (
     UDFError,
     UseDiscouragedWarning,
 )
+from ltdask.interop import to_hyperspy
 from ltdask.io import _LAZY as _io_lazy
 from ltdask.io import DataSet, Negotiator, TilingPreferences, TilingScheme, from_array
 from ltdask.io import open_dataset as open  # noqa: A004  (the documented name)
@@ -70,6 +71,8 @@ __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 # package, which imports both, gives datasets their ``to_zarr`` method (``self`` is the
 # dataset that `write_dataset` takes first).
 DataSet.to_zarr = write_dataset
+# and ``ds.to_hyperspy(...)``: `to_hyperspy` with the dataset first (ltdask.interop)
+DataSet.to_hyperspy = to_hyperspy
 
 __all__ = [
     "ConversionError",
@@ -101,6 +104,7 @@ __all__ = [
     "map",
     "masks",
     "plot",
+    "to_hyperspy",
     "to_zarr",
     "udf",
     "warmup",

@@ -29,6 +29,7 @@ PUBLIC_MODULES = [
     "ltdask.kernel_cache",
     "ltdask.store",
     "ltdask.io",
+    "ltdask.interop",
 ]
 
 #: a numpydoc ``Examples`` heading, then a ``>>>`` line in that section (before the next

@@ -71,6 +71,9 @@ class DataSet(Calibrated):
     # ``ds.to_zarr(store, ...)`` converts the scan to Zarr. Writing is ltdask.store's, which
     # reading does not import: the ``ltdask`` package, which imports both, attaches it.
     to_zarr: ClassVar[Callable[..., Any]]
+    # ``ds.to_hyperspy(...)`` gives a lazy HyperSpy signal of the scan (`ltdask.to_hyperspy`),
+    # attached by the package as ``to_zarr`` is
+    to_hyperspy: ClassVar[Callable[..., Any]]
 
     def __init__(
         self,

@@ -54,6 +54,9 @@ def to_datasets(graph: PartitionGraph) -> list:
             "dataset": str(dataset.path),
             "input_dtype": str(plan.read_dtype),
             "roi": plan.roi.describe(),
+            # which dims are the scan's and the detector's (ltdask.to_hyperspy reads them)
+            "nav_dims": list(dataset.dims[: len(dataset.nav_shape)]),
+            "sig_dims": list(dataset.dims[len(dataset.nav_shape) :]),
         }
         # the dataset's own coordinates (from a DataArray) and its calibrated dims (with
         # units) along the results' nav/sig dims
