@@ -7,12 +7,19 @@ import numpy as np
 import pytest
 import scipy.sparse
 import sparse
+from helpers.badinput import expect, report
 
 import ltdask
 from ltdask import UDF, Shape, Slice
 from ltdask.compat import Context, MaskContainer
 
 SIG = (6, 5)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report_table(request):
+    """Print every bad-input case's exception at the end of the module."""
+    yield from report(request)
 
 
 @pytest.fixture
@@ -155,16 +162,17 @@ def test_a_libertem_style_udf_runs(stack):
         pytest.param(dict(mask_factories=[]), r"mask_factories is empty", id="empty"),
     ],
 )
-def test_bad_masks(kwargs, match):
-    with pytest.raises(ltdask.UDFError, match=match):
+def test_bad_masks(request, kwargs, match):
+    def make_and_get():
         container = MaskContainer(**kwargs)
         container.get(Slice((0, 0), Shape((4, 4), sig_dims=2)))
 
+    expect(request, ltdask.UDFError, match, make_and_get)
 
-def test_bad_keys(stack):
+
+def test_bad_keys(request, stack):
     container = MaskContainer(lambda: stack)
-    with pytest.raises(TypeError, match=r"key=\(0, 2\); expected a Slice"):
-        container.get((0, 2))
+    expect(request, TypeError, r"key=\(0, 2\); expected a Slice", container.get, (0, 2))
     too_big = Slice((0, 0), Shape((8, 5), sig_dims=2))
-    with pytest.raises(ltdask.UDFError, match=r"does not lie inside the masks' shape \(6, 5\)"):
-        container.get(too_big)
+    match = r"does not lie inside the masks' shape \(6, 5\)"
+    expect(request, ltdask.UDFError, match, container.get, too_big)

@@ -6,12 +6,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers.badinput import expect, report
 
 import ltdask
 from ltdask.compat import correct
 from ltdask.compat.detector import RepairDescriptor, RepairValueError
 
 SIG = (7, 6)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report_table(request):
+    """Print every bad-input case's exception at the end of the module."""
+    yield from report(request)
 
 
 def reference(buffer, dark, gain, excluded):
@@ -110,6 +117,5 @@ def test_empty_repairs():
         ),
     ],
 )
-def test_bad_input(parts, kwargs, error, match):
-    with pytest.raises(error, match=match):
-        correct(parts[0], **kwargs)
+def test_bad_input(request, parts, kwargs, error, match):
+    expect(request, error, match, correct, parts[0], **kwargs)

@@ -194,3 +194,17 @@ def test_import_ltdask_compat_does_not_import_distributed():
         "assert 'distributed' not in sys.modules, 'imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(
+    "executor",
+    [InlineJobExecutor(), ConcurrentJobExecutor.make_local(2), DelayedJobExecutor()],
+    ids=["inline", "concurrent", "delayed"],
+)
+def test_run_function(executor):
+    def where(a, b=0):
+        return a + b, threading.current_thread() is threading.main_thread()
+
+    total, main = executor.run_function(where, 2, b=3)
+    assert total == 5
+    assert main == isinstance(executor, InlineJobExecutor)
