@@ -6,9 +6,9 @@ from __future__ import annotations
 import collections
 import functools
 
-import numpy as np
-
 from ltdask.analysis import AnalysisMixin
+from ltdask.compat.datasets import MemoryDataSet
+from ltdask.compat.devices import run_backends
 from ltdask.compat.executors import (
     DaskJobExecutor,
     JobExecutor,
@@ -125,7 +125,6 @@ class Context(AnalysisMixin):
         ``ltdask.io.supported_formats()`` lists them -- or a plug-in's), ``"memory"``,
         ``"dask"`` or ``"auto"`` (by file name and contents), with the format's
         ``open_*`` keywords."""
-        from ltdask.io._memory import from_array
         from ltdask.io.open import open_dataset
         from ltdask.io.registry import find_format, format_names
 
@@ -137,12 +136,7 @@ class Context(AnalysisMixin):
                 args = (kwargs.pop("path"),)  # ltdask.open takes the path positionally
             return open_dataset(*args, **kwargs)
         if kind in ("memory", "dask"):
-            data = kwargs.pop("data", args[0] if args else None)
-            if data is None:
-                shape = kwargs.pop("datashape")
-                data = np.zeros(shape, dtype=kwargs.pop("dtype", np.float32))
-            sig_dims = kwargs.pop("sig_dims", 2)
-            return from_array(data, sig_dims=sig_dims, **kwargs)
+            return MemoryDataSet(*args, **kwargs)
         fmt = find_format(kind)
         if fmt is None:
             raise DataSetError(
@@ -172,6 +166,7 @@ class Context(AnalysisMixin):
         :func:`ltdask.lazy`).
         """
         _check_run_arguments("Context.run_udf", corrections, backends)
+        backends = run_backends(backends)
         if plots:
             run = functools.partial(
                 self._run_udf_plotted, dataset, udf, roi, plots, corrections, backends
@@ -224,6 +219,7 @@ class Context(AnalysisMixin):
         """Yield `UDFResults` as partitions finish; with ``sync=False`` an async iterator.
         ``plots`` as in :meth:`run_udf`."""
         _check_run_arguments("Context.run_udf_iter", corrections, backends)
+        backends = run_backends(backends)
         control = RunControl()
         steps = ResultGenerator(
             self._run_udf_iter(dataset, udf, roi, plots, control, corrections, backends), control

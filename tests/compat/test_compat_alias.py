@@ -99,6 +99,7 @@ def test_libertem_modules_resolve_to_ltdask(tmp_path):
     out = python(
         """
         import ltdask, ltdask.compat, ltdask.masks, ltdask.udf
+        import ltdask.compat.datasets, ltdask.compat.devices
         ltdask.compat.alias_libertem()
         ltdask.compat.alias_libertem()  # again: nothing more
         import libertem, libertem.masks
@@ -115,6 +116,11 @@ def test_libertem_modules_resolve_to_ltdask(tmp_path):
         from libertem.analysis.base import AnalysisResult
         from libertem.viz.mpl import MPLLive2DPlot
         from libertem.io.dataset.base import DataSet
+        from libertem.io.dataset.memory import MemoryDataSet
+        from libertem.utils.devices import detect
+        from libertem.common.backend import set_use_cpu, get_use_cuda
+        assert MemoryDataSet is ltdask.compat.datasets.MemoryDataSet
+        assert detect is ltdask.compat.devices.detect and get_use_cuda() is None
         c = ltdask.compat
         assert Context is c.Context and SumUDF is ltdask.udf.SumUDF and UDF is ltdask.UDF
         assert MaskContainer is c.MaskContainer and correct is correct2 is c.correct
