@@ -144,16 +144,15 @@ def main(argv: list[str] | None = None) -> int:
         if not report.exists():
             rows.append((name, None, None))
             continue
-        counts, causes = summarise(report)
-        rows.append((name, counts, causes))
+        rows.append((name, *summarise(report)))
     print("\npackage               passed  failed  errors  skipped")
-    for name, counts, _ in rows:
-        if counts is None:
+    for name, outcome, _ in rows:
+        if outcome is None:
             print(f"{name:<20}  (no report: the run timed out or pytest did not start)")
             continue
         print(
-            f"{name:<20}  {counts['passed']:>6}  {counts['failed']:>6}  {counts['errors']:>6}"
-            f"  {counts['skipped']:>7}"
+            f"{name:<20}  {outcome['passed']:>6}  {outcome['failed']:>6}  "
+            f"{outcome['errors']:>6}  {outcome['skipped']:>7}"
         )
     for name, _, causes in rows:
         if causes:
