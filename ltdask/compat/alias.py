@@ -125,7 +125,14 @@ LIBERTEM_MODULES: dict[str, tuple[str, ...]] = {
 
 
 class AliasError(LtdaskError, ImportError):
-    """The alias cannot be turned on (the real ``libertem`` is importable)."""
+    """The alias cannot be turned on (the real ``libertem`` is importable).
+
+    Examples
+    --------
+    >>> from ltdask.compat import AliasError
+    >>> issubclass(AliasError, ImportError)  # caught where an import error is
+    True
+    """
 
 
 class NotInLtdaskError(ModuleNotFoundError):

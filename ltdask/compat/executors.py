@@ -61,7 +61,15 @@ def refuse(where: str, argument: str, value, why: str):
 
 class JobExecutor:
     """Where a `Context`'s runs go: a dask scheduler, entered around each run with
-    :meth:`activate`. Subclasses are LiberTEM's executor names."""
+    :meth:`activate`. Subclasses are LiberTEM's executor names.
+
+    Examples
+    --------
+    >>> from ltdask.compat import InlineJobExecutor, JobExecutor
+    >>> executor = InlineJobExecutor()
+    >>> isinstance(executor, JobExecutor), executor.run_function(sum, [1, 2, 3])
+    (True, 6)
+    """
 
     #: the executor spec of ``Context.make_with`` this executor stands for
     spec = "dask"
