@@ -115,8 +115,9 @@ class InlineJobExecutor(JobExecutor):
         Check that the dataset and the UDFs survive pickling before each run (what would be
         sent to worker processes), as LiberTEM's debug mode does.
     inline_threads
-        LiberTEM's limit on the threads libraries may start inside a task. ltdask's kernels
-        do not start threads, so any positive limit holds; 0 or less is refused.
+        LiberTEM's limit on the threads libraries may start inside a task: BLAS and OpenMP
+        pools are limited to it during runs through ``threadpoolctl`` where that is
+        installed; ltdask's own (numba) kernels start no threads. 0 or less is refused.
 
     Examples
     --------
@@ -143,8 +144,17 @@ class InlineJobExecutor(JobExecutor):
 
     @contextlib.contextmanager
     def activate(self) -> Iterator[None]:
-        with dask.config.set(scheduler="synchronous"):
+        with dask.config.set(scheduler="synchronous"), self._thread_limit():
             yield
+
+    def _thread_limit(self):
+        if self.inline_threads is None:
+            return contextlib.nullcontext()
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:
+            return contextlib.nullcontext()
+        return threadpool_limits(limits=int(self.inline_threads))
 
     def check_run(self, dataset, udfs) -> None:
         if not self.debug:

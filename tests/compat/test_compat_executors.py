@@ -208,3 +208,26 @@ def test_run_function(executor):
     total, main = executor.run_function(where, 2, b=3)
     assert total == 5
     assert main == isinstance(executor, InlineJobExecutor)
+
+
+def test_inline_threads_limits_thread_pools(monkeypatch, data):
+    """inline_threads goes to threadpoolctl (faked here: it need not be installed)."""
+    import contextlib
+    import types
+
+    seen = []
+
+    @contextlib.contextmanager
+    def threadpool_limits(limits):
+        seen.append(("enter", limits))
+        yield
+        seen.append(("exit", limits))
+
+    fake = types.ModuleType("threadpoolctl")
+    fake.threadpool_limits = threadpool_limits  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "threadpoolctl", fake)
+    where(InlineJobExecutor(inline_threads=2), data)
+    assert seen == [("enter", 2), ("exit", 2)]
+    seen.clear()
+    where(InlineJobExecutor(), data)
+    assert seen == []
