@@ -36,8 +36,10 @@ __all__ = [
     "AliasError",
     "AliasModule",
     "NotInLtdaskError",
+    "alias_active",
     "alias_libertem",
     "alias_requested",
+    "worker_settings",
 ]
 
 #: the environment variable that turns the alias on at ``import ltdask``
@@ -220,6 +222,20 @@ class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 _FINDER = _AliasFinder()
+
+
+def alias_active() -> bool:
+    """Whether the alias is on in this process."""
+    return _FINDER in sys.meta_path
+
+
+def worker_settings() -> dict:
+    """``LocalCluster`` / ``Nanny`` keywords that turn the alias on in worker processes too
+    (the environment variable, and ``import ltdask`` as a preload), where it is on here;
+    else none."""
+    if not alias_active():
+        return {}
+    return {"env": {ENVIRONMENT_VARIABLE: "1"}, "preload": ["ltdask"]}
 
 
 def alias_requested() -> bool:

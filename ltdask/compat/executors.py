@@ -303,7 +303,8 @@ class DaskJobExecutor(JobExecutor):
 
         LiberTEM's `spec` (its own worker specification) and `preload` are refused: pass
         ``LocalCluster`` keywords (``n_workers``, ``threads_per_worker``, ...) in
-        `cluster_kwargs`.
+        `cluster_kwargs`. Where the LiberTEM alias is on (`ltdask.compat.alias_libertem`),
+        the worker processes get it too.
         """
         if spec is not None:
             refuse(
@@ -321,7 +322,19 @@ class DaskJobExecutor(JobExecutor):
             )
         from distributed import Client, LocalCluster
 
-        cluster = LocalCluster(**{"dashboard_address": None, **(cluster_kwargs or {})})
+        from ltdask.compat.alias import worker_settings
+
+        kwargs = {"dashboard_address": None, **(cluster_kwargs or {})}
+        if kwargs.get("processes", True):
+            # worker processes import the UDFs' modules: with the LiberTEM alias on here,
+            # they need it too
+            for key, value in worker_settings().items():
+                given = kwargs.get(key)
+                if isinstance(value, dict):
+                    kwargs[key] = {**value, **(given or {})}
+                else:
+                    kwargs[key] = [*(given or []), *value]
+        cluster = LocalCluster(**kwargs)
         kwargs = {"set_as_default": False, **(client_kwargs or {})}
         return cls(client=Client(cluster, **kwargs), is_local=True)
 

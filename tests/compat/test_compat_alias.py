@@ -178,3 +178,37 @@ def test_refused_where_the_real_libertem_is_importable(tmp_path, scan):
         )
         assert "unset LTDASK_ALIAS_LIBERTEM" in out.stderr
         assert str(tmp_path / "libertem") in out.stderr
+
+
+def test_local_cluster_workers_get_the_alias(tmp_path, scan):
+    """Worker processes import the LiberTEM package's UDF module: they need the alias too."""
+    script = tmp_path / "cluster_script.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import sys
+            import numpy as np
+
+
+            def main():
+                import toy_libertem_pkg
+                from libertem.api import Context
+                from libertem.executor.dask import DaskJobExecutor
+
+                executor = DaskJobExecutor.make_local(
+                    cluster_kwargs=dict(n_workers=1, threads_per_worker=1, processes=True)
+                )
+                with Context(executor=executor) as ctx:
+                    ds = ctx.load("npy", path="scan.npy")
+                    out = ctx.run_udf(dataset=ds, udf=toy_libertem_pkg.MaxUDF())
+                np.save(sys.argv[1], out["maximum"].data)
+
+
+            if __name__ == "__main__":
+                main()
+            """
+        )
+    )
+    out = python("", tmp_path, args=["-m", "ltdask.compat.alias", str(script), "d.npy"])
+    assert out.returncode == 0, out.stderr[-3000:]
+    np.testing.assert_array_equal(np.load(tmp_path / "d.npy"), scan.max(axis=(2, 3)))
