@@ -16,7 +16,8 @@ scheduler: `InlineJobExecutor`, `ConcurrentJobExecutor`, `DaskJobExecutor`,
 `DelayedJobExecutor`, `PipelinedExecutor`), ``results`` (results as LiberTEM's buffers show
 them: `ResultBuffer`, `Damage`, `UDFResults`, `dry_run`), ``steps`` (`ResultGenerator`, the
 steps of ``run_udf_iter``), ``container`` (LiberTEM's `MaskContainer`), ``detector``
-(`correct`), ``alias`` (`alias_libertem`: ``import libertem`` resolved to ltdask). LiberTEM
+(`correct`), ``datasets`` (LiberTEM's ``MemoryDataSet``), ``devices`` (``detect``,
+``set_use_cuda``...), ``alias`` (`alias_libertem`: ``import libertem`` resolved to ltdask). LiberTEM
 names that ltdask defines elsewhere are importable from here too (`CorrectionSet`, `UDF`).
 """
 
