@@ -1,5 +1,6 @@
 """ltdask: LiberTEM-style 4D-STEM datasets and UDFs, natively on dask, xarray and Zarr."""
 
+import os as _os
 from typing import TYPE_CHECKING
 
 # _config first: importing it registers the ltdask.* dask config defaults
@@ -66,6 +67,18 @@ _LAZY = {
     **{name: f"ltdask.{name}" for name in ("analysis", "compat", "masks", "viz")},
 }
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
+
+# LTDASK_ALIAS_LIBERTEM=1: ``import libertem`` resolves to ltdask (see ltdask.compat.alias)
+if _os.environ.get("LTDASK_ALIAS_LIBERTEM", "").strip().lower() not in (
+    "",
+    "0",
+    "false",
+    "no",
+    "off",
+):
+    from ltdask.compat.alias import alias_libertem as _alias_libertem
+
+    _alias_libertem()
 
 # Writing (ltdask.store) is not part of reading (ltdask.io), which does not import it: the
 # package, which imports both, gives datasets their ``to_zarr`` method (``self`` is the

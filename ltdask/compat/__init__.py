@@ -11,16 +11,33 @@ Only the imports of a LiberTEM script change::
     res = ctx.run_udf(dataset=ds, udf=SumUDF())
     res["intensity"].data
 
-The pieces: ``context`` (`Context`), ``results`` (results as LiberTEM's buffers show them:
-`ResultBuffer`, `Damage`, `UDFResults`, `dry_run`), ``steps`` (`ResultGenerator`, the steps
-of ``run_udf_iter``; `ResultAsyncGenerator` with ``sync=False``). LiberTEM names that
-ltdask defines elsewhere are importable from here too (`CorrectionSet`, `UDF`,
+The pieces: ``context`` (`Context`), ``executors`` (LiberTEM's executor names, each a dask
+scheduler: `InlineJobExecutor`, `ConcurrentJobExecutor`, `DaskJobExecutor`,
+`DelayedJobExecutor`, `PipelinedExecutor`), ``results`` (results as LiberTEM's buffers show
+them: `ResultBuffer`, `Damage`, `UDFResults`, `dry_run`), ``steps`` (`ResultGenerator`, the
+steps of ``run_udf_iter``; `ResultAsyncGenerator` with ``sync=False``), ``container``
+(LiberTEM's `MaskContainer`), ``detector`` (`correct`), ``datasets`` (LiberTEM's
+``MemoryDataSet``), ``devices`` (``detect``, ``set_use_cuda``...), ``alias``
+(`alias_libertem`: ``import libertem`` resolved to ltdask). LiberTEM names that ltdask
+defines elsewhere are importable from here too (`CorrectionSet`, `UDF`,
 `ExecutorSpecException`).
 """
 
 from __future__ import annotations
 
-from ltdask.compat.context import Context, UnsupportedError
+from ltdask.compat.alias import AliasError, alias_libertem
+from ltdask.compat.container import MaskContainer
+from ltdask.compat.context import Context
+from ltdask.compat.detector import correct
+from ltdask.compat.executors import (
+    ConcurrentJobExecutor,
+    DaskJobExecutor,
+    DelayedJobExecutor,
+    InlineJobExecutor,
+    JobExecutor,
+    PipelinedExecutor,
+    UnsupportedError,
+)
 from ltdask.compat.results import Damage, ResultBuffer, UDFInfo, UDFResults, dry_run
 from ltdask.compat.steps import ResultAsyncGenerator, ResultGenerator
 from ltdask.corrections import CorrectionSet
@@ -28,7 +45,17 @@ from ltdask.exceptions import ExecutorSpecException
 from ltdask.udf.base import UDF
 
 __all__ = [
+    "AliasError",
+    "ConcurrentJobExecutor",
     "Context",
+    "DaskJobExecutor",
+    "DelayedJobExecutor",
+    "InlineJobExecutor",
+    "JobExecutor",
+    "MaskContainer",
+    "PipelinedExecutor",
+    "alias_libertem",
+    "correct",
     "CorrectionSet",
     "Damage",
     "ExecutorSpecException",

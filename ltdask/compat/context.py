@@ -4,13 +4,18 @@
 from __future__ import annotations
 
 import collections
-import contextlib
 import functools
 
-import dask
-import numpy as np
-
 from ltdask.analysis import AnalysisMixin
+from ltdask.compat.datasets import MemoryDataSet
+from ltdask.compat.devices import run_backends
+from ltdask.compat.executors import (
+    DaskJobExecutor,
+    JobExecutor,
+    UnsupportedError,
+    executor_for_spec,
+    refuse,
+)
 from ltdask.compat.results import Damage, UDFInfo, UDFResults, dry_run, result_buffers
 from ltdask.compat.steps import (
     ResultAsyncGenerator,
@@ -20,27 +25,13 @@ from ltdask.compat.steps import (
     update_plots,
 )
 from ltdask.corrections import CorrectionSet
-from ltdask.exceptions import DataSetError, ExecutorSpecException, LtdaskError
+from ltdask.exceptions import DataSetError
 from ltdask.udf.api import RunControl, compute, compute_datasets, iter_steps
 from ltdask.udf.builtin.pick import AutoUDF
 from ltdask.udf.roi import normalize_roi
 from ltdask.viz import MPLLive2DPlot
 
 _IGNORED_LOAD_KEYS = ("num_partitions", "io_backend", "tileshape", "enable_direct")
-
-
-class UnsupportedError(LtdaskError, NotImplementedError):
-    """A LiberTEM argument that ltdask cannot honour (yet): refused, never ignored.
-
-    Examples
-    --------
-    >>> from ltdask.compat import Context, UnsupportedError
-    >>> try:
-    ...     Context.make_with("dask", gpus=1)
-    ... except UnsupportedError as e:
-    ...     print(str(e)[:80])
-    Context.make_with: gpus=1 is not supported by ltdask: it has no GPU workers of i
-    """
 
 
 _GPUS_WHY = (
@@ -50,35 +41,25 @@ _GPUS_WHY = (
 )
 
 
-def _refuse(where: str, argument: str, value, why: str):
-    raise UnsupportedError(f"{where}: {argument}={value!r} is not supported by ltdask: {why}")
-
-
-#: LiberTEM executor specs → dask scheduler (None: the active one)
-_EXECUTORS = {
-    "inline": "synchronous",
-    "synchronous": "synchronous",
-    "threads": "threads",
-    "dask": None,
-    "delayed": None,
-    "pipelined": None,
-    "dask-integration": None,
-    "dask-make-default": None,
-}
-
-
-#: the specs that take no ``cpus`` (as in LiberTEM), and why
-_NO_CPUS = {
-    "inline": "it runs in the calling thread",
-    "synchronous": "it runs in the calling thread",
-    "delayed": "it runs on the active dask scheduler, which has its own workers",
-    "dask-integration": "it runs on the active dask scheduler, which has its own workers",
-}
+def _as_executor(executor) -> JobExecutor:
+    if isinstance(executor, JobExecutor):
+        return executor
+    if isinstance(executor, str):
+        return executor_for_spec(executor)
+    kind = type(executor)
+    raise UnsupportedError(
+        f"Context: executor={executor!r} (a {kind.__module__}.{kind.__qualname__}) is not "
+        "supported by ltdask: work runs on dask schedulers; pass one of ltdask.compat's "
+        "executors (InlineJobExecutor(), ConcurrentJobExecutor.make_local(), "
+        "DaskJobExecutor(client), DaskJobExecutor.connect(address), "
+        "DaskJobExecutor.make_local(), DelayedJobExecutor(), PipelinedExecutor()), an "
+        "executor spec ('inline', 'threads', 'dask'), or None for the active dask scheduler"
+    )
 
 
 def _check_run_arguments(where: str, corrections, backends) -> None:
     if corrections is not None and not isinstance(corrections, CorrectionSet):
-        _refuse(
+        refuse(
             where,
             "corrections",
             corrections,
@@ -101,49 +82,22 @@ class Context(AnalysisMixin):
     """
 
     def __init__(self, executor=None, plot_class=None):
-        if executor is not None and not isinstance(executor, str):
-            _refuse(
-                "Context",
-                "executor",
-                executor,
-                "work runs on the active dask scheduler; use Context() or "
-                "Context.make_with('inline' | 'threads' | 'dask', cpus=N)",
-            )
         if plot_class is None:
             plot_class = MPLLive2DPlot
         #: the class of the live plots of ``run_udf(..., plots=True)`` (see `ltdask.viz`)
         self.plot_class = plot_class
         self.executor = executor
-        self._config: dict = {}
-        if executor is not None:
-            self._config = self._scheduler_config(executor, None)
 
-    @staticmethod
-    def _scheduler_config(spec: str, cpus) -> dict:
-        if spec not in _EXECUTORS:
-            raise ExecutorSpecException(
-                f"Context.make_with: unknown executor_spec={spec!r}; expected one of "
-                f"{', '.join(map(repr, _EXECUTORS))}"
-            )
-        config: dict = {}
-        scheduler = _EXECUTORS[spec]
-        if cpus is not None and spec in _NO_CPUS:
-            # LiberTEM's words: a worker count means nothing to a single-threaded spec
-            raise ExecutorSpecException(
-                f"Executor type {spec} does not support specifying CPU workers at this time: "
-                f"{_NO_CPUS[spec]}; use Context.make_with('threads', cpus={cpus!r})"
-            )
-        if cpus is not None:
-            count = cpus if isinstance(cpus, int) else len(list(cpus))
-            if count < 1:
-                raise ValueError(f"Context.make_with: cpus={cpus!r} gives no CPU to work on")
-            if scheduler != "synchronous":
-                # as many threads as LiberTEM would start worker processes
-                scheduler = "threads"
-                config["num_workers"] = count
-        if scheduler is not None:
-            config["scheduler"] = scheduler
-        return config
+    @property
+    def executor(self) -> JobExecutor:
+        """The `JobExecutor` (`ltdask.compat.executors`) whose dask scheduler runs the work;
+        set it to another executor, an executor spec (``"inline"``...) or None (the active
+        dask scheduler)."""
+        return self._executor
+
+    @executor.setter
+    def executor(self, executor) -> None:
+        self._executor = _as_executor(executor) if executor is not None else DaskJobExecutor()
 
     @classmethod
     def make_with(
@@ -155,17 +109,15 @@ class Context(AnalysisMixin):
         ``"dask"`` (and LiberTEM's other specs) on the active dask scheduler (a
         ``distributed.Client`` if one is set up). ``cpus`` (a count or a list of CPUs) runs
         that many threads. ``gpus`` is refused: runs use a GPU through CuPy where the
-        run's ``backends`` or its UDFs ask for one (see `UnsupportedError`).
+        run's ``backends`` or its UDFs ask for one (see `UnsupportedError`). The executor
+        is ``ctx.executor`` (see `ltdask.compat.executors`).
         """
         if gpus not in (None, 0) and not (hasattr(gpus, "__len__") and len(gpus) == 0):
-            _refuse("Context.make_with", "gpus", gpus, _GPUS_WHY)
-        ctx = cls(plot_class=plot_class)
-        ctx.executor = executor_spec
-        ctx._config = cls._scheduler_config(executor_spec, cpus)
-        return ctx
+            refuse("Context.make_with", "gpus", gpus, _GPUS_WHY)
+        return cls(executor=executor_for_spec(executor_spec, cpus), plot_class=plot_class)
 
     def _scheduler(self):
-        return dask.config.set(self._config) if self._config else contextlib.nullcontext()
+        return self._executor.activate()
 
     def load(self, filetype: str, *args, **kwargs):
         """Open a dataset: a file format by its name in ltdask's format registry (every
@@ -173,7 +125,6 @@ class Context(AnalysisMixin):
         ``ltdask.io.supported_formats()`` lists them -- or a plug-in's), ``"memory"``,
         ``"dask"`` or ``"auto"`` (by file name and contents), with the format's
         ``open_*`` keywords."""
-        from ltdask.io._memory import from_array
         from ltdask.io.open import open_dataset
         from ltdask.io.registry import find_format, format_names
 
@@ -185,12 +136,7 @@ class Context(AnalysisMixin):
                 args = (kwargs.pop("path"),)  # ltdask.open takes the path positionally
             return open_dataset(*args, **kwargs)
         if kind in ("memory", "dask"):
-            data = kwargs.pop("data", args[0] if args else None)
-            if data is None:
-                shape = kwargs.pop("datashape")
-                data = np.zeros(shape, dtype=kwargs.pop("dtype", np.float32))
-            sig_dims = kwargs.pop("sig_dims", 2)
-            return from_array(data, sig_dims=sig_dims, **kwargs)
+            return MemoryDataSet(*args, **kwargs)
         fmt = find_format(kind)
         if fmt is None:
             raise DataSetError(
@@ -220,6 +166,7 @@ class Context(AnalysisMixin):
         :func:`ltdask.lazy`).
         """
         _check_run_arguments("Context.run_udf", corrections, backends)
+        backends = run_backends(backends)
         if plots:
             run = functools.partial(
                 self._run_udf_plotted, dataset, udf, roi, plots, corrections, backends
@@ -243,6 +190,7 @@ class Context(AnalysisMixin):
     def _run_udf(self, dataset, udf, roi, progress, corrections=None, backends=None):
         udfs = list(udf) if isinstance(udf, (list, tuple)) else [udf]
         roi_flat = normalize_roi(roi, dataset)
+        self._executor.check_run(dataset, udfs)
         with self._scheduler():
             results = compute(
                 dataset,
@@ -272,6 +220,7 @@ class Context(AnalysisMixin):
         ``sync=False`` an async iterator (a `ResultAsyncGenerator`). ``plots`` as in
         :meth:`run_udf`."""
         _check_run_arguments("Context.run_udf_iter", corrections, backends)
+        backends = run_backends(backends)
         control = RunControl()
         steps = ResultGenerator(
             self._run_udf_iter(dataset, udf, roi, plots, control, corrections, backends), control
@@ -283,6 +232,7 @@ class Context(AnalysisMixin):
     ):
         udfs = list(udf) if isinstance(udf, (list, tuple)) else [udf]
         roi_flat = normalize_roi(roi, dataset)
+        self._executor.check_run(dataset, udfs)
         if plots:
             with self._scheduler():
                 plots = self._prepare_plots(udfs, dataset, roi_flat, plots)
@@ -339,7 +289,8 @@ class Context(AnalysisMixin):
         )["result"]
 
     def close(self):
-        pass
+        """Close the executor: what `DaskJobExecutor.make_local` or ``connect`` started."""
+        self._executor.close()
 
     def __enter__(self):
         return self
