@@ -9,11 +9,11 @@ import functools
 from ltdask.analysis import AnalysisMixin
 from ltdask.compat.datasets import MemoryDataSet
 from ltdask.compat.devices import run_backends
+from ltdask.compat.executor_specs import executor_for_spec
 from ltdask.compat.executors import (
     DaskJobExecutor,
     JobExecutor,
     UnsupportedError,
-    executor_for_spec,
     refuse,
 )
 from ltdask.compat.results import Damage, UDFInfo, UDFResults, dry_run, result_buffers
