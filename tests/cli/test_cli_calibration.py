@@ -179,6 +179,21 @@ def test_calibrations_that_do_not_fit_the_scan(folder, option, value, message):
     assert option in line and message in line and "_calibration" not in line
 
 
+def test_convert_stores_the_calibrations(dm_file, data):
+    """The header's signal calibration and the option's nav one, read back from the store."""
+    d = dm_file.parent
+    ok(invoke(["convert", dm_file.name, "c.zarr", "--nav-calibration", "4nm", "--no-progress"], d))
+    out = ok(invoke(["info", "c.zarr"], d))
+    (row,) = [line for line in out.splitlines() if line.startswith("calibration")]
+    assert row.split(None, 1)[1] == (
+        "scan_y: 4 nm; scan_x: 4 nm; det_y: 0.5 1/nm, origin -1.5; det_x: 0.25 1/nm, origin -1.375"
+    )
+    ok(invoke(["run", "sumsig", "c.zarr", "--out", "s.zarr", "--no-png"], d))
+    res = xr.open_zarr(d / "s.zarr")
+    check_coordinate(res, "scan_x", 4.0, 0.0, "nm")
+    np.testing.assert_allclose(res["intensity"].values, data.sum(axis=(2, 3)))
+
+
 # -- pictures ---------------------------------------------------------------------------------
 def check_png(path):
     assert path.stat().st_size > 2000  # a picture, not an empty figure's few hundred bytes
