@@ -94,14 +94,12 @@ def parse_calibration(value: str | None, option: str) -> tuple[AxisSpec, ...] | 
     return tuple(specs)
 
 
-def _calibration_option(option: str, kind: str):
+def _calibration_option(option: str, help: str):
     return click.option(
         option,
         metavar="SCALE",
         callback=lambda c, p, v: parse_calibration(v, option),
-        help=f"{kind} calibration over what the file says: the size of a {kind} step with "
-        f"units, e.g. 1.5nm or 0.2mrad; per dim 1.5nm,2nm; an origin after @, e.g. "
-        "0.2mrad@-3.2 or 0.2mrad@centre",
+        help=help,
     )
 
 
@@ -249,8 +247,16 @@ def open_options(f):
             help="the file's format, e.g. raw, npy, hdf5, mib (default: told from the name "
             "and first bytes)",
         ),
-        _calibration_option("--nav-calibration", "scan"),
-        _calibration_option("--sig-calibration", "detector"),
+        _calibration_option(
+            "--nav-calibration",
+            "the scan step with units, e.g. 1.5nm (over what the file says); one per dim: "
+            "1.5nm,2nm; an origin after @: 1.5nm@-3",
+        ),
+        _calibration_option(
+            "--sig-calibration",
+            "the detector pixel with units, e.g. 0.2mrad or 0.01 1/nm (over what the file "
+            "says); an origin after @: 0.2mrad@-3.2, or 0.2mrad@centre (0 at the centre)",
+        ),
     ]
 
     @functools.wraps(f)
