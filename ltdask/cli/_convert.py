@@ -54,7 +54,8 @@ def convert(
 ):
     """Convert SOURCE to a Zarr (v3) array OUTPUT, chunked by partition (corrected with
     --dark/--gain/--excluded, as floats). An --out-dtype that cannot hold a value of the
-    data is refused, leaving OUTPUT as it was, unless --clip is given."""
+    data is refused, leaving OUTPUT as it was, unless --clip is given. The scan's
+    calibrations (its header's, or --nav-calibration/--sig-calibration) are kept in OUTPUT."""
     import zarr
 
     from ltdask.exceptions import ConversionError

@@ -12,6 +12,7 @@ import click
 
 from ltdask.cli._app import run_context
 from ltdask.cli._options import parse_shape
+from ltdask.cli._pictures import save_picture
 from ltdask.plot import field_colours
 from ltdask.synthetic import synthetic_scan
 
@@ -83,7 +84,6 @@ def _cleaned_up(out_dir: str, created_folder: bool):
 def _draw(out_dir: str, store: str) -> list[str]:
     """The PNGs of the results in `store` (with `ltdask.plot`); their paths."""
     import xarray as xr
-    from matplotlib.figure import Figure
 
     from ltdask import plot
 
@@ -103,15 +103,10 @@ def _draw(out_dir: str, store: str) -> list[str]:
         "stddev.png": lambda ax: plot.virtual_image(std["std"], ax, cmap="viridis"),
         "mean_frame.png": lambda ax: plot.virtual_image(std["mean"], ax, norm="log"),
     }
-    written = []
-    for name, title in PICTURES.items():
-        fig = Figure(figsize=(5, 4), layout="constrained")
-        ax = draw[name](fig.add_subplot())
-        ax.set_title(title)
-        path = os.path.join(out_dir, name)
-        fig.savefig(path, dpi=100)
-        written.append(path)
-    return written
+    return [
+        save_picture(os.path.join(out_dir, name), draw[name], title)
+        for name, title in PICTURES.items()
+    ]
 
 
 @click.command()

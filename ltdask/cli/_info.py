@@ -61,7 +61,8 @@ def _present_rows(ds) -> list:
 
 def _metadata_rows(ds) -> list:
     """What the file says about the acquisition (a format's ``metadata`` dict: detector,
-    binning, ...; one row per entry that has a value), and the calibrations of the dims."""
+    binning, ...; one row per entry that has a value), and the calibrations of the dims
+    (``det_y: 0.2 mrad, origin -3.2``: 0.2 mrad a pixel, the first one at -3.2 mrad)."""
     metadata = getattr(ds, "metadata", None)
     if not isinstance(metadata, dict):
         metadata = {}
@@ -69,7 +70,7 @@ def _metadata_rows(ds) -> list:
     if rows:
         rows.insert(0, ("metadata", ""))
     cal = [
-        f"{dim}: {a.scale:g} {a.units}".rstrip()
+        f"{dim}: {a.scale:g} {a.units}".rstrip() + (f", origin {a.origin:g}" if a.origin else "")
         for dim, a in zip(ds.dims, (*ds.nav_calibration, *ds.sig_calibration), strict=True)
         if a.calibrated
     ]

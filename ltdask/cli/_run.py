@@ -25,6 +25,7 @@ from ltdask.cli._options import (
     open_options,
     parse_roi,
 )
+from ltdask.cli._pictures import check_pictures, draw_pictures, picture_paths, result_pictures
 
 UDF_NAMES = tuple(ANALYSES)
 
@@ -87,7 +88,17 @@ def _command(analysis: Analysis) -> click.Command:
         ),
         click.option("--roi", help="a .npy file of booleans, or slices such as 10:20,0:64"),
         click.option("--out", required=True, type=click.Path(), help="results Zarr store"),
-        click.option("--overwrite", is_flag=True, help="replace --out if it exists"),
+        click.option(
+            "--overwrite",
+            is_flag=True,
+            help="replace --out (and the pictures ltdask drew beside it) if it exists",
+        ),
+        click.option(
+            "--png/--no-png",
+            default=True,
+            show_default=True,
+            help="draw a PNG of every 2-D result beside --out: OUT.NAME.png",
+        ),
         click.option(
             "--progress/--no-progress",
             default=None,
@@ -107,7 +118,9 @@ def _command(analysis: Analysis) -> click.Command:
     )
 
 
-def _run(analysis, ctx, path, opening, dark, gain, excluded, param, roi, out, overwrite, progress):
+def _run(
+    analysis, ctx, path, opening, dark, gain, excluded, param, roi, out, overwrite, png, progress
+):
     import ltdask
     from ltdask.store import StoreReplaceError
 
@@ -122,10 +135,14 @@ def _run(analysis, ctx, path, opening, dark, gain, excluded, param, roi, out, ov
     check_output(out, "--out", input_files(ds, path, roi_file, dark, gain, excluded))
     check_suffix(out, "--out")
     corrections = load_corrections(dark, gain, excluded, ds.sig_shape)
+    nav_dims, sig_dims = ds.dims[: len(ds.nav_shape)], ds.dims[len(ds.nav_shape) :]
     t0 = time.perf_counter()
     with run_context(ctx):
         try:
             lazy = udf.lazy(ds, roi=roi_mask, corrections=corrections)
+            if png:
+                pictures = result_pictures(lazy, nav_dims, sig_dims)
+                check_pictures(picture_paths(out, pictures).values(), overwrite)
             ltdask.to_zarr(lazy, out, mode="w" if overwrite else "w-", progress=progress)
         except FileExistsError:
             raise UserError(exists_message(out)) from None
@@ -134,3 +151,6 @@ def _run(analysis, ctx, path, opening, dark, gain, excluded, param, roi, out, ov
         except (ltdask.UDFError, TypeError, ValueError) as e:
             raise UserError(f"{analysis.name} ({type(udf).__name__}): {e}") from None
     click.echo(f"wrote {out}: {', '.join(lazy.data_vars)} in {time.perf_counter() - t0:.1f} s")
+    if png:
+        for picture in draw_pictures(out, nav_dims, sig_dims):
+            click.echo(f"wrote {picture}")

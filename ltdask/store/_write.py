@@ -162,7 +162,9 @@ def write_dataset(
     is written in place and keeps what was written). With ``clip=True`` such values are
     clipped into the range instead (NaN still raises), and their number is recorded in the
     array's attributes, ``attrs["ltdask"]["clipped_values"]``. Floats become integers
-    without their fractions, as ``numpy.astype`` makes them.
+    without their fractions, as ``numpy.astype`` makes them. The dataset's calibrations
+    are kept in ``attrs["ltdask"]["calibration"]``, where :func:`ltdask.open_zarr` finds
+    them.
 
     Examples
     --------
@@ -222,6 +224,9 @@ def write_dataset(
             "version": __version__,
         }
     }
+    calibration = stored_calibration(dataset)
+    if calibration:
+        attrs["ltdask"]["calibration"] = calibration
     with atomic_store(store, mode) as target:
         zarr_arr: Any = zarr.create_array(
             target,
@@ -242,6 +247,17 @@ def write_dataset(
             attrs["ltdask"]["clipped_values"] = int(done[1])
             zarr_arr.attrs.update(attrs)
     return store
+
+
+def stored_calibration(dataset) -> dict:
+    """The calibrations of `dataset` as the Zarr array's ``attrs["ltdask"]["calibration"]``
+    keeps them (``{"nav": [{"scale", "origin", "units"}, ...], "sig": [...]}``; a kind
+    without a calibrated dim is left out), for `ltdask.open_zarr` to read back."""
+    out = {}
+    for kind, axes in (("nav", dataset.nav_calibration), ("sig", dataset.sig_calibration)):
+        if any(a.calibrated for a in axes):
+            out[kind] = [{"scale": a.scale, "origin": a.origin, "units": a.units} for a in axes]
+    return out
 
 
 def _divisor(n: int, at_most: int) -> int:

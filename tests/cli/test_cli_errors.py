@@ -63,6 +63,27 @@ MISTAKES = {
         ["convert", "scan.npy", "taken.zarr", "--out-dtype", "int8", "--overwrite"],
         ["--out-dtype int8: scan.npy", "outside int8's range -128..127"],
     ),
+    # calibrations
+    "calibration-not-a-number": (
+        [*RUN, "--nav-calibration", "abc"],
+        ["--nav-calibration abc: expected a number with units, e.g. 1.5nm"],
+    ),
+    "calibration-without-units": (
+        ["info", "scan.npy", "--sig-calibration", "0.2"],
+        ["--sig-calibration 0.2: no units; expected a number with units, e.g. 1.5nm"],
+    ),
+    "calibration-zero-scale": (
+        ["convert", "scan.npy", "c.zarr", "--nav-calibration", "0 nm"],
+        ["--nav-calibration 0 nm: the scale must not be zero"],
+    ),
+    "calibration-bad-origin": (
+        [*RUN, "--sig-calibration", "0.2mrad@left"],
+        ["--sig-calibration 0.2mrad@left: the origin 'left' is not a number (in mrad) or centre"],
+    ),
+    "calibration-one-per-dim": (
+        [*RUN, "--nav-calibration", "1nm,2nm,3nm"],
+        ["--nav-calibration 1nm,2nm,3nm: 3 calibrations for the 2 dims (scan_y, scan_x)"],
+    ),
     # commands, analyses and their parameters
     "unknown-command": (["infoo", "scan.npy"], ["No such command 'infoo'", "'info'"]),
     "unknown-option": (["info", "scan.npy", "--nav-shap", "3"], ["'--nav-shap'", "'--nav-shape'"]),

@@ -162,3 +162,40 @@ def test_wrong_shapes(tmp_path, kw, message):
     create(tmp_path / "scan.zarr", chunks=(2, 4, 9, 11))
     with pytest.raises(DataSetError, match=message):
         open_zarr(tmp_path / "scan.zarr", **kw)
+
+
+# -- calibrations kept by DataSet.to_zarr ------------------------------------------------------
+NAV_CAL = [(1.5, -3.0, "nm"), (2.0, 0.0, "nm")]
+SIG_CAL = [(0.2, -0.9, "mrad"), (0.25, 0.0, "mrad")]
+
+
+def test_to_zarr_keeps_the_calibrations(tmp_path):
+    path = tmp_path / "scan.zarr"
+    ltdask.from_array(DATA, nav_calibration=NAV_CAL, sig_calibration=SIG_CAL).to_zarr(path)
+    ds = open_zarr(path)
+    assert [tuple(vars(a).values()) for a in ds.nav_calibration] == NAV_CAL
+    assert [tuple(vars(a).values()) for a in ds.sig_calibration] == SIG_CAL
+    coords = ds.to_xarray().coords
+    np.testing.assert_allclose(coords["scan_y"], -3.0 + 1.5 * np.arange(6))
+    np.testing.assert_allclose(coords["det_y"], -0.9 + 0.2 * np.arange(9))
+    assert coords["det_x"].attrs["units"] == "mrad"
+    # another nav shape: the scan steps no longer apply; the keywords override the file
+    assert not any(a.calibrated for a in open_zarr(path, nav_shape=(48,)).nav_calibration)
+    assert open_zarr(path, sig_calibration=(3.0, "px")).sig_calibration[1].units == "px"
+
+
+def test_no_calibration_no_attribute(tmp_path):
+    ltdask.from_array(DATA).to_zarr(tmp_path / "scan.zarr")
+    assert "calibration" not in zarr.open_array(tmp_path / "scan.zarr").attrs["ltdask"]
+    assert not any(a.calibrated for a in open_zarr(tmp_path / "scan.zarr").sig_calibration)
+
+
+def test_a_calibration_that_cannot_be_used_warns(tmp_path):
+    z = create(tmp_path / "scan.zarr", chunks=(2, 3, 9, 11))
+    z.attrs["ltdask"] = {"sig_dims": 2, "calibration": {"sig": [{"scale": 0}, {"scale": 1}]}}
+    with pytest.warns(
+        ltdask.MetadataWarning,
+        match=r"scan.zarr'?: the calibration .* \(calibration scale=0: .*read without it",
+    ):
+        ds = open_zarr(tmp_path / "scan.zarr")
+    assert not any(a.calibrated for a in ds.sig_calibration)

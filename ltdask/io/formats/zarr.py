@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from ltdask.calibration import takes_calibration
-from ltdask.exceptions import DataSetError
+from ltdask.exceptions import DataSetError, MetadataWarning, warn
 from ltdask.io.checks import (
     changed_error,
     check_dtype,
@@ -170,6 +170,31 @@ class ZarrDataSet(ChunkedArrayDataSet):
             sync_offset=sync_offset,
             dims=dims,
         )
+        self._read_calibration(array)
+
+    def _read_calibration(self, array) -> None:
+        """The calibrations that `DataSet.to_zarr` kept in the array's attributes
+        (``attrs["ltdask"]["calibration"]``): the signal ones where the frame has the
+        stored dims, the nav ones where the scan keeps the stored nav shape."""
+        stored = dict(array.attrs).get("ltdask")
+        if not isinstance(stored, dict) or not isinstance(stored.get("calibration"), dict):
+            return
+        calibration = stored["calibration"]
+        sig_dims = len(self.sig_shape)
+        same_sig = stored.get("sig_dims", sig_dims) == sig_dims
+        same_nav = same_sig and tuple(array.shape[:-sig_dims]) == tuple(self.nav_shape)
+        try:
+            self.calibrate(
+                nav=calibration.get("nav") if same_nav else None,
+                sig=calibration.get("sig") if same_sig else None,
+            )
+        except DataSetError as e:
+            warn(
+                f"{self.path}: the calibration in attrs['ltdask'] cannot be used "
+                f"({str(e).removeprefix(f'{self.path}: ')}); the "
+                "scan is read without it (pass nav_calibration=/sig_calibration= to set one)",
+                MetadataWarning,
+            )
 
     def _stat_metadata(self):
         """``(metadata document, its Signature)`` of an array in a local store, or None:
