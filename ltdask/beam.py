@@ -1,0 +1,461 @@
+"""Finding the direct beam: its centre and radius, and how it wanders over the scan
+(`find_beam`, which returns a `Beam`).
+
+One quick pass over a sparse, even sample of the frames (read through `PickUDF` with a ROI,
+so only those frames are read, with the dataset's corrections), then numpy and
+scipy.ndimage on the frames in memory:
+
+1. Detector hot pixels (a pixel of the mean frame above all 8 neighbours by more than half
+   the beam's contrast) are replaced in every frame by the median of their neighbours: a
+   disk's edge pixel always has neighbours inside the disk, a hot one has none. Left in,
+   one such pixel outweighs a small disk in a centre of mass or a radial profile.
+2. A threshold halfway between the background (the median of the pixels below the
+   threshold, iterated: a beam stop's shadow or a disk that fills most of the frame do not
+   move it much, where a percentile of the whole frame would) and the plateau (the
+   brightest pixel of the repaired mean frame: a flat top at the dtype's maximum for a
+   saturated disk).
+3. The beam is the largest connected region above it (hot pixels and noise make small
+   ones). Its centre is the centre of mass of the intensity above the background over that
+   region, grown to the region above a tenth of the contrast and 2 px more, so that the
+   blurred edge of a wandering beam in the mean frame and the anti-aliased edge of a disk
+   count evenly on all sides: sub-pixel, where the threshold mask's own centroid moves in
+   whole pixels. The same for each sampled frame, with the mean frame's threshold.
+4. The radius is where the azimuthal mean profile (around each frame's own centre, so a
+   wandering beam does not blur it) falls to half height: the edge itself, not the
+   threshold area, which moves with the level.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ltdask.exceptions import DataSetError
+from ltdask.udf.builtin.pick import PickUDF
+from ltdask.udf.roi import normalize_roi
+
+__all__ = ["Beam", "find_beam"]
+
+#: the region above the threshold is grown by this many pixels before the centre of mass
+_GROW = 2
+#: radial profile bins (px)
+_BIN = 0.5
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Beam:
+    """The direct beam found by `find_beam`, in detector pixels (``cy`` down the rows,
+    ``cx`` along them, as `ltdask.udf.CoMUDF` and `ltdask.masks` take them).
+
+    Attributes
+    ----------
+    cy, cx : float
+        The beam's centre in the mean of the sampled frames.
+    r : float
+        Its radius: where its edge falls to half height. `ltdask.masks` and
+        `ltdask.udf.CoMUDF` take the pixels with ``d**2 <= r**2``: add a pixel or two to
+        take the whole edge.
+    centres : numpy.ndarray
+        ``(frames, 2)``: ``(cy, cx)`` in each sampled frame (NaN where no beam was found).
+    positions : numpy.ndarray
+        ``(frames, nav_dims)``: the nav index of each sampled frame.
+    mean_frame : numpy.ndarray
+        The mean of the sampled frames (float64), hot pixels repaired.
+    nav_shape : tuple of int
+        The scan's nav shape.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> data = np.zeros((2, 3, 32, 32), np.float32)
+    >>> yy, xx = np.mgrid[:32, :32]
+    >>> data[..., (yy - 12) ** 2 + (xx - 20) ** 2 <= 36] = 100
+    >>> beam = ltdask.find_beam(ltdask.from_array(data))
+    >>> beam
+    Beam(cy=12.00, cx=20.00, r=6.04 px; wander up to 0.00 px over 6 of 6 frames)
+    >>> beam.centres.shape, beam.frames, beam.wander
+    ((6, 2), 6, 0.0)
+    """
+
+    cy: float
+    cx: float
+    r: float
+    centres: np.ndarray = field(repr=False)
+    positions: np.ndarray = field(repr=False)
+    mean_frame: np.ndarray = field(repr=False)
+    nav_shape: tuple[int, ...] = ()
+
+    @property
+    def frames(self) -> int:
+        """How many frames were sampled."""
+        return len(self.centres)
+
+    @property
+    def found(self) -> int:
+        """In how many of them a beam was found."""
+        return int(np.isfinite(self.centres).all(axis=1).sum())
+
+    @property
+    def wander(self) -> float:
+        """The largest distance (px) of a sampled frame's centre from ``(cy, cx)``."""
+        ok = np.isfinite(self.centres).all(axis=1)
+        if not ok.any():
+            return math.nan
+        return float(np.hypot(*(self.centres[ok] - (self.cy, self.cx)).T).max())
+
+    def centre_map(self) -> np.ndarray:
+        """The centres on the scan: nav shape + ``(2,)``, NaN where no frame was sampled.
+
+        Examples
+        --------
+        >>> import numpy as np, ltdask
+        >>> data = np.zeros((2, 3, 16, 16), np.float32)
+        >>> data[0, 0, 5:8, 9:12] = data[0, 2, 6:9, 9:12] = 1  # centres (6, 10), (7, 10)
+        >>> beam = ltdask.find_beam(ltdask.from_array(data), frames=2)  # (0, 0) and (0, 2)
+        >>> beam.centre_map()[..., 0].tolist()
+        [[6.0, nan, 7.0], [nan, nan, nan]]
+        """
+        out = np.full((*self.nav_shape, 2), np.nan)
+        out[tuple(self.positions.T)] = self.centres
+        return out
+
+    def plot(
+        self,
+        ax=None,
+        *,
+        log: bool = False,
+        title: str | None = None,
+        cmap: str = "gray",
+        colour_bar: bool = True,
+        **kwargs,
+    ):
+        """Show the mean of the sampled frames with the disk found (a circle of radius
+        ``r`` around ``(cy, cx)``) and each frame's centre (dots), on pixel axes.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Where to draw; by default a new pyplot figure.
+        log : bool
+            A logarithmic colour scale (for a faint disk beside bright ones).
+        title : str, optional
+            By default the centre and radius.
+        cmap : str
+        colour_bar : bool
+        **kwargs
+            Passed to ``imshow`` (``vmin``, ``vmax``, ...).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+
+        Examples
+        --------
+        >>> import numpy as np, ltdask
+        >>> from matplotlib.figure import Figure
+        >>> data = np.zeros((2, 2, 16, 16), np.float32); data[..., 6:9, 4:7] = 1
+        >>> ax = ltdask.find_beam(ltdask.from_array(data)).plot(ax=Figure().add_subplot())
+        >>> ax.patches[0].center, ax.get_xlabel()
+        ((5.0, 7.0), 'det_x')
+        """
+        import xarray as xr
+
+        from ltdask import plot
+
+        ax = plot._axes(ax)  # first: its error names what to install
+        from matplotlib.colors import LogNorm
+        from matplotlib.patches import Circle
+
+        values = self.mean_frame
+        if log:
+            positive = values[values > 0]
+            low = float(positive.min()) if positive.size else 1.0
+            kwargs["norm"] = LogNorm(vmin=low, vmax=max(low, float(values.max())))
+            values = np.maximum(values, low)
+        image = xr.DataArray(values, dims=("det_y", "det_x"), name="mean frame")
+        im, _ = plot._show(image, ax, cmap=cmap, **kwargs)
+        if colour_bar:
+            ax.figure.colorbar(im, ax=ax, label="mean intensity")
+        ax.add_patch(Circle((self.cx, self.cy), self.r, fill=False, color="tab:red", lw=1.5))
+        ax.plot(self.centres[:, 1], self.centres[:, 0], ".", color="tab:orange", ms=2)
+        ax.plot([self.cx], [self.cy], "+", color="tab:red", ms=10)
+        if title is None:
+            title = f"beam at ({self.cy:.1f}, {self.cx:.1f}), r = {self.r:.1f} px"
+        ax.set_title(title)
+        return ax
+
+    def __repr__(self) -> str:
+        total = math.prod(self.nav_shape)
+        found = "" if self.found == self.frames else f", found in {self.found}"
+        return (
+            f"Beam(cy={self.cy:.2f}, cx={self.cx:.2f}, r={self.r:.2f} px; wander up to "
+            f"{self.wander:.2f} px over {self.frames} of {total} frames{found})"
+        )
+
+
+def _sample(nav_shape: tuple[int, ...], frames: int) -> np.ndarray:
+    """Flat positions of an even grid of about `frames` positions over the scan (ends
+    included), each dim getting a share in proportion to its length."""
+    counts = [1] * len(nav_shape)
+    while math.prod(counts) < frames:
+        # the dim whose samples lie furthest apart gets one more
+        spacing = [n / c if c < n else 0 for n, c in zip(nav_shape, counts, strict=True)]
+        dim = int(np.argmax(spacing))
+        if spacing[dim] == 0:
+            break
+        counts[dim] += 1
+        if math.prod(counts) > frames:
+            counts[dim] -= 1
+            break
+    axes = [
+        np.unique(np.linspace(0, n - 1, c).round().astype(np.int64))
+        for n, c in zip(nav_shape, counts, strict=True)
+    ]
+    grid = np.meshgrid(*axes, indexing="ij")
+    return np.ravel_multi_index(tuple(g.ravel() for g in grid), nav_shape)
+
+
+def _read(dataset, frames: int, roi, corrections) -> tuple[np.ndarray, np.ndarray]:
+    """The flat positions chosen and their frames ``(n, sy, sx)``: an even sample of the
+    valid positions (within `roi`)."""
+    valid = dataset.valid_nav_mask().reshape(-1)
+    chosen = normalize_roi(roi, dataset)
+    if chosen is None:
+        flat = _sample(dataset.nav_shape, frames)
+        flat = flat[valid[flat]]
+        if flat.size == 0:  # the grid fell on missing frames only
+            flat = np.flatnonzero(valid)
+    else:
+        flat = np.flatnonzero(chosen & valid)
+    if flat.size > frames:
+        flat = flat[np.linspace(0, flat.size - 1, frames).round().astype(np.int64)]
+    if flat.size == 0:
+        where = "in the ROI" if roi is not None else "in the scan"
+        raise DataSetError(
+            f"{dataset.path}: no frames to find the beam in: none of the positions {where} "
+            f"holds a frame (sync_offset={dataset.sync_offset}); choose positions that do"
+        )
+    mask = np.zeros(dataset.num_frames, dtype=bool)
+    mask[flat] = True
+    (picked,) = [
+        PickUDF().compute(dataset, roi=mask.reshape(dataset.nav_shape), corrections=corrections)
+    ]
+    return flat, np.asarray(picked["intensity"].values)
+
+
+def _hot_pixels(mean: np.ndarray) -> np.ndarray:
+    """Coordinates ``(2, N)`` of the pixels of `mean` above all 8 neighbours by more than
+    half the beam's contrast (measured on the 3×3 median of `mean`, which single pixels do
+    not reach)."""
+    from scipy import ndimage
+
+    background, top = _levels(ndimage.median_filter(mean, size=3, mode="nearest"))
+    contrast = top - background
+    if not contrast > 0:
+        return np.zeros((2, 0), dtype=np.int64)
+    ring = np.ones((3, 3), dtype=bool)
+    ring[1, 1] = False
+    # mirror: an edge pixel's missing neighbours are other pixels, never itself
+    neighbours = ndimage.maximum_filter(mean, footprint=ring, mode="mirror")
+    return np.array(np.nonzero(mean - neighbours > contrast / 2))
+
+
+def _repair(frame: np.ndarray, hot: np.ndarray) -> np.ndarray:
+    """`frame` as float64 with the `hot` pixels replaced by the median of their 8
+    neighbours (those inside the frame and not hot themselves)."""
+    out = frame.astype(np.float64)
+    if hot.shape[1] == 0:
+        return out
+    sy, sx = frame.shape
+    offsets = np.array([(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1) if dy or dx])
+    ys = hot[0][:, None] + offsets[:, 0]
+    xs = hot[1][:, None] + offsets[:, 1]
+    inside = (ys >= 0) & (ys < sy) & (xs >= 0) & (xs < sx)
+    ys, xs = np.clip(ys, 0, sy - 1), np.clip(xs, 0, sx - 1)
+    is_hot = np.zeros(frame.shape, dtype=bool)
+    is_hot[tuple(hot)] = True
+    neighbours = np.where(inside & ~is_hot[ys, xs], out[ys, xs], np.nan)
+    usable = ~np.isnan(neighbours).all(axis=1)
+    hot_y, hot_x = hot[0][usable], hot[1][usable]
+    out[hot_y, hot_x] = np.nanmedian(neighbours[usable], axis=1)
+    return out
+
+
+def _levels(mean: np.ndarray) -> tuple[float, float]:
+    """``(background, plateau)`` of `mean`: the plateau its brightest pixel, the background
+    the median of the pixels below the level halfway between the two (iterated from the
+    darkest pixel)."""
+    top = float(mean.max())
+    background = float(mean.min())
+    for _ in range(20):
+        below = mean[mean < (top + background) / 2]
+        if below.size == 0:
+            break
+        new = float(np.median(below))
+        if new == background:
+            break
+        background = new
+    return background, top
+
+
+def _centre(
+    image: np.ndarray, level: float, background: float, contrast: float
+) -> tuple[float, float, int]:
+    """``(cy, cx, area)`` of the beam in `image`: the centre of mass of the intensity above
+    `background` over the largest region above `level`, grown (see the module's
+    description); NaN and 0 where nothing is above `level`."""
+    from scipy import ndimage
+
+    labels, count = ndimage.label(image > level)
+    if count == 0:
+        return math.nan, math.nan, 0
+    areas = np.bincount(labels.ravel())
+    areas[0] = 0
+    main = labels == int(np.argmax(areas))
+    # grow to the region above a tenth of the contrast that holds it, then a little more
+    low_labels, _ = ndimage.label(image > background + contrast / 10)
+    region = np.isin(low_labels, np.unique(low_labels[main]))
+    region = ndimage.binary_dilation(region | main, iterations=_GROW)
+    ys, xs = np.nonzero(region)
+    weights = np.clip(image[ys, xs] - background, 0, None)
+    total = weights.sum()
+    if not total > 0:
+        return math.nan, math.nan, 0
+    return float(ys @ weights / total), float(xs @ weights / total), int(areas.max())
+
+
+def _profile_radius(frames, centres: np.ndarray, background: float, reach: float) -> float:
+    """Where the azimuthal mean of `frames` around their `centres` (out to `reach` px)
+    first falls below half way between its centre and `background`; NaN if it does not."""
+    nbins = int(reach / _BIN) + 2
+    sums = np.zeros(nbins)
+    counts = np.zeros(nbins)
+    distances = np.zeros(nbins)
+    for frame, (cy, cx) in zip(frames, centres, strict=True):
+        if not (np.isfinite(cy) and np.isfinite(cx)):
+            continue
+        sy, sx = frame.shape
+        y0, y1 = max(int(cy - reach), 0), min(int(cy + reach) + 2, sy)
+        x0, x1 = max(int(cx - reach), 0), min(int(cx + reach) + 2, sx)
+        yy, xx = np.mgrid[y0:y1, x0:x1]
+        d = np.hypot(yy - cy, xx - cx).ravel()
+        inside = d < reach
+        d = d[inside]
+        index = (d / _BIN).astype(np.int64)
+        sums += np.bincount(index, frame[y0:y1, x0:x1].ravel()[inside], nbins)
+        counts += np.bincount(index, None, nbins)
+        distances += np.bincount(index, d, nbins)
+    filled = counts > 0
+    if not filled.any():
+        return math.nan
+    profile = sums[filled] / counts[filled]
+    d = distances[filled] / counts[filled]
+    half = (profile[0] + background) / 2
+    below = np.flatnonzero(profile < half)
+    if below.size == 0 or below[0] == 0:
+        return math.nan
+    k = below[0]
+    # linear between the last bin above half height and the first below
+    step = (profile[k - 1] - half) / (profile[k - 1] - profile[k])
+    return float(d[k - 1] + step * (d[k] - d[k - 1]))
+
+
+def find_beam(dataset, frames: int = 64, *, roi=None, corrections=None) -> Beam:
+    """Find the direct beam: its centre and radius, and its centre in each of a few frames
+    spread over the scan (how it wanders), from one quick pass over those frames.
+
+    Robust to hot pixels (single pixels of any value), a saturated disk (flat at the
+    dtype's maximum) and a beam stop's shadow beside the disk; see `ltdask.beam` for the
+    method. The beam must lie inside the frame and stand out of the background: a disk
+    cut by the frame's edge gives a centre moved inwards, the brightest of several equal
+    disks is not told apart from the others (pass a `roi` where the beam is alone, e.g.
+    over vacuum).
+
+    Parameters
+    ----------
+    dataset : ltdask.DataSet
+        A scan with 2-D frames.
+    frames : int
+        How many frames to sample: an even grid over the scan (its ends included), or
+        spread evenly over the positions of `roi`. Only these frames are read.
+    roi : array-like of bool, optional
+        Sample only positions where it is True (nav-shaped, as for `ltdask.compute`).
+    corrections : ltdask.CorrectionSet, optional
+        Corrections applied to the frames read (by default the acquisition's own).
+
+    Returns
+    -------
+    Beam
+        ``cy``, ``cx``, ``r`` (px) and each sampled frame's centre; ``beam.plot()``
+        draws the mean frame with the disk found.
+
+    Raises
+    ------
+    ltdask.DataSetError
+        The frames are not 2-D, the sampled frames are blank (zero or one value
+        everywhere) or nothing stands out of their background, or no position to sample
+        holds a frame.
+    ValueError
+        `frames` is not a positive integer.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> from ltdask.synthetic import synthetic_scan
+    >>> scan, shifts = synthetic_scan((16, 16), (64, 64))  # r = 8 around (32, 32) + shifts
+    >>> beam = ltdask.find_beam(ltdask.from_array(scan))
+    >>> round(beam.cy), round(beam.cx), round(beam.r)
+    (32, 32, 8)
+    >>> com = ltdask.udf.CoMUDF.with_params(cy=beam.cy, cx=beam.cx, r=beam.r + 2)
+    """
+    if isinstance(frames, bool) or not isinstance(frames, (int, np.integer)) or frames < 1:
+        raise ValueError(f"find_beam: frames={frames!r}; expected a positive integer")
+    if len(dataset.sig_shape) != 2:
+        raise DataSetError(
+            f"{dataset.path}: find_beam needs 2-D frames, this scan's are "
+            f"{dataset.sig_shape} ({len(dataset.sig_shape)} signal dims); open it with "
+            f"two signal dims (sig_dims=2 or a sig_shape of two numbers)"
+        )
+    flat, picked = _read(dataset, int(frames), roi, corrections)
+    mean = picked.mean(axis=0, dtype=np.float64)
+    hot = _hot_pixels(mean)
+    mean = _repair(mean, hot)
+    background, top = _levels(mean)
+    contrast = top - background
+    if not contrast > 0:
+        raise DataSetError(
+            f"{dataset.path}: the {len(flat)} frames sampled are blank (every pixel "
+            f"{top:g}): no beam to find; check the file, its dtype and offsets"
+        )
+    # the mean frame's noise: is the disk more than a fluctuation of it?
+    below = mean[mean < background + contrast / 2]
+    noise = 1.4826 * float(np.median(np.abs(below - np.median(below))))
+    if contrast < 10 * noise:
+        raise DataSetError(
+            f"{dataset.path}: no beam stands out of the background in the {len(flat)} "
+            f"frames sampled (contrast {contrast:.3g}, noise {noise:.3g}); is the beam "
+            f"on the detector?"
+        )
+    level = background + contrast / 2
+    cy, cx, area = _centre(mean, level, background, contrast)
+    centres = np.array(
+        [_centre(_repair(f, hot), level, background, contrast)[:2] for f in picked]
+    ).reshape(-1, 2)
+    # out to twice the threshold region's radius, and past the wander
+    ok = np.isfinite(centres).all(axis=1)
+    spread = float(np.hypot(*(centres[ok] - (cy, cx)).T).max()) if ok.any() else 0.0
+    reach = 2 * math.sqrt(area / math.pi) + 4
+    radius = math.nan
+    if ok.any():
+        radius = _profile_radius((_repair(f, hot) for f in picked), centres, background, reach)
+    if not np.isfinite(radius):  # no frame alone shows it: the mean frame's edge
+        radius = _profile_radius([mean], np.array([[cy, cx]]), background, reach + spread)
+    if not np.isfinite(radius):
+        radius = math.sqrt(area / math.pi)
+    for array in (centres, mean):
+        array.flags.writeable = False
+    positions = np.stack(np.unravel_index(flat, dataset.nav_shape), axis=-1)
+    positions.flags.writeable = False
+    return Beam(cy, cx, float(radius), centres, positions, mean, tuple(dataset.nav_shape))
