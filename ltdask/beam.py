@@ -5,10 +5,15 @@ One quick pass over a sparse, even sample of the frames (read through `PickUDF` 
 so only those frames are read, with the dataset's corrections), then numpy and
 scipy.ndimage on the frames in memory:
 
-1. Detector hot pixels (a pixel of the mean frame above all 8 neighbours by more than half
-   the beam's contrast) are replaced in every frame by the median of their neighbours: a
-   disk's edge pixel always has neighbours inside the disk, a hot one has none. Left in,
-   one such pixel outweighs a small disk in a centre of mass or a radial profile.
+1. Hot pixels. The detector's own stand out in the per-pixel median of the frames (above
+   all 8 neighbours by more than half the beam's contrast: a disk's edge pixel always has
+   neighbours inside the disk, a hot one has none); a frame's own (a cosmic ray) stand
+   above all neighbours in that frame by more than the whole contrast, which no disk pixel
+   of a few counts does. Each is replaced by the median of its neighbours. Left in, one
+   such pixel outweighs a small disk in a centre of mass or a radial profile. Where the
+   median does not show the beam (frames of a few sparse counts, where single counts
+   would be called hot; a beam that wanders over more than its diameter), the mean is
+   used, and frames keep their own.
 2. A threshold halfway between the background (the median of the pixels below the
    threshold, iterated: a beam stop's shadow or a disk that fills most of the frame do not
    move it much, where a percentile of the whole frame would) and the plateau (the
@@ -20,9 +25,11 @@ scipy.ndimage on the frames in memory:
    blurred edge of a wandering beam in the mean frame and the anti-aliased edge of a disk
    count evenly on all sides: sub-pixel, where the threshold mask's own centroid moves in
    whole pixels. The same for each sampled frame, with the mean frame's threshold.
-4. The radius is where the azimuthal mean profile (around each frame's own centre, so a
-   wandering beam does not blur it) falls to half height: the edge itself, not the
-   threshold area, which moves with the level.
+4. The radius is where the azimuthal mean profile falls to half height: the edge itself,
+   not the threshold area, which moves with the level. Of the profile around each frame's
+   own centre (which a wandering beam does not blur) and the mean frame's around the
+   centre, the one with the sharper edge: the first unless single frames are too sparse
+   for good centres.
 """
 
 from __future__ import annotations
@@ -245,27 +252,56 @@ def _read(dataset, frames: int, roi, corrections) -> tuple[np.ndarray, np.ndarra
     return flat, np.asarray(picked["intensity"].values)
 
 
-def _hot_pixels(mean: np.ndarray) -> np.ndarray:
-    """Coordinates ``(2, N)`` of the pixels of `mean` above all 8 neighbours by more than
-    half the beam's contrast (measured on the 3×3 median of `mean`, which single pixels do
-    not reach)."""
+def _above_neighbours(image: np.ndarray, margin: float) -> np.ndarray:
+    """Coordinates ``(2, N)`` of the pixels of `image` above all 8 neighbours by more than
+    `margin`."""
     from scipy import ndimage
 
-    background, top = _levels(ndimage.median_filter(mean, size=3, mode="nearest"))
-    contrast = top - background
-    if not contrast > 0:
-        return np.zeros((2, 0), dtype=np.int64)
     ring = np.ones((3, 3), dtype=bool)
     ring[1, 1] = False
     # mirror: an edge pixel's missing neighbours are other pixels, never itself
-    neighbours = ndimage.maximum_filter(mean, footprint=ring, mode="mirror")
-    return np.array(np.nonzero(mean - neighbours > contrast / 2))
+    neighbours = ndimage.maximum_filter(image, footprint=ring, mode="mirror")
+    return np.array(np.nonzero(image - neighbours > margin))
+
+
+def _typical_frame(frames: np.ndarray) -> np.ndarray:
+    """The per-pixel median of `frames` (float64), a few rows at a time."""
+    n, sy, sx = frames.shape
+    rows = max(1, 2**22 // max(n * sx, 1))
+    return np.concatenate(
+        [np.median(frames[:, y : y + rows], axis=0) for y in range(0, sy, rows)], axis=0
+    )
+
+
+def _defects(frames: np.ndarray) -> tuple[np.ndarray, float]:
+    """The detector's hot pixels (coordinates ``(2, N)``) and the margin above all
+    neighbours that makes a pixel of one frame hot (the beam's contrast; infinite where
+    single frames do not show the beam).
+
+    Both from the per-pixel median of the frames, which a frame's own hot pixels do not
+    reach (they pile up in the mean, around a small disk too); its hot pixels stand above
+    all 8 neighbours by more than half the contrast of its 3×3 median, which single pixels
+    do not reach. Where the median shows no beam (frames of a few sparse counts), the mean
+    is used, and no frame's pixel is called hot: its single counts would be."""
+    from scipy import ndimage
+
+    spike = math.inf
+    typical = _typical_frame(frames)
+    background, top = _levels(ndimage.median_filter(typical, size=3, mode="nearest"))
+    if top > background:
+        spike = top - background
+    else:
+        typical = frames.mean(axis=0, dtype=np.float64)
+        background, top = _levels(ndimage.median_filter(typical, size=3, mode="nearest"))
+    if not top > background:
+        return np.zeros((2, 0), dtype=np.int64), spike
+    return _above_neighbours(typical, (top - background) / 2), spike
 
 
 def _repair(frame: np.ndarray, hot: np.ndarray) -> np.ndarray:
-    """`frame` as float64 with the `hot` pixels replaced by the median of their 8
+    """`frame` (float64) with the `hot` pixels replaced by the median of their 8
     neighbours (those inside the frame and not hot themselves)."""
-    out = frame.astype(np.float64)
+    out = frame.copy()
     if hot.shape[1] == 0:
         return out
     sy, sx = frame.shape
@@ -280,6 +316,20 @@ def _repair(frame: np.ndarray, hot: np.ndarray) -> np.ndarray:
     usable = ~np.isnan(neighbours).all(axis=1)
     hot_y, hot_x = hot[0][usable], hot[1][usable]
     out[hot_y, hot_x] = np.nanmedian(neighbours[usable], axis=1)
+    return out
+
+
+def _clean(frame: np.ndarray, hot: np.ndarray, spike: float) -> np.ndarray:
+    """`frame` as float64 with the detector's `hot` pixels repaired, and any pixel above
+    all 8 neighbours by more than `spike` (a hot pixel of this frame alone, a cosmic ray):
+    no count of a disk's pixels does that where each holds a few counts. Three rounds: the
+    second pixel of a pair stands out once the first is gone."""
+    out = _repair(frame.astype(np.float64), hot)
+    for _ in range(3 if math.isfinite(spike) else 0):
+        spikes = _above_neighbours(out, spike)
+        if spikes.shape[1] == 0:
+            break
+        out = _repair(out, spikes)
     return out
 
 
@@ -326,9 +376,11 @@ def _centre(
     return float(ys @ weights / total), float(xs @ weights / total), int(areas.max())
 
 
-def _profile_radius(frames, centres: np.ndarray, background: float, reach: float) -> float:
-    """Where the azimuthal mean of `frames` around their `centres` (out to `reach` px)
-    first falls below half way between its centre and `background`; NaN if it does not."""
+def _edge(frames, centres: np.ndarray, background: float, reach: float, inner: float):
+    """``(radius, width)`` of the disk's edge in the azimuthal mean of `frames` around their
+    `centres` (out to `reach` px): where it first falls below half way from its plateau
+    (its mean within `inner` px) to `background`, and how far it takes to fall from 3/4 to
+    1/4 of the way; NaN where it does not fall."""
     nbins = int(reach / _BIN) + 2
     sums = np.zeros(nbins)
     counts = np.zeros(nbins)
@@ -349,29 +401,36 @@ def _profile_radius(frames, centres: np.ndarray, background: float, reach: float
         distances += np.bincount(index, d, nbins)
     filled = counts > 0
     if not filled.any():
-        return math.nan
+        return math.nan, math.nan
     profile = sums[filled] / counts[filled]
     d = distances[filled] / counts[filled]
-    half = (profile[0] + background) / 2
-    below = np.flatnonzero(profile < half)
-    if below.size == 0 or below[0] == 0:
-        return math.nan
-    k = below[0]
-    # linear between the last bin above half height and the first below
-    step = (profile[k - 1] - half) / (profile[k - 1] - profile[k])
-    return float(d[k - 1] + step * (d[k] - d[k - 1]))
+    plateau = float(profile[: max(1, int(np.searchsorted(d, inner)))].mean())
+
+    def crossing(fraction: float) -> float:
+        level = background + fraction * (plateau - background)
+        below = np.flatnonzero(profile < level)
+        if below.size == 0 or below[0] == 0:
+            return math.nan
+        k = below[0]
+        # linear between the last bin above the level and the first below
+        step = (profile[k - 1] - level) / (profile[k - 1] - profile[k])
+        return float(d[k - 1] + step * (d[k] - d[k - 1]))
+
+    return crossing(0.5), crossing(0.25) - crossing(0.75)
 
 
 def find_beam(dataset, frames: int = 64, *, roi=None, corrections=None) -> Beam:
     """Find the direct beam: its centre and radius, and its centre in each of a few frames
     spread over the scan (how it wanders), from one quick pass over those frames.
 
-    Robust to hot pixels (single pixels of any value), a saturated disk (flat at the
-    dtype's maximum) and a beam stop's shadow beside the disk; see `ltdask.beam` for the
-    method. The beam must lie inside the frame and stand out of the background: a disk
-    cut by the frame's edge gives a centre moved inwards, the brightest of several equal
-    disks is not told apart from the others (pass a `roi` where the beam is alone, e.g.
-    over vacuum).
+    Robust to hot pixels (single pixels of any value, in every frame or in one), a
+    saturated disk (flat at the dtype's maximum) and a beam stop's shadow beside the disk;
+    see `ltdask.beam` for the method. The beam must lie inside the frame and stand out of
+    the background: a disk cut by the frame's edge or by a shadow gives a centre moved
+    away from the cut, and the largest of several disks above half the direct beam's
+    height is taken for it (pass a `roi` where the beam is alone, e.g. over vacuum).
+    Each frame's centre needs a disk of a few counts per pixel in that frame; frames of
+    sparser counts give scattered ones (the mean frame still gives ``cy``, ``cx``, ``r``).
 
     Parameters
     ----------
@@ -419,9 +478,12 @@ def find_beam(dataset, frames: int = 64, *, roi=None, corrections=None) -> Beam:
             f"two signal dims (sig_dims=2 or a sig_shape of two numbers)"
         )
     flat, picked = _read(dataset, int(frames), roi, corrections)
-    mean = picked.mean(axis=0, dtype=np.float64)
-    hot = _hot_pixels(mean)
-    mean = _repair(mean, hot)
+    hot, spike = _defects(picked)
+
+    def cleaned():
+        return (_clean(frame, hot, spike) for frame in picked)
+
+    mean = sum(cleaned(), start=np.zeros(picked.shape[1:])) / len(picked)
     background, top = _levels(mean)
     contrast = top - background
     if not contrast > 0:
@@ -441,19 +503,21 @@ def find_beam(dataset, frames: int = 64, *, roi=None, corrections=None) -> Beam:
     level = background + contrast / 2
     cy, cx, area = _centre(mean, level, background, contrast)
     centres = np.array(
-        [_centre(_repair(f, hot), level, background, contrast)[:2] for f in picked]
+        [_centre(frame, level, background, contrast)[:2] for frame in cleaned()]
     ).reshape(-1, 2)
     # out to twice the threshold region's radius, and past the wander
     ok = np.isfinite(centres).all(axis=1)
     spread = float(np.hypot(*(centres[ok] - (cy, cx)).T).max()) if ok.any() else 0.0
     reach = 2 * math.sqrt(area / math.pi) + 4
-    radius = math.nan
+    # the edge around each frame's centre is as sharp as the disk's where those centres
+    # hold, the mean frame's is blurred by the wander: the sharper one gives the radius
+    # (frames of a few sparse counts give poor centres, and the mean frame's edge)
+    inner = math.sqrt(area / math.pi) / 2
+    edges = [_edge([mean], np.array([[cy, cx]]), background, reach + spread, inner)]
     if ok.any():
-        radius = _profile_radius((_repair(f, hot) for f in picked), centres, background, reach)
-    if not np.isfinite(radius):  # no frame alone shows it: the mean frame's edge
-        radius = _profile_radius([mean], np.array([[cy, cx]]), background, reach + spread)
-    if not np.isfinite(radius):
-        radius = math.sqrt(area / math.pi)
+        edges.append(_edge(cleaned(), centres, background, reach, inner))
+    edges = [e for e in edges if np.isfinite(e[0])]
+    radius = min(edges, key=lambda e: e[1])[0] if edges else math.sqrt(area / math.pi)
     for array in (centres, mean):
         array.flags.writeable = False
     positions = np.stack(np.unravel_index(flat, dataset.nav_shape), axis=-1)

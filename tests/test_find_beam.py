@@ -107,12 +107,20 @@ def test_centre_and_radius(seed, size, centre, r, slope, kw):
     assert np.abs(beam.centres - truth_at(beam, centres)).max() < 0.5
 
 
-def test_wander_is_followed():
-    """A beam moving linearly across the scan (1.5 px per step along scan_y, -1 along
-    scan_x: 10.5 and 7 px end to end), sampled on a grid of 4×4 frames: each sampled
-    centre follows it within 0.5 px, and the wander is the farthest from the centre."""
+@pytest.mark.parametrize(
+    ("slope", "r"),
+    [
+        pytest.param((1.5, -1.0), 9.0, id="less-than-the-diameter"),
+        pytest.param((3.0, 0.5), 5.0, id="four-radii"),
+    ],
+)
+def test_wander_is_followed(slope, r):
+    """A beam moving linearly across the scan (10.5 px end to end along scan_y, less than
+    its diameter, or 21 px, four times its radius, where the mean frame holds a streak),
+    sampled on a grid of 4×4 frames: each sampled centre follows it within 0.5 px, the
+    centre is their mean, the wander the farthest from it, the radius the disk's."""
     rng = np.random.default_rng(1)
-    data, centres = draw_scan(rng, 96, (47.3, 50.8), 9.0, slope=(1.5, -1.0))
+    data, centres = draw_scan(rng, 96, (47.3, 50.8), r, slope=slope)
     beam = ltdask.find_beam(ltdask.from_array(data), frames=16)
     assert beam.frames == 16
     # the grid takes both ends of each scan axis
@@ -120,12 +128,24 @@ def test_wander_is_followed():
     assert sorted(set(beam.positions[:, 1])) == [0, 2, 5, 7]
     true = truth_at(beam, centres)
     assert np.abs(beam.centres - true).max() < 0.5
+    assert np.abs(np.array([beam.cy, beam.cx]) - true.mean(axis=0)).max() < 0.5, beam
     far = np.hypot(*(true - true.mean(axis=0)).T).max()
     assert abs(beam.wander - far) < 0.5
     mapped = beam.centre_map()
     assert np.isnan(mapped[1, 1]).all()
     np.testing.assert_allclose(mapped[7, 0], centres[7, 0], atol=0.5)
-    assert abs(beam.r - 9.0) < 1
+    assert abs(beam.r - r) < 1, beam
+
+
+def test_sparse_counts():
+    """Frames of half a count per disk pixel: no frame alone shows the disk, the mean of
+    64 does: its centre and radius come from it."""
+    data, centres = draw_scan(
+        np.random.default_rng(6), 96, (45.3, 43.4), 8.0, plateau=0.5, background=0.01
+    )
+    beam = ltdask.find_beam(ltdask.from_array(data))
+    assert abs(beam.cy - 45.3) < 0.5 and abs(beam.cx - 43.4) < 0.5, beam
+    assert abs(beam.r - 8) < 1, beam
 
 
 @pytest.mark.parametrize(
@@ -169,6 +189,22 @@ def test_hot_pixels_beside_a_small_disk():
     beam = ltdask.find_beam(ltdask.from_array(data))
     assert abs(beam.cy - 30.3) < 0.5 and abs(beam.cx - 30.7) < 0.5, beam
     assert abs(beam.r - 3) < 1, beam
+
+
+def test_hot_pixels_of_single_frames():
+    """Hot pixels that differ from frame to frame (cosmic rays: three per frame anywhere,
+    and one touching the disk of radius 4) do not move the frames' centres."""
+    rng = np.random.default_rng(5)
+    data, centres = draw_scan(rng, 64, (33.6, 29.2), 4.0, slope=(0.4, 0.3), hot=0)
+    for j, i in np.ndindex(NAV):
+        y, x = rng.integers(0, 64, (2, 3))
+        data[j, i, y, x] = rng.integers(20000, 65536, 3)
+        angle = rng.uniform(0, 2 * np.pi)
+        ty, tx = centres[j, i]
+        data[j, i, round(ty + 5 * np.sin(angle)), round(tx + 5 * np.cos(angle))] = 50000
+    beam = ltdask.find_beam(ltdask.from_array(data))
+    assert np.abs(beam.centres - truth_at(beam, centres)).max() < 0.5
+    assert abs(beam.r - 4) < 1, beam
 
 
 def test_sparse_sample_reads_few_frames():
