@@ -313,9 +313,13 @@ def _repair(frame: np.ndarray, hot: np.ndarray) -> np.ndarray:
     is_hot = np.zeros(frame.shape, dtype=bool)
     is_hot[tuple(hot)] = True
     neighbours = np.where(inside & ~is_hot[ys, xs], out[ys, xs], np.nan)
-    usable = ~np.isnan(neighbours).all(axis=1)
-    hot_y, hot_x = hot[0][usable], hot[1][usable]
-    out[hot_y, hot_x] = np.nanmedian(neighbours[usable], axis=1)
+    # the median of each row's numbers: sorted, the NaNs go last
+    count = (~np.isnan(neighbours)).sum(axis=1)
+    usable = count > 0
+    ordered = np.sort(neighbours[usable], axis=1)
+    rows, count = np.arange(len(ordered)), count[usable]
+    median = (ordered[rows, (count - 1) // 2] + ordered[rows, count // 2]) / 2
+    out[hot[0][usable], hot[1][usable]] = median
     return out
 
 
@@ -365,8 +369,11 @@ def _centre(
     areas[0] = 0
     main = labels == int(np.argmax(areas))
     # grow to the region above a tenth of the contrast that holds it, then a little more
-    low_labels, _ = ndimage.label(image > background + contrast / 10)
-    region = np.isin(low_labels, np.unique(low_labels[main]))
+    low_labels, low_count = ndimage.label(image > background + contrast / 10)
+    holds_main = np.zeros(low_count + 1, dtype=bool)
+    holds_main[low_labels[main]] = True
+    holds_main[0] = False
+    region = holds_main[low_labels]
     region = ndimage.binary_dilation(region | main, iterations=_GROW)
     ys, xs = np.nonzero(region)
     weights = np.clip(image[ys, xs] - background, 0, None)
@@ -438,7 +445,8 @@ def find_beam(dataset, frames: int = 64, *, roi=None, corrections=None) -> Beam:
         A scan with 2-D frames.
     frames : int
         How many frames to sample: an even grid over the scan (its ends included), or
-        spread evenly over the positions of `roi`. Only these frames are read.
+        spread evenly over the positions of `roi`. Only these frames are read, and held
+        in memory together (64 frames of 256 × 256 uint16: 8 MiB).
     roi : array-like of bool, optional
         Sample only positions where it is True (nav-shaped, as for `ltdask.compute`).
     corrections : ltdask.CorrectionSet, optional

@@ -318,3 +318,26 @@ def test_bad_scans(request, data, kw, error, match):
 def test_bad_arguments(request, kw, error, match):
     data, _ = draw_scan(np.random.default_rng(0), 32, (16.0, 16.0), 4.0, hot=0)
     expect(request, error, match, ltdask.find_beam, ltdask.from_array(data), **kw)
+
+
+def test_repair_takes_the_median_of_the_other_neighbours():
+    """A hot pixel becomes the median of its neighbours inside the frame that are not hot
+    themselves (numpy's median of the same pixels, listed by hand; an even number of
+    them for the corner beside another hot pixel)."""
+    from ltdask.beam import _repair
+
+    frame = np.arange(25, dtype=np.float64).reshape(5, 5) ** 1.5
+    hot = np.array([[0, 2, 2, 4, 4], [0, 2, 3, 4, 3]])
+    expected = {
+        (0, 0): [(0, 1), (1, 0), (1, 1)],
+        (2, 2): [(1, 1), (1, 2), (1, 3), (2, 1), (3, 1), (3, 2), (3, 3)],
+        (2, 3): [(1, 2), (1, 3), (1, 4), (2, 4), (3, 2), (3, 3), (3, 4)],
+        (4, 4): [(3, 3), (3, 4)],
+        (4, 3): [(3, 2), (3, 3), (3, 4), (4, 2)],
+    }
+    out = _repair(frame, hot)
+    for (y, x), pixels in expected.items():
+        assert out[y, x] == np.median([frame[p] for p in pixels]), (y, x)
+    untouched = np.ones(frame.shape, dtype=bool)
+    untouched[tuple(hot)] = False
+    assert (out[untouched] == frame[untouched]).all()
