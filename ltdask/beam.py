@@ -25,6 +25,11 @@ scipy.ndimage on the frames in memory:
    blurred edge of a wandering beam in the mean frame and the anti-aliased edge of a disk
    count evenly on all sides: sub-pixel, where the threshold mask's own centroid moves in
    whole pixels. The same for each sampled frame, with the mean frame's threshold.
+   Where a beam stop's shadow (pixels of the mean frame darker than half the background)
+   crosses the disk, only pixels whose mirror image through the centre is seen too count
+   (iterated): a narrow rod or wire then hides as much on each side. A shadow or the
+   frame's edge that cuts off a wide part of the disk still moves the centre away from
+   the cut (by 1 to 2 px for a fifth of a disk).
 4. The radius is where the azimuthal mean profile falls to half height: the edge itself,
    not the threshold area, which moves with the level. Of the profile around each frame's
    own centre (which a wandering beam does not blur) and the mean frame's around the
@@ -49,6 +54,7 @@ __all__ = ["Beam", "find_beam"]
 _GROW = 2
 #: radial profile bins (px)
 _BIN = 0.5
+_ROUNDS = 30
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -355,11 +361,12 @@ def _levels(mean: np.ndarray) -> tuple[float, float]:
 
 
 def _centre(
-    image: np.ndarray, level: float, background: float, contrast: float
+    image: np.ndarray, level: float, background: float, contrast: float, hidden: np.ndarray
 ) -> tuple[float, float, int]:
     """``(cy, cx, area)`` of the beam in `image`: the centre of mass of the intensity above
     `background` over the largest region above `level`, grown (see the module's
-    description); NaN and 0 where nothing is above `level`."""
+    description), balanced where part of the disk is `hidden` or off the frame; NaN and 0
+    where nothing is above `level`."""
     from scipy import ndimage
 
     labels, count = ndimage.label(image > level)
@@ -380,14 +387,50 @@ def _centre(
     total = weights.sum()
     if not total > 0:
         return math.nan, math.nan, 0
-    return float(ys @ weights / total), float(xs @ weights / total), int(areas.max())
+    cy, cx = float(ys @ weights / total), float(xs @ weights / total)
+    return (*_balanced(image, cy, cx, ys, xs, background, hidden), int(areas.max()))
 
 
-def _edge(frames, centres: np.ndarray, background: float, reach: float, inner: float):
+def _balanced(image, cy, cx, ys, xs, background, hidden) -> tuple[float, float]:
+    """The centre of mass of a disk partly `hidden` (a beam stop's shadow) or cut by the
+    frame's edge: over the pixels within reach of the centre whose mirror image through it
+    is seen too, so that what is lost on one side is left out on the other; iterated.
+    Where nothing within reach is hidden or off the frame, ``(cy, cx)`` as it is."""
+    sy, sx = image.shape
+    reach = float(np.hypot(ys - cy, xs - cx).max()) + 1
+    for _ in range(_ROUNDS):
+        y0, y1 = math.floor(cy - reach), math.ceil(cy + reach) + 1
+        x0, x1 = math.floor(cx - reach), math.ceil(cx + reach) + 1
+        yy, xx = np.mgrid[y0:y1, x0:x1]
+        near = np.hypot(yy - cy, xx - cx) <= reach
+        yy, xx = yy[near], xx[near]
+        my, mx = np.rint(2 * cy - yy).astype(np.int64), np.rint(2 * cx - xx).astype(np.int64)
+
+        def seen(y, x):
+            ok = (y >= 0) & (y < sy) & (x >= 0) & (x < sx)
+            ok[ok] = ~hidden[y[ok], x[ok]]
+            return ok
+
+        both = seen(yy, xx) & seen(my, mx)
+        if both.all():
+            break
+        weights = np.clip(image[yy[both], xx[both]] - background, 0, None)
+        total = weights.sum()
+        if not total > 0:
+            break
+        new = float(yy[both] @ weights / total), float(xx[both] @ weights / total)
+        moved = math.hypot(new[0] - cy, new[1] - cx)
+        cy, cx = new
+        if moved < 0.01:
+            break
+    return cy, cx
+
+
+def _edge(frames, centres: np.ndarray, background: float, reach: float, inner: float, hidden):
     """``(radius, width)`` of the disk's edge in the azimuthal mean of `frames` around their
-    `centres` (out to `reach` px): where it first falls below half way from its plateau
-    (its mean within `inner` px) to `background`, and how far it takes to fall from 3/4 to
-    1/4 of the way; NaN where it does not fall."""
+    `centres` (out to `reach` px, leaving out `hidden` pixels): where it first falls below
+    half way from its plateau (its mean within `inner` px) to `background`, and how far it
+    takes to fall from 3/4 to 1/4 of the way; NaN where it does not fall."""
     nbins = int(reach / _BIN) + 2
     sums = np.zeros(nbins)
     counts = np.zeros(nbins)
@@ -400,7 +443,7 @@ def _edge(frames, centres: np.ndarray, background: float, reach: float, inner: f
         x0, x1 = max(int(cx - reach), 0), min(int(cx + reach) + 2, sx)
         yy, xx = np.mgrid[y0:y1, x0:x1]
         d = np.hypot(yy - cy, xx - cx).ravel()
-        inside = d < reach
+        inside = (d < reach) & ~hidden[y0:y1, x0:x1].ravel()
         d = d[inside]
         index = (d / _BIN).astype(np.int64)
         sums += np.bincount(index, frame[y0:y1, x0:x1].ravel()[inside], nbins)
@@ -431,11 +474,12 @@ def find_beam(dataset, frames: int = 64, *, roi=None, corrections=None) -> Beam:
     spread over the scan (how it wanders), from one quick pass over those frames.
 
     Robust to hot pixels (single pixels of any value, in every frame or in one), a
-    saturated disk (flat at the dtype's maximum) and a beam stop's shadow beside the disk;
-    see `ltdask.beam` for the method. The beam must lie inside the frame and stand out of
-    the background: a disk cut by the frame's edge or by a shadow gives a centre moved
-    away from the cut, and the largest of several disks above half the direct beam's
-    height is taken for it (pass a `roi` where the beam is alone, e.g. over vacuum).
+    saturated disk (flat at the dtype's maximum) and a beam stop's shadow beside the disk
+    or a narrow one (a rod, a wire) across it; see `ltdask.beam` for the method. The beam
+    must lie inside the frame and stand out of the background: a disk cut by the frame's
+    edge or by a wide shadow gives a centre moved away from the cut, and the largest of
+    several disks above half the direct beam's height is taken for it (pass a `roi`
+    where the beam is alone, e.g. over vacuum).
     Each frame's centre needs a disk of a few counts per pixel in that frame; frames of
     sparser counts give scattered ones (the mean frame still gives ``cy``, ``cx``, ``r``).
 
@@ -509,9 +553,12 @@ def find_beam(dataset, frames: int = 64, *, roi=None, corrections=None) -> Beam:
             f"on the detector?"
         )
     level = background + contrast / 2
-    cy, cx, area = _centre(mean, level, background, contrast)
+    # a beam stop's shadow: darker than the background, where the background stands out
+    # of the noise (detector pixels without counts are not a shadow)
+    hidden = mean < background / 2 if background > 3 * noise else np.zeros(mean.shape, bool)
+    cy, cx, area = _centre(mean, level, background, contrast, hidden)
     centres = np.array(
-        [_centre(frame, level, background, contrast)[:2] for frame in cleaned()]
+        [_centre(frame, level, background, contrast, hidden)[:2] for frame in cleaned()]
     ).reshape(-1, 2)
     # out to twice the threshold region's radius, and past the wander
     ok = np.isfinite(centres).all(axis=1)
@@ -521,9 +568,9 @@ def find_beam(dataset, frames: int = 64, *, roi=None, corrections=None) -> Beam:
     # hold, the mean frame's is blurred by the wander: the sharper one gives the radius
     # (frames of a few sparse counts give poor centres, and the mean frame's edge)
     inner = math.sqrt(area / math.pi) / 2
-    edges = [_edge([mean], np.array([[cy, cx]]), background, reach + spread, inner)]
+    edges = [_edge([mean], np.array([[cy, cx]]), background, reach + spread, inner, hidden)]
     if ok.any():
-        edges.append(_edge(cleaned(), centres, background, reach, inner))
+        edges.append(_edge(cleaned(), centres, background, reach, inner, hidden))
     edges = [e for e in edges if np.isfinite(e[0])]
     radius = min(edges, key=lambda e: e[1])[0] if edges else math.sqrt(area / math.pi)
     for array in (centres, mean):

@@ -154,12 +154,15 @@ def test_sparse_counts():
         pytest.param((40.3, 70.6), 3.0, np.s_[50:60, :], id="bar-below-small-disk"),
         pytest.param((60.2, 64.7), 20.0, np.s_[:, 90:], id="right-third-dark"),
         pytest.param((64.5, 63.2), 40.0, np.s_[108:, :], id="bar-under-large-disk"),
-        pytest.param((80.4, 40.9), 12.0, np.s_[:70, 60:68], id="rod-from-top-edge"),
+        pytest.param((80.4, 40.9), 12.0, np.s_[:70, 60:68], id="rod-beside-the-disk"),
+        pytest.param((64.4, 64.2), 10.0, np.s_[:64, 60:68], id="rod-to-the-centre"),
+        pytest.param((40.3, 50.2), 8.0, np.s_[:, 47:50], id="wire-across-the-disk"),
+        pytest.param((70.6, 55.1), 15.0, np.s_[:, 58:61], id="wire-off-the-centre"),
     ],
 )
 def test_beam_stop(centre, r, stop):
-    """A beam stop's shadow (zero counts) crossing the frame beside the disk moves neither
-    the centre nor the radius."""
+    """A beam stop's shadow (zero counts) crossing the frame beside the disk, or a narrow
+    rod or wire across it, moves neither the centre nor the radius."""
     data, centres = draw_scan(
         np.random.default_rng(7),
         128,
