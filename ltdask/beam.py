@@ -26,10 +26,11 @@ scipy.ndimage on the frames in memory:
    count evenly on all sides: sub-pixel, where the threshold mask's own centroid moves in
    whole pixels. The same for each sampled frame, with the mean frame's threshold.
    Where a beam stop's shadow (pixels of the mean frame darker than half the background)
-   crosses the disk, only pixels whose mirror image through the centre is seen too count
-   (iterated): a narrow rod or wire then hides as much on each side. A shadow or the
-   frame's edge that cuts off a wide part of the disk still moves the centre away from
-   the cut (by 1 to 2 px for a fifth of a disk).
+   or the frame's edge cuts the disk, the centre of mass leans away from the cut: first
+   only pixels whose mirror image through the centre is seen too count (iterated), then
+   the centre is that of the circle through the edge that is seen (rays from the centre,
+   smoothed, the points next to the shadow or off the frame left out, least squares
+   without the points far off the circle). Up to about half of the disk may be hidden.
 4. The radius is where the azimuthal mean profile falls to half height: the edge itself,
    not the threshold area, which moves with the level. Of the profile around each frame's
    own centre (which a wandering beam does not blur) and the mean frame's around the
@@ -55,6 +56,8 @@ _GROW = 2
 #: radial profile bins (px)
 _BIN = 0.5
 _ROUNDS = 30
+#: rays from the centre to the edge of a cut disk
+_RAYS = 120
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -388,16 +391,23 @@ def _centre(
     if not total > 0:
         return math.nan, math.nan, 0
     cy, cx = float(ys @ weights / total), float(xs @ weights / total)
-    return (*_balanced(image, cy, cx, ys, xs, background, hidden), int(areas.max()))
+    reach = float(np.hypot(ys - cy, xs - cx).max()) + 1
+    cy, cx, cut = _balanced(image, cy, cx, reach, background, hidden)
+    if cut:
+        fitted = _fit_edge(image, cy, cx, reach, level, hidden)
+        if fitted is not None:
+            cy, cx = fitted
+    return cy, cx, int(areas.max())
 
 
-def _balanced(image, cy, cx, ys, xs, background, hidden) -> tuple[float, float]:
+def _balanced(image, cy, cx, reach, background, hidden) -> tuple[float, float, bool]:
     """The centre of mass of a disk partly `hidden` (a beam stop's shadow) or cut by the
     frame's edge: over the pixels within reach of the centre whose mirror image through it
     is seen too, so that what is lost on one side is left out on the other; iterated.
-    Where nothing within reach is hidden or off the frame, ``(cy, cx)`` as it is."""
+    Where nothing within `reach` is hidden or off the frame, ``(cy, cx)`` as it is; and
+    whether something was."""
     sy, sx = image.shape
-    reach = float(np.hypot(ys - cy, xs - cx).max()) + 1
+    cut = False
     for _ in range(_ROUNDS):
         y0, y1 = math.floor(cy - reach), math.ceil(cy + reach) + 1
         x0, x1 = math.floor(cx - reach), math.ceil(cx + reach) + 1
@@ -414,6 +424,7 @@ def _balanced(image, cy, cx, ys, xs, background, hidden) -> tuple[float, float]:
         both = seen(yy, xx) & seen(my, mx)
         if both.all():
             break
+        cut = True
         weights = np.clip(image[yy[both], xx[both]] - background, 0, None)
         total = weights.sum()
         if not total > 0:
@@ -423,7 +434,58 @@ def _balanced(image, cy, cx, ys, xs, background, hidden) -> tuple[float, float]:
         cy, cx = new
         if moved < 0.01:
             break
-    return cy, cx
+    return cy, cx, cut
+
+
+def _fit_edge(image, cy, cx, reach, level, hidden) -> tuple[float, float] | None:
+    """The centre of the circle through the disk's edge: where rays from ``(cy, cx)``
+    last fall below `level` (linear between samples a quarter pixel apart, on the image
+    smoothed), leaving out those points next to a `hidden` pixel or off the frame, by
+    least squares without the points far off the circle; None where fewer than a third
+    of the rays remain."""
+    from scipy import ndimage
+
+    sy, sx = image.shape
+    angles = np.linspace(0, 2 * np.pi, _RAYS, endpoint=False)
+    t = np.arange(0, reach + 2, 0.25)
+    ys = cy + np.sin(angles)[:, None] * t
+    xs = cx + np.cos(angles)[:, None] * t
+    # smoothed, so that the counting noise inside the disk does not end rays early (a
+    # circle's edge stays where it is but for a curvature term of sigma² / 2r)
+    smooth = ndimage.gaussian_filter(image, 1.0, mode="nearest")
+    values = ndimage.map_coordinates(smooth, [ys.ravel(), xs.ravel()], order=1, mode="nearest")
+    values = values.reshape(ys.shape)
+    # an edge point is where a ray last falls below the level (a ray may cross a shadow
+    # on its way), unless that is next to a hidden pixel (which the smoothing spreads) or
+    # off the frame: there the shadow or the frame's edge cut the disk
+    blocked = ndimage.binary_dilation(hidden, iterations=3)
+    iy, ix = np.rint(ys).astype(np.int64), np.rint(xs).astype(np.int64)
+    off = (iy < 0) | (iy >= sy) | (ix < 0) | (ix >= sx)
+    off[~off] = blocked[iy[~off], ix[~off]]
+    above = (values >= level) & ~((iy < 0) | (iy >= sy) | (ix < 0) | (ix >= sx))
+    last = len(t) - 1 - above[:, ::-1].argmax(axis=1)
+    rows = np.arange(_RAYS)
+    good = above.any(axis=1) & (last < len(t) - 1)
+    good[good] &= ~off[rows[good], last[good]] & ~off[rows[good], last[good] + 1]
+    if good.sum() < _RAYS // 3:
+        return None
+    rows, k = rows[good], last[good] + 1
+    v0, v1 = values[rows, k - 1], values[rows, k]
+    at = t[k - 1] + 0.25 * (v0 - level) / (v0 - v1)
+    py, px = cy + np.sin(angles[rows]) * at, cx + np.cos(angles[rows]) * at
+    keep = np.ones(len(py), dtype=bool)
+    for _ in range(3):
+        # the circle (y - a)² + (x - b)² = r², linear in a, b and r² - a² - b²
+        design = np.column_stack([2 * py[keep], 2 * px[keep], np.ones(int(keep.sum()))])
+        (fy, fx, c), *_ = np.linalg.lstsq(design, py[keep] ** 2 + px[keep] ** 2, rcond=None)
+        residual = np.hypot(py - fy, px - fx) - math.sqrt(max(c + fy * fy + fx * fx, 0.0))
+        spread = 1.4826 * float(np.median(np.abs(residual[keep])))
+        keep = np.abs(residual) < max(3 * spread, 0.5)  # noise that ended a ray early
+        if keep.sum() < _RAYS // 3:
+            return None
+    if not math.hypot(fy - cy, fx - cx) < reach:
+        return None
+    return float(fy), float(fx)
 
 
 def _edge(frames, centres: np.ndarray, background: float, reach: float, inner: float, hidden):
@@ -474,12 +536,11 @@ def find_beam(dataset, frames: int = 64, *, roi=None, corrections=None) -> Beam:
     spread over the scan (how it wanders), from one quick pass over those frames.
 
     Robust to hot pixels (single pixels of any value, in every frame or in one), a
-    saturated disk (flat at the dtype's maximum) and a beam stop's shadow beside the disk
-    or a narrow one (a rod, a wire) across it; see `ltdask.beam` for the method. The beam
-    must lie inside the frame and stand out of the background: a disk cut by the frame's
-    edge or by a wide shadow gives a centre moved away from the cut, and the largest of
-    several disks above half the direct beam's height is taken for it (pass a `roi`
-    where the beam is alone, e.g. over vacuum).
+    saturated disk (flat at the dtype's maximum), a beam stop's shadow (darker than the
+    background) beside the disk or across up to about half of it, and a disk partly off
+    the frame; see `ltdask.beam` for the method. The beam must stand out of the
+    background; the largest of several disks above half the direct beam's height is
+    taken for it (pass a `roi` where the beam is alone, e.g. over vacuum).
     Each frame's centre needs a disk of a few counts per pixel in that frame; frames of
     sparser counts give scattered ones (the mean frame still gives ``cy``, ``cx``, ``r``).
 

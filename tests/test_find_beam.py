@@ -158,11 +158,14 @@ def test_sparse_counts():
         pytest.param((64.4, 64.2), 10.0, np.s_[:64, 60:68], id="rod-to-the-centre"),
         pytest.param((40.3, 50.2), 8.0, np.s_[:, 47:50], id="wire-across-the-disk"),
         pytest.param((70.6, 55.1), 15.0, np.s_[:, 58:61], id="wire-off-the-centre"),
+        pytest.param((60.2, 64.7), 20.0, np.s_[:, 75:], id="a-fifth-of-the-disk-hidden"),
+        pytest.param((64.5, 63.2), 40.0, np.s_[90:, :], id="a-tenth-of-a-large-disk-hidden"),
     ],
 )
 def test_beam_stop(centre, r, stop):
-    """A beam stop's shadow (zero counts) crossing the frame beside the disk, or a narrow
-    rod or wire across it, moves neither the centre nor the radius."""
+    """A beam stop's shadow (zero counts) crossing the frame beside the disk, a narrow rod
+    or wire across it or a shadow over part of it moves neither the centre nor the
+    radius."""
     data, centres = draw_scan(
         np.random.default_rng(7),
         128,
@@ -174,6 +177,28 @@ def test_beam_stop(centre, r, stop):
         stop=stop,
     )
     assert (data[(Ellipsis, *stop)] == 0).mean() > 0.99  # the shadow is there
+    beam = ltdask.find_beam(ltdask.from_array(data))
+    expected = centres.reshape(-1, 2).mean(axis=0)
+    assert np.abs(np.array([beam.cy, beam.cx]) - expected).max() < 0.5, beam
+    assert abs(beam.r - r) < 1, beam
+    assert np.abs(beam.centres - truth_at(beam, centres)).max() < 0.5
+
+
+@pytest.mark.parametrize(
+    ("centre", "r"),
+    [
+        pytest.param((5.3, 60.2), 12.0, id="top-edge"),
+        pytest.param((0.5, 40.2), 5.0, id="centre-on-the-first-row"),
+        pytest.param((60.3, 122.6), 12.0, id="right-edge"),
+        pytest.param((1.3, 60.2), 3.0, id="small-disk-at-the-top"),
+    ],
+)
+def test_disk_cut_by_the_frame(centre, r):
+    """A disk partly off the frame (up to half of it, the centres of some frames off it):
+    the centre and radius of the whole disk, from the edge that is on the frame."""
+    data, centres = draw_scan(
+        np.random.default_rng(8), 128, centre, r, (0.3, -0.2), plateau=100.0, background=8.0
+    )
     beam = ltdask.find_beam(ltdask.from_array(data))
     expected = centres.reshape(-1, 2).mean(axis=0)
     assert np.abs(np.array([beam.cy, beam.cx]) - expected).max() < 0.5, beam
