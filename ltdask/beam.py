@@ -55,6 +55,7 @@ __all__ = ["Beam", "find_beam"]
 _GROW = 2
 #: radial profile bins (px)
 _BIN = 0.5
+#: at most this many rounds of balancing a cut disk's centre of mass
 _ROUNDS = 30
 #: rays from the centre to the edge of a cut disk
 _RAYS = 120
