@@ -19,12 +19,14 @@ scipy.ndimage on the frames in memory:
    move it much, where a percentile of the whole frame would) and the plateau (the
    brightest pixel of the repaired mean frame: a flat top at the dtype's maximum for a
    saturated disk).
-3. The beam is the largest connected region above it (hot pixels and noise make small
-   ones). Its centre is the centre of mass of the intensity above the background over that
-   region, grown to the region above a tenth of the contrast and 2 px more, so that the
-   blurred edge of a wandering beam in the mean frame and the anti-aliased edge of a disk
-   count evenly on all sides: sub-pixel, where the threshold mask's own centroid moves in
-   whole pixels. The same for each sampled frame, with the mean frame's threshold.
+3. The beam is the brightest (summed above the threshold) of the connected regions above
+   it at least half as large as the largest (hot pixels and noise make small ones;
+   diffracted disks of the beam's size are dimmer). Its centre is the centre of mass of
+   the intensity above the background over that region, grown to the region above a
+   tenth of the contrast and 2 px more, so that the blurred edge of a wandering beam in
+   the mean frame and the anti-aliased edge of a disk count evenly on all sides:
+   sub-pixel, where the threshold mask's own centroid moves in whole pixels. The same for
+   each sampled frame, with the mean frame's threshold.
    Where a beam stop's shadow (pixels of the mean frame darker than half the background)
    or the frame's edge cuts the disk, the centre of mass leans away from the cut: first
    only pixels whose mirror image through the centre is seen too count (iterated), then
@@ -368,7 +370,7 @@ def _centre(
     image: np.ndarray, level: float, background: float, contrast: float, hidden: np.ndarray
 ) -> tuple[float, float, int]:
     """``(cy, cx, area)`` of the beam in `image`: the centre of mass of the intensity above
-    `background` over the largest region above `level`, grown (see the module's
+    `background` over the brightest large region above `level`, grown (see the module's
     description), balanced where part of the disk is `hidden` or off the frame; NaN and 0
     where nothing is above `level`."""
     from scipy import ndimage
@@ -378,7 +380,13 @@ def _centre(
         return math.nan, math.nan, 0
     areas = np.bincount(labels.ravel())
     areas[0] = 0
-    main = labels == int(np.argmax(areas))
+    # of the regions at least half as large as the largest (not a hot pixel, not noise),
+    # the brightest: the direct beam among diffracted disks of its size
+    excess = np.bincount(labels.ravel(), image.ravel() - level)
+    excess[areas < areas.max() / 2] = -np.inf
+    excess[0] = -np.inf
+    chosen = int(np.argmax(excess))
+    main = labels == chosen
     # grow to the region above a tenth of the contrast that holds it, then a little more
     low_labels, low_count = ndimage.label(image > background + contrast / 10)
     holds_main = np.zeros(low_count + 1, dtype=bool)
@@ -398,7 +406,7 @@ def _centre(
         fitted = _fit_edge(image, cy, cx, reach, level, hidden)
         if fitted is not None:
             cy, cx = fitted
-    return cy, cx, int(areas.max())
+    return cy, cx, int(areas[chosen])
 
 
 def _balanced(image, cy, cx, reach, background, hidden) -> tuple[float, float, bool]:
@@ -540,8 +548,9 @@ def find_beam(dataset, frames: int = 64, *, roi=None, corrections=None) -> Beam:
     saturated disk (flat at the dtype's maximum), a beam stop's shadow (darker than the
     background) beside the disk or across up to about half of it, and a disk partly off
     the frame; see `ltdask.beam` for the method. The beam must stand out of the
-    background; the largest of several disks above half the direct beam's height is
-    taken for it (pass a `roi` where the beam is alone, e.g. over vacuum).
+    background, and be the brightest of the disks its size: pass a `roi` where it is
+    alone (e.g. over vacuum) where diffracted disks are as bright, and where they are
+    larger.
     Each frame's centre needs a disk of a few counts per pixel in that frame; frames of
     sparser counts give scattered ones (the mean frame still gives ``cy``, ``cx``, ``r``).
 

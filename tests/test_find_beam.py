@@ -206,6 +206,20 @@ def test_disk_cut_by_the_frame(centre, r):
     assert np.abs(beam.centres - truth_at(beam, centres)).max() < 0.5
 
 
+def test_diffracted_disks_of_the_beams_size():
+    """Four diffracted disks a little larger than the beam (8.5 px against 8) at 65 % of
+    its height, above the threshold too, over more pixels: the beam is the brightest."""
+    rng = np.random.default_rng(9)
+    mean = 5 + 200 * coverage(128, 64.3, 60.7, 8.0)
+    for dy, dx in [(-30, 0), (30, 0), (0, -30), (0, 30)]:
+        mean += 130 * coverage(128, 64.3 + dy, 60.7 + dx, 8.5)
+    data = rng.poisson(mean, (4, 4, 128, 128)).astype(np.uint16)
+    beam = ltdask.find_beam(ltdask.from_array(data))
+    assert abs(beam.cy - 64.3) < 0.5 and abs(beam.cx - 60.7) < 0.5, beam
+    assert np.abs(beam.centres - (64.3, 60.7)).max() < 0.5
+    assert abs(beam.r - 8) < 1, beam
+
+
 def test_hot_pixels_beside_a_small_disk():
     """Hot pixels touching a disk of radius 3 (one of 60000 counts, one at the dtype's
     maximum) are repaired before they weigh in the centre of mass: without that, the
