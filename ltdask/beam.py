@@ -258,10 +258,14 @@ def _read(dataset, frames: int, roi, corrections) -> tuple[np.ndarray, np.ndarra
         )
     mask = np.zeros(dataset.num_frames, dtype=bool)
     mask[flat] = True
-    (picked,) = [
-        PickUDF().compute(dataset, roi=mask.reshape(dataset.nav_shape), corrections=corrections)
-    ]
-    return flat, np.asarray(picked["intensity"].values)
+    result = PickUDF().compute(
+        dataset, roi=mask.reshape(dataset.nav_shape), corrections=corrections
+    )
+    picked = np.asarray(result["intensity"].values)
+    if picked.dtype.kind == "f" and not np.isfinite(picked).all():
+        # pixels without a value (detector gaps) are dark, as a beam stop's shadow is
+        picked = np.nan_to_num(picked, nan=0.0, posinf=0.0, neginf=0.0)
+    return flat, picked
 
 
 def _above_neighbours(image: np.ndarray, margin: float) -> np.ndarray:
@@ -566,6 +570,7 @@ def find_beam(dataset, frames: int = 64, *, roi=None, corrections=None) -> Beam:
         Sample only positions where it is True (nav-shaped, as for `ltdask.compute`).
     corrections : ltdask.CorrectionSet, optional
         Corrections applied to the frames read (by default the acquisition's own).
+        Pixels that are NaN or infinite (detector gaps) count as dark, as a shadow.
 
     Returns
     -------
@@ -576,7 +581,7 @@ def find_beam(dataset, frames: int = 64, *, roi=None, corrections=None) -> Beam:
     Raises
     ------
     ltdask.DataSetError
-        The frames are not 2-D, the sampled frames are blank (zero or one value
+        The frames are not 2-D or complex, the sampled frames are blank (zero or one value
         everywhere) or nothing stands out of their background, or no position to sample
         holds a frame.
     ValueError
@@ -594,6 +599,12 @@ def find_beam(dataset, frames: int = 64, *, roi=None, corrections=None) -> Beam:
     """
     if isinstance(frames, bool) or not isinstance(frames, (int, np.integer)) or frames < 1:
         raise ValueError(f"find_beam: frames={frames!r}; expected a positive integer")
+    if dataset.dtype.kind == "c":
+        raise DataSetError(
+            f"{dataset.path}: find_beam needs real intensities, this scan holds "
+            f"{dataset.dtype}; give it the intensities (e.g. abs(data) ** 2 through "
+            f"ltdask.from_array)"
+        )
     if len(dataset.sig_shape) != 2:
         raise DataSetError(
             f"{dataset.path}: find_beam needs 2-D frames, this scan's are "

@@ -220,6 +220,18 @@ def test_diffracted_disks_of_the_beams_size():
     assert abs(beam.r - 8) < 1, beam
 
 
+def test_gaps_without_values():
+    """NaN pixels (a detector's gap, two columns across the disk) and an infinite one
+    count as dark, as a shadow: the centre and radius stay."""
+    data, centres = draw_scan(np.random.default_rng(10), 96, (40.4, 47.3), 10.0, hot=0)
+    data = data.astype(np.float32)
+    data[..., :, 47:49] = np.nan
+    data[..., 10, 10] = np.inf
+    beam = ltdask.find_beam(ltdask.from_array(data))
+    assert abs(beam.cy - 40.4) < 0.5 and abs(beam.cx - 47.3) < 0.5, beam
+    assert abs(beam.r - 10) < 1, beam
+
+
 def test_hot_pixels_beside_a_small_disk():
     """Hot pixels touching a disk of radius 3 (one of 60000 counts, one at the dtype's
     maximum) are repaired before they weigh in the centre of mass: without that, the
@@ -322,6 +334,13 @@ BAD = [
         DataSetError,
         r"find_beam needs 2-D frames, this scan's are \(32,\) \(1 signal dims\)",
         id="one-dim-frames",
+    ),
+    pytest.param(
+        np.ones((4, 4, 8, 8), np.complex64),
+        {},
+        DataSetError,
+        r"find_beam needs real intensities, this scan holds complex64",
+        id="complex",
     ),
     pytest.param(
         np.zeros((4, 4, 2, 8, 8), np.float32),
