@@ -8,6 +8,7 @@ from ltdask import _config  # noqa: F401  # isort: skip
 from ltdask import plot, udf
 from ltdask._lazy import lazy_exports
 from ltdask._version import __version__
+from ltdask.beam import find_beam
 from ltdask.common import Shape, Slice
 from ltdask.corrections import CorrectionSet
 from ltdask.exceptions import (
@@ -111,6 +112,7 @@ __all__ = [
     "compat",
     "compute",
     "explain",
+    "find_beam",
     "iter",
     "lazy",
     "live",

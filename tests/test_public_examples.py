@@ -23,6 +23,7 @@ PUBLIC_MODULES = [
     "ltdask.plot",
     "ltdask.corrections",
     "ltdask.synthetic",
+    "ltdask.beam",
     "ltdask.analysis",
     "ltdask.common",
     "ltdask.calibration",
