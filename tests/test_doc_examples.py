@@ -239,6 +239,7 @@ PAGE_DATA: dict[str, tuple[str, ...]] = {
     "docs/index.md": ("scan.mib",),
     "docs/getting-started.md": ("scan.raw", "scan.mib"),
     "docs/command-line.md": ("scan.raw", "scan.mib"),
+    "docs/coming-from-hyperspy.md": (),
     "docs/concepts.md": ("scan.raw",),
     "docs/formats.md": (),
     "docs/corrections.md": ("scan.mib", "dark.npy", "gain.npy", "bad.npy", "dark.mib"),

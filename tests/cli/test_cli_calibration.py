@@ -16,8 +16,8 @@ from helpers.dmfiles import write_dm
 from PIL import Image
 
 from ltdask.cli import main
+from ltdask.cli._calibration import AxisSpec, parse_calibration
 from ltdask.cli._errors import UserError
-from ltdask.cli._options import AxisSpec, parse_calibration
 
 NAV, SIG = (4, 5), (16, 16)
 
