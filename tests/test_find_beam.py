@@ -385,7 +385,7 @@ def test_repair_takes_the_median_of_the_other_neighbours():
     """A hot pixel becomes the median of its neighbours inside the frame that are not hot
     themselves (numpy's median of the same pixels, listed by hand; an even number of
     them for the corner beside another hot pixel)."""
-    from ltdask.beam import _repair
+    from ltdask.beam._find import _repair
 
     frame = np.arange(25, dtype=np.float64).reshape(5, 5) ** 1.5
     hot = np.array([[0, 2, 2, 4, 4], [0, 2, 3, 4, 3]])
