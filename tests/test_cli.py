@@ -267,13 +267,17 @@ def check_pick_overwritten(res, scan):
 
 
 def check_disk(res, scan):
-    mask = disk(cy=8, cx=7, r=4)  # cy defaults to the frame's centre
+    # cy not given: the direct beam's (tests/test_find_beam.py checks find_beam itself)
+    cy = round(ltdask.find_beam(ltdask.from_array(scan.data)).cy, 2)
+    mask = disk(cy=cy, cx=7, r=4)
     assert res["intensity"].shape == (*NAV, 1)
     np.testing.assert_allclose(res["intensity"][..., 0], (scan.data * mask).sum(axis=(2, 3)))
 
 
 def check_ring(res, scan):
-    mask = disk(8, 8, 6) & ~disk(8, 8, 3)
+    beam = ltdask.find_beam(ltdask.from_array(scan.data))  # the centre, not given
+    cy, cx = round(beam.cy, 2), round(beam.cx, 2)
+    mask = disk(cy, cx, 6) & ~disk(cy, cx, 3)
     np.testing.assert_allclose(res["intensity"][..., 0], (scan.data * mask).sum(axis=(2, 3)))
 
 

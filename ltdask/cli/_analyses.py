@@ -194,16 +194,66 @@ def find(name: str, analyses: dict[str, Analysis]) -> Analysis:
     )
 
 
+#: the analyses whose geometry ``ltdask run`` takes from the direct beam (`ltdask.find_beam`)
+#: where ``-p`` does not give it
+BEAM_GEOMETRY = {
+    "disk": ("cy", "cx", "r"),
+    "ring": ("cy", "cx", "r", "ri"),
+    "com": ("cy", "cx", "r"),
+}
+
+
+def beam_geometry(name: str, values: dict, ds, roi, corrections) -> str | None:
+    """Fill the geometry of analysis `name` that `values` (the ``-p`` given) lacks from the
+    direct beam: its centre; ``r`` (a disk, CoM) and ``ri`` (a ring) reach past the beam's
+    radius by how far it wanders; a ring's ``r`` is the largest that fits the frame. Returns
+    what to tell the user (None: nothing was looked for); where no beam stands out, the
+    analysis keeps its own defaults (the frame's centre) and the line says why."""
+    from ltdask.beam import find_beam
+    from ltdask.exceptions import DataSetError
+
+    wanted = [k for k in BEAM_GEOMETRY.get(name, ()) if k not in values]
+    if not wanted:
+        return None
+    try:
+        beam = find_beam(ds, roi=roi, corrections=corrections)
+    except DataSetError as e:
+        return f"no direct beam found ({e}); {', '.join(wanted)}: {name}'s defaults"
+    cy, cx = values.get("cy", beam.cy), values.get("cx", beam.cx)
+    reach = beam.r + beam.wander
+    sy, sx = ds.sig_shape[-2], ds.sig_shape[-1]
+    inside = min(cy, cx, sy - 1 - cy, sx - 1 - cx)
+    found = {"cy": beam.cy, "cx": beam.cx, "r": reach, "ri": reach}
+    if name == "ring":
+        found["r"] = max(inside, values.get("ri", reach) + 1)
+    for k in wanted:
+        values[k] = round(float(found[k]), 2)
+    return (
+        f"direct beam (ltdask.find_beam, {beam.frames} frames): cy={beam.cy:.2f} "
+        f"cx={beam.cx:.2f} r={beam.r:.2f} px, wandering {beam.wander:.2f} px; "
+        + " ".join(f"-p {k}={values[k]}" for k in wanted)
+        + " (give -p to choose)"
+    )
+
+
 # -- the catalogue -----------------------------------------------------------------------------
 def _geometry(ring: bool) -> tuple[Parameter, ...]:
     """The disk (ring) ``disk`` and ``ring`` sum each frame over."""
     params = [
-        Parameter("cy", "float", None, "row of the centre", "the frame's centre"),
-        Parameter("cx", "float", None, "column of the centre", "the frame's centre"),
-        Parameter("r", "float", None, "outer radius", "a quarter of the frame's size"),
+        Parameter("cy", "float", None, "row of the centre", "the direct beam's"),
+        Parameter("cx", "float", None, "column of the centre", "the direct beam's"),
+        Parameter(
+            "r",
+            "float",
+            None,
+            "outer radius",
+            "the frame's nearest edge" if ring else "the direct beam's, and its wander",
+        ),
     ]
     if ring:
-        params.append(Parameter("ri", "float", None, "inner radius", "r / 2"))
+        params.append(
+            Parameter("ri", "float", None, "inner radius", "the direct beam's, and its wander")
+        )
     return tuple(params)
 
 

@@ -11,7 +11,7 @@ import time
 
 import click
 
-from ltdask.cli._analyses import ANALYSES, Analysis, find
+from ltdask.cli._analyses import ANALYSES, Analysis, beam_geometry, find
 from ltdask.cli._app import run_context
 from ltdask.cli._errors import UserError
 from ltdask.cli._options import (
@@ -126,15 +126,19 @@ def _run(
 
     values = analysis.parse(param)
     ds = _open(path, opening)
-    try:
-        udf = analysis.build(values, tuple(ds.sig_shape))
-    except (TypeError, ValueError) as e:
-        raise UserError(f"-p for {analysis.name}: {e}") from None
     roi_mask = parse_roi(roi, ds.nav_shape)
     roi_file = roi if roi is not None and os.path.exists(roi) else None
     check_output(out, "--out", input_files(ds, path, roi_file, dark, gain, excluded))
     check_suffix(out, "--out")
     corrections = load_corrections(dark, gain, excluded, ds.sig_shape)
+    with run_context(ctx):
+        found = beam_geometry(analysis.name, values, ds, roi_mask, corrections)
+    if found is not None:
+        click.echo(found)
+    try:
+        udf = analysis.build(values, tuple(ds.sig_shape))
+    except (TypeError, ValueError) as e:
+        raise UserError(f"-p for {analysis.name}: {e}") from None
     nav_dims, sig_dims = ds.dims[: len(ds.nav_shape)], ds.dims[len(ds.nav_shape) :]
     t0 = time.perf_counter()
     with run_context(ctx):

@@ -118,3 +118,49 @@ def test_roi_reaching_past_the_scan_is_refused(spec):
         UserError, match=rf"--roi '{spec}': .* reaches outside the scan.*\(32, 32\)"
     ):
         parse_roi(spec, (32, 32))
+
+
+# -- the direct beam as the default geometry ----------------------------------------------------
+def _beam_scan(tmp_path, cy=20.25, cx=14.5, r=6.0):
+    """A 4 x 5 scan of 48 x 40 frames: a disk of 100 counts at (cy, cx) on 1 count."""
+    y, x = np.mgrid[:48, :40]
+    frame = np.where((y - cy) ** 2 + (x - cx) ** 2 <= r * r, 100, 1).astype(np.uint16)
+    data = np.broadcast_to(frame, (4, 5, 48, 40)).copy()
+    np.save(tmp_path / "scan.npy", data)
+    return data
+
+
+def _values(store):
+    res = xr.open_zarr(store)
+    return res[next(iter(res.data_vars))].values
+
+
+def test_disk_and_ring_default_to_the_direct_beam(tmp_path):
+    data = _beam_scan(tmp_path)
+    result = invoke(["run", "disk", "scan.npy", "--out", "d.zarr", "--no-png"], tmp_path)
+    assert result.exit_code == 0, result.output
+    line = next(s for s in result.output.splitlines() if s.startswith("direct beam"))
+    found = dict(part.split("=") for part in line.split(";")[1].split() if "=" in part)
+    cy, cx, r = (float(found[k]) for k in ("cy", "cx", "r"))
+    assert abs(cy - 20.25) <= 0.5 and abs(cx - 14.5) <= 0.5 and abs(r - 6) <= 1
+    y, x = np.mgrid[:48, :40]
+    mask = (y - cy) ** 2 + (x - cx) ** 2 <= r * r
+    np.testing.assert_allclose(_values(tmp_path / "d.zarr")[..., 0], (data * mask).sum((2, 3)))
+    # a ring: from the beam's edge out to the frame's nearest edge
+    result = invoke(["run", "ring", "scan.npy", "--out", "r.zarr", "--no-png"], tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "-p ri=" in result.output and "-p r=" in result.output
+    outer = min(cy, cx, 47 - cy, 39 - cx)
+    ring = ((y - cy) ** 2 + (x - cx) ** 2 <= outer**2) & ~mask
+    np.testing.assert_allclose(_values(tmp_path / "r.zarr")[..., 0], (data * ring).sum((2, 3)))
+
+
+def test_given_geometry_is_kept_and_a_blank_scan_keeps_the_defaults(tmp_path):
+    _beam_scan(tmp_path)
+    args = ["run", "disk", "scan.npy", "--out", "d.zarr", "--no-png"]
+    result = invoke([*args, "-p", "cy=10", "-p", "cx=10", "-p", "r=3"], tmp_path)
+    assert result.exit_code == 0 and "direct beam" not in result.output, result.output
+    np.save(tmp_path / "blank.npy", np.zeros((2, 3, 16, 16), np.uint16))
+    result = invoke(["run", "disk", "blank.npy", "--out", "b.zarr", "--no-png"], tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "no direct beam found" in result.output
