@@ -11,24 +11,14 @@ import os
 import numpy as np
 import pytest
 import xarray as xr
-from click.testing import CliRunner
+from helpers.cli import invoke
 from helpers.dmfiles import write_dm
 from PIL import Image
 
-from ltdask.cli import main
 from ltdask.cli._calibration import AxisSpec, parse_calibration
 from ltdask.cli._errors import UserError
 
 NAV, SIG = (4, 5), (16, 16)
-
-
-def invoke(args, cwd):
-    previous = os.getcwd()
-    os.chdir(cwd)
-    try:
-        return CliRunner().invoke(main, [str(a) for a in args])
-    finally:
-        os.chdir(previous)
 
 
 def ok(result) -> str:

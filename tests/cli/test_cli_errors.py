@@ -11,9 +11,7 @@ import sys
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
-
-from ltdask.cli import main
+from helpers.cli import invoke
 
 RAW = ["--nav-shape", "6,8", "--sig-shape", "16,16", "--dtype", "uint16"]
 RUN = ["run", "sum", "scan.npy", "--out", "out.zarr", "--no-progress"]
@@ -203,15 +201,6 @@ def folder(tmp_path_factory):
     (d / "taken.zarr").mkdir()
     (d / "taken.zarr" / "zarr.json").write_text('{"zarr_format": 3, "node_type": "group"}')
     return d
-
-
-def invoke(args, cwd):
-    previous = os.getcwd()
-    os.chdir(cwd)
-    try:
-        return CliRunner().invoke(main, args)
-    finally:
-        os.chdir(previous)
 
 
 @pytest.mark.parametrize("case", MISTAKES)

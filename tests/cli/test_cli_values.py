@@ -11,20 +11,10 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
-from click.testing import CliRunner
+from helpers.cli import invoke
 
-from ltdask.cli import main
 from ltdask.cli._errors import UserError
 from ltdask.cli._options import parse_roi
-
-
-def invoke(args, cwd):
-    previous = os.getcwd()
-    os.chdir(cwd)
-    try:
-        return CliRunner().invoke(main, [str(a) for a in args])
-    finally:
-        os.chdir(previous)
 
 
 @pytest.fixture
