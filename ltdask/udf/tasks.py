@@ -60,9 +60,8 @@ def leading_block(arr, i: int):
     the slice of its rows."""
     if not array_expr():
         return arr.blocks[i]
-    sizes = arr.chunks[0]
-    start = math.fsum(sizes[:i])
-    return arr[int(start) : int(start) + sizes[i]]
+    start = int(sum(arr.chunks[0][:i]))
+    return arr[start : start + arr.chunks[0][i]]
 
 
 def lowered(arr):
