@@ -58,6 +58,8 @@ if TYPE_CHECKING:
         open_tvips,
         open_zarr,
     )
+    from ltdask.io.scan_array import mean_scan as mean
+    from ltdask.io.scan_array import sum_scan as sum  # noqa: A004  (the documented name)
 
 #: imported when first used, not by ``import ltdask`` (see `ltdask._lazy`): the format
 #: openers (each format's module), the LiberTEM compatibility layer and its Analysis API,
@@ -66,6 +68,9 @@ _LAZY = {
     # the openers that ltdask.io imports lazily, from it
     **{name: f"ltdask.io:{name}" for name in _io_lazy if name.startswith("open_")},
     **{name: f"ltdask.{name}" for name in ("analysis", "compat", "masks", "viz")},
+    # the kernels' sums of any dask array (the route to them under dask's array-expr)
+    "sum": "ltdask.io.scan_array:sum_scan",
+    "mean": "ltdask.io.scan_array:mean_scan",
 }
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 
@@ -118,7 +123,9 @@ __all__ = [
     "live",
     "map",
     "masks",
+    "mean",
     "plot",
+    "sum",
     "to_hyperspy",
     "to_zarr",
     "udf",

@@ -49,10 +49,28 @@ def pytest_addoption(parser):
 CORE_CASES = 8
 
 
+def _skip_what_array_expr_cannot(items) -> None:
+    """Skip the tests of `helpers.array_expr.ARRAY_EXPR_CANNOT` where dask's array-expr
+    engine is on."""
+    import dask.array
+    from helpers.array_expr import ARRAY_EXPR_CANNOT
+
+    if not getattr(dask.array, "ARRAY_EXPR_ENABLED", False):
+        return
+    for item in items:
+        reason = ARRAY_EXPR_CANNOT.get(item.nodeid)
+        if reason is None:
+            reason = ARRAY_EXPR_CANNOT.get(item.nodeid.partition("[")[0])
+        if reason is not None:
+            item.add_marker(pytest.mark.skip(reason=f"dask array-expr: {reason}"))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Mark the cases of large parametrised tables beyond the core tier's sample ``slow``
-    (before ``-m`` deselects by mark)."""
+    (before ``-m`` deselects by mark); skip what dask's array-expr cannot do yet
+    (`helpers.array_expr.ARRAY_EXPR_CANNOT`) where that engine is on."""
+    _skip_what_array_expr_cannot(items)
     tables = defaultdict(list)
     for item in items:
         if getattr(item, "callspec", None) is not None and not item.get_closest_marker("slow"):

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ltdask.io.scan_array import as_scan_array
+from ltdask.io.scan_array import ScanArray, as_scan_array
 from ltdask.io.tiling import TILE_MAX, TilingPreferences
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ def dataset_to_dask(ds: DataSet, dtype=None, chunks=None):
     dtype = ds.resolve_dtype(dtype)
     arr = as_scan_array(_chunks_of(ds, dtype, chunks))
     native = ds.dtype.newbyteorder("=")
-    if dtype != native and np.can_cast(native, dtype, "safe"):
+    if isinstance(arr, ScanArray) and dtype != native and np.can_cast(native, dtype, "safe"):
         # (frames converted to a dtype that holds every value: their sums from the natives)
         arr.sums_from = dataset_to_dask(ds)
     return arr

@@ -331,7 +331,9 @@ class DataSet(Calibrated):
     # -- dask and xarray ---------------------------------------------------------------------
     def to_dask(self, dtype=None, chunks=None, corrections=None):
         """The scan as a dask array of shape ``nav + sig``: a `ltdask.io.scan_array.ScanArray`,
-        whose sums and means of integers run ltdask's kernels (3x numpy's).
+        whose sums and means of integers run ltdask's kernels (3x numpy's); with dask's
+        array-expr engine on (``array.query-planning``) a plain dask array, whose kernel
+        sums are ``ltdask.sum(arr, axis)`` and ``ltdask.mean(arr, axis)``.
 
         Parameters
         ----------

@@ -13,6 +13,13 @@ integers) are summed from the native ones (`ScanArray.sums_from`). Every other
 operation, and these ones over other axes, is dask's; arrays derived from a `ScanArray`
 by slicing, rechunking or ``persist()`` are `ScanArray`\\ s too, anything else a plain
 dask array.
+
+With dask's array-expr engine (``array.query-planning`` on) ``to_dask()`` is a plain dask
+array: array-expr arrays are remade from their expressions by dask (``new_collection``
+picks the class from the chunks' type), so a subclass is lost at the first slice or
+``persist()``, and ``numpy.sum`` of any array-expr array raises NotImplementedError. The
+kernels' sums are then taken with `sum_scan` and `mean_scan` (``ltdask.sum``,
+``ltdask.mean``), which take any dask array in either engine.
 """
 
 from __future__ import annotations
@@ -56,20 +63,10 @@ class ScanArray(da.Array):
     sums_from: ScanArray | None = None
 
     def sum(self, axis=None, dtype=None, keepdims=False, split_every=None, out=None):
-        dtype = _sum_result_dtype(self.dtype, dtype)
         if self.sums_from is not None and out is None:
+            dtype = _sum_result_dtype(self.dtype, dtype)
             return self.sums_from.sum(axis, dtype, keepdims, split_every)
-        return da.reduction(
-            self,
-            chunk_sum,
-            _aggregate_sum,
-            axis=axis,
-            keepdims=keepdims,
-            dtype=dtype,
-            split_every=split_every,
-            out=out,
-            name="sum",
-        )
+        return sum_scan(self, axis, dtype, keepdims, split_every, out)
 
     def mean(self, axis=None, dtype=None, keepdims=False, split_every=None, out=None):
         if self.sums_from is not None and out is None:
@@ -77,13 +74,11 @@ class ScanArray(da.Array):
             return self.sums_from.mean(axis, dtype, keepdims, split_every)
         if self.dtype.kind not in "ui" or out is not None:
             return super().mean(axis, dtype, keepdims, split_every, out)
-        axes = _axes(axis, self.ndim)
-        count = math.prod(self.shape[a] for a in axes)
-        total = self.sum(axes, np.float64, keepdims, split_every)
-        return (total / count).astype(dtype or np.float64)
+        return mean_scan(self, axis, dtype, keepdims, split_every)
 
-    def _rebuild(self, dsk, *, rename=None):  # (what ``persist()`` returns)
-        return as_scan_array(super()._rebuild(dsk, rename=rename))
+    def __dask_postpersist__(self):  # (what ``persist()`` returns)
+        rebuild, args = super().__dask_postpersist__()
+        return _rebuilt_scan_array, (rebuild, *args)
 
     def __getitem__(self, index):
         return as_scan_array(super().__getitem__(index))
@@ -101,10 +96,68 @@ class ScanArray(da.Array):
 
 
 def as_scan_array(arr):
-    """`arr` (a dask array) as a `ScanArray` (the same graph); anything else as it is."""
-    if type(arr) is not da.Array:
+    """`arr` (a dask array) as a `ScanArray` (the same graph); anything else, and any array
+    of dask's array-expr engine (see the module's description), as it is."""
+    if type(arr) is not da.Array or _array_expr():
         return arr
     return ScanArray(arr.dask, arr.name, arr.chunks, meta=arr._meta)
+
+
+def _rebuilt_scan_array(dsk, rebuild, *args, **kwargs):
+    """A persisted `ScanArray`: dask's rebuild of its computed graph `dsk`, as one."""
+    return as_scan_array(rebuild(dsk, *args, **kwargs))
+
+
+def _array_expr() -> bool:
+    return bool(getattr(da, "ARRAY_EXPR_ENABLED", False))
+
+
+def sum_scan(arr, axis=None, dtype=None, keepdims=False, split_every=None, out=None):
+    """``arr.sum(axis, dtype, keepdims=keepdims)`` of the dask array `arr`, chunk by chunk by
+    ltdask's kernels where they apply (see the module's description): what the sums of a
+    `ScanArray` take, for any dask array, in either of dask's array engines; as
+    ``ltdask.sum``.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> data = np.arange(2 * 3 * 4 * 5, dtype=np.uint16).reshape(2, 3, 4, 5)
+    >>> arr = ltdask.from_array(data).to_dask()
+    >>> total = ltdask.sum(arr, axis=(0, 1))
+    >>> total.dtype, bool((total.compute() == data.sum(axis=(0, 1))).all())
+    (dtype('uint64'), True)
+    """
+    return da.reduction(
+        arr,
+        chunk_sum,
+        _aggregate_sum,
+        axis=axis,
+        keepdims=keepdims,
+        dtype=_sum_result_dtype(arr.dtype, dtype),
+        split_every=split_every,
+        out=out,
+        name="sum",
+    )
+
+
+def mean_scan(arr, axis=None, dtype=None, keepdims=False, split_every=None):
+    """``arr.mean(axis, dtype, keepdims=keepdims)`` of the dask array `arr`: of integers,
+    their `sum_scan` in float64 divided by the count; of floats, dask's; as ``ltdask.mean``.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> data = np.arange(2 * 3 * 4 * 5, dtype=np.uint16).reshape(2, 3, 4, 5)
+    >>> means = ltdask.mean(ltdask.from_array(data).to_dask(), axis=(2, 3))
+    >>> bool(np.allclose(means.compute(), data.mean(axis=(2, 3))))
+    True
+    """
+    if arr.dtype.kind not in "ui":
+        return da.mean(arr, axis, dtype, keepdims, split_every)
+    axes = _axes(axis, arr.ndim)
+    count = math.prod(arr.shape[a] for a in axes)
+    total = sum_scan(arr, axes, np.float64, keepdims, split_every)
+    return (total / count).astype(dtype or np.float64)
 
 
 def _axes(axis, ndim: int) -> tuple[int, ...]:

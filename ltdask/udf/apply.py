@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ltdask.udf.tasks import Task, TaskRef, pick_array, task_array, task_delayed
+from ltdask.udf.tasks import Task, TaskRef, lowered, pick_array, task_array, task_delayed
 
 __all__ = ["apply_whole"]
 
@@ -77,7 +77,7 @@ def apply_whole(func, *args, outputs, name: str | None = None, **kwargs):
     def argument(value):
         if not hasattr(value, "__dask_graph__") or not hasattr(value, "rechunk"):
             return value
-        whole = value.rechunk(-1) if value.ndim else value
+        whole = lowered(value.rechunk(-1) if value.ndim else value)
         deps.append(whole)
         return TaskRef((whole.name,) + (0,) * whole.ndim)
 

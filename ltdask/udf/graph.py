@@ -25,7 +25,16 @@ from ltdask.udf.backends import on_cluster
 from ltdask.udf.buffers import expand_nav, filled
 from ltdask.udf.plan import RunPlan, plan_run
 from ltdask.udf.runner import PartitionCell, PartitionJob, partition_task
-from ltdask.udf.tasks import DataNode, Task, TaskRef, block_key, task_array
+from ltdask.udf.tasks import (
+    DataNode,
+    Task,
+    TaskRef,
+    array_expr,
+    block_key,
+    leading_block,
+    lowered,
+    task_array,
+)
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -84,13 +93,18 @@ class PartitionGraph:
         deps = []
         blocks = dataset.partition_blocks()
         if blocks is not None:
-            # one block per partition, the signal in one chunk
-            flat = blocks.reshape((dataset.num_frames, *plan.sig_shape))
-            deps.append(flat)
+            blocks = lowered(blocks)
+            # the nav blocks are the partitions in C order (each a contiguous range of
+            # frames), the signal in one chunk; the task takes its block as it is (no
+            # reshape layer: array-expr has none, and it would be a task per partition)
+            deps.append(blocks)
+            nav_blocks = blocks.numblocks[: len(dataset.nav_shape)]
+            sig_zeros = (0,) * len(plan.sig_shape)
         for i in range(len(plan.partitions)):
             args: list = [job_arg, i]
             if deps:
-                args.append(TaskRef(block_key(flat.name, i, flat.ndim)))
+                nav_index = tuple(int(j) for j in np.unravel_index(i, nav_blocks))
+                args.append(TaskRef((blocks.name, *nav_index, *sig_zeros)))
             tasks[(name, i)] = Task((name, i), partition_task, *args)
         with gpu_annotation(plan):
             cells = task_array(name, tasks, ((1,) * len(plan.partitions),), object, deps)
@@ -181,8 +195,27 @@ class PartitionGraph:
         }
         arr = task_array(out, tasks, chunks, spec.dtype, [self.cells])
         if spec.kind == "nav":
-            return [arr.blocks[i] for i in range(n)]
+            return [leading_block(arr, i) for i in range(n)]
         return [arr[i] for i in range(n)]
+
+    def compress(self, flat) -> da.Array:
+        """The flat nav dask array `flat` at the ROI's positions only (`Selection.compress`);
+        under array-expr a task per partition (its integer indexing fails in dask 2026.8:
+        ``AttributeError: 'Shuffle' object has no attribute '_token'``)."""
+        plan, roi = self.plan, self.plan.roi
+        if roi.flat is None or not array_expr():
+            return roi.compress(flat)
+        extra = tuple(flat.shape[1:])
+        ndim = 1 + len(extra)
+        out = f"ltdask-compress-{flat.name}"  # (before lowering: its names are not tokens)
+        flat = lowered(flat.rechunk((plan.sizes, *((e,) for e in extra))))
+        tasks = {
+            (key := block_key(out, i, ndim)): Task(
+                key, _selected, TaskRef(block_key(flat.name, i, ndim)), roi.part(p.start, p.stop)
+            )
+            for i, p in enumerate(plan.partitions)
+        }
+        return task_array(out, tasks, (plan.counts, *((e,) for e in extra)), flat.dtype, [flat])
 
     def expand(self, compressed, dtype) -> da.Array:
         """Un-compress a flat ROI-compressed nav array (dask or numpy) into flat nav."""
@@ -197,8 +230,9 @@ class PartitionGraph:
             # partition, so there is nothing to map over: the result is all fill values
             full = filled((roi.flat.size, *extra), dtype)
             return da.from_array(full, chunks=(plan.sizes, *((e,) for e in extra)))
-        compressed = da.asarray(compressed).rechunk((plan.counts, *extra))
-        out = f"ltdask-expand-{compressed.name}"
+        compressed = da.asarray(compressed)
+        out = f"ltdask-expand-{compressed.name}"  # (before lowering: its names are not tokens)
+        compressed = lowered(compressed.rechunk((plan.counts, *extra)))
         ndim = 1 + len(extra)
         tasks = {
             (key := block_key(out, i, ndim)): Task(
@@ -242,6 +276,10 @@ class Run:
     @property
     def scheme(self):
         return self.plan.scheme
+
+
+def _selected(block: np.ndarray, roi_part: np.ndarray) -> np.ndarray:
+    return block[roi_part]
 
 
 def _done(cell) -> np.ndarray:

@@ -16,6 +16,7 @@ from ltdask.udf.bind import given_params, show_valid_nav
 from ltdask.udf.buffers import BufferSpec, BufferView, ResultsNamespace
 from ltdask.udf.graph import PartitionGraph
 from ltdask.udf.interface import MaskedResult, UDFBase
+from ltdask.udf.tasks import nav_shaped
 
 
 def result_arrays(graph: PartitionGraph, u: int, merged: dict) -> dict[str, tuple]:
@@ -84,8 +85,8 @@ def _show_merged(graph: PartitionGraph, udf: UDFBase, u: int, merged: dict) -> d
     for name, value in merged.items():
         spec = plan.specs[u][name]
         if spec.kind == "nav":
-            raw[name] = plan.roi.compress(value)
-            data = value.reshape(nav_shape + spec.extra_shape)
+            raw[name] = graph.compress(value)
+            data = nav_shaped(value, nav_shape, plan.dataset.nav_chunks)
             valid = graph.valid_flat.reshape(nav_shape)
         else:
             raw[name] = data = value
@@ -98,7 +99,6 @@ def _show_merged(graph: PartitionGraph, udf: UDFBase, u: int, merged: dict) -> d
 def _nav_result(graph: PartitionGraph, cls, name, spec: BufferSpec, value, is_raw):
     plan = graph.plan
     nav_shape = tuple(plan.dataset.nav_shape)
-    extra = tuple(value.shape[1:]) if value.ndim else ()
     if is_raw:
         flat = value
     elif value.shape[: len(nav_shape)] == nav_shape and value.ndim >= len(nav_shape):
@@ -110,7 +110,7 @@ def _nav_result(graph: PartitionGraph, cls, name, spec: BufferSpec, value, is_ra
             f"{cls}.get_results: nav result {name!r} has shape {value.shape}; expected "
             f"({plan.n_sel}, ...) (flat, ROI-compressed) or {nav_shape + spec.extra_shape}"
         )
-    return flat.reshape(nav_shape + extra)
+    return nav_shaped(flat, nav_shape, plan.dataset.nav_chunks)
 
 
 def _valid(graph: PartitionGraph, cls, name, spec: BufferSpec, value, mask):

@@ -18,6 +18,7 @@ from ltdask.udf.graph import PartitionGraph, Run
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.merge import initial_state
 from ltdask.udf.plan import RunPlan, plan_run
+from ltdask.udf.tasks import leading_block
 
 
 class RunControl:
@@ -75,7 +76,7 @@ def iter_steps(
             run = Run(dataset, changed, run.plan.roi.flat, corrections, backends)
             initial = _initial_states(run.plan, unprocessed)
         idx = list(range(first, min(n, first + step)))
-        blocks = [run.cells.blocks[i] for i in idx]
+        blocks = [leading_block(run.cells, i) for i in idx]
         computed = dask.compute(*blocks, **local_scheduler(blocks))
         for i, c in zip(idx, computed, strict=True):
             cells[i] = c[0]

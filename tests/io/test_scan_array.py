@@ -89,6 +89,22 @@ def test_kernels_sum_views_of_the_file(tmp_path, dtype, kernel_calls):
     assert kernel_calls == {"frames": 3, "pixels": 6}
 
 
+@pytest.mark.parametrize("dtype", ["uint16", "int8", "float32"])
+def test_ltdask_sum_and_mean_take_any_dask_array(tmp_path, dtype, kernel_calls):
+    # the route to the kernels that needs no ScanArray: what dask's array-expr engine has
+    data = np.random.default_rng(11).integers(0, 100, (4, 3, 5, 6)).astype(dtype)
+    arr = da.asarray(_raw(tmp_path, data).to_dask(chunks=(2, 3, 5, 6)))
+    wide = data.astype(np.float64)
+    for axis in ((0, 1), (2, 3), None):
+        got = ltdask.sum(arr, axis=axis)
+        assert got.dtype == data.sum(axis=axis).dtype
+        np.testing.assert_allclose(got.compute(), wide.sum(axis=axis), rtol=1e-6)
+        np.testing.assert_allclose(ltdask.mean(arr, axis=axis).compute(), wide.mean(axis=axis))
+    assert kernel_calls["frames"] >= 2 and kernel_calls["pixels"] >= 2
+    keep = ltdask.sum(arr, axis=(2, 3), dtype="float64", keepdims=True).compute()
+    np.testing.assert_array_equal(keep, wide.sum(axis=(2, 3), keepdims=True))
+
+
 def test_kernels_sum_blocks_of_large_frames(tmp_path, kernel_calls, monkeypatch):
     from ltdask.io import scan_array
 

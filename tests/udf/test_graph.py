@@ -330,10 +330,11 @@ def test_partition_results_report_their_size_to_dask():
 
     from ltdask.udf import StdDevUDF, SumUDF
     from ltdask.udf.graph import PartitionCell, Run
+    from ltdask.udf.tasks import leading_block
 
     data = random_data((4, 5, 16, 16), "float32")
     run = Run(ltdask.from_array(data), [SumUDF(), StdDevUDF()])
-    (cell,) = dask.compute(run.cells.blocks[0], scheduler="sync")
+    (cell,) = dask.compute(leading_block(run.cells, 0), scheduler="sync")
     assert isinstance(cell, PartitionCell)
     buffers = sum(a.nbytes for partials in cell[0] for a in partials.values())
     assert buffers >= 16 * 16 * (4 + 8 + 8)  # a float32 sum; float64 sum and varsum

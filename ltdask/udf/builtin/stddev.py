@@ -229,10 +229,10 @@ class StdDevUDF(FlatTileUDF):
         }
 
     def get_results(self):
-        import dask.array as da
-
         n = self.results.num_frames[0]
-        n = da.where(n > 0, n, np.nan)  # no frames: NaN statistics, without a warning
+        # no frames: NaN statistics, without a warning (``map_blocks``: dask's array-expr
+        # engine has no ``where`` in dask 2026.8)
+        n = n.map_blocks(_nan_where_zero, dtype=np.float64)
         mean = self.results.sum / n
         var = self.results.varsum / n
         return {"mean": mean, "var": var, "std": np.sqrt(var)}
@@ -403,3 +403,7 @@ def run_stddev(ctx, dataset, roi=None, progress: bool = False, use_numba: bool =
     """
     udf = StdDevUDF(use_numba=use_numba)
     return consolidate_result(ctx.run_udf(dataset=dataset, udf=udf, roi=roi, progress=progress))
+
+
+def _nan_where_zero(n: np.ndarray) -> np.ndarray:
+    return np.where(n > 0, n, np.nan)
