@@ -74,7 +74,9 @@ LIBERTEM_MODULES: dict[str, tuple[str, ...]] = {
     "libertem.common.container": ("ltdask.compat.container",),
     "libertem.common.exceptions": (
         "ExecutorSpecException=ltdask.exceptions:ExecutorSpecException",
+        "UDFException=ltdask.exceptions:UDFError",
     ),
+    "libertem.warnings": ("UseDiscouragedWarning=ltdask.exceptions:UseDiscouragedWarning",),
     "libertem.exceptions": ("ExecutorSpecException=ltdask.exceptions:ExecutorSpecException",),
     "libertem.common.sparse": (
         "is_sparse=ltdask.masks:is_sparse",

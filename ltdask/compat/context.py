@@ -32,6 +32,8 @@ from ltdask.udf.roi import normalize_roi
 from ltdask.viz import MPLLive2DPlot
 
 _IGNORED_LOAD_KEYS = ("num_partitions", "io_backend", "tileshape", "enable_direct")
+#: file type -> {LiberTEM's ``Context.load`` keyword: the ``open_*`` keyword it is}
+_RENAMED_LOAD_KEYS = {"hdf5": {"ds_path": "key"}}
 
 
 _GPUS_WHY = (
@@ -124,13 +126,21 @@ class Context(AnalysisMixin):
         built-in format -- ``"raw"``, ``"mib"``, ``"dectris"``, ``"k2is"``, ... as
         ``ltdask.io.supported_formats()`` lists them -- or a plug-in's), ``"memory"``,
         ``"dask"`` or ``"auto"`` (by file name and contents), with the format's
-        ``open_*`` keywords."""
+        ``open_*`` keywords (and LiberTEM's names of them: ``ds_path`` for hdf5's ``key``)."""
         from ltdask.io.open import open_dataset
         from ltdask.io.registry import find_format, format_names
 
         for key in _IGNORED_LOAD_KEYS:
             kwargs.pop(key, None)
         kind = filetype.lower()
+        for theirs, ours in _RENAMED_LOAD_KEYS.get(kind, {}).items():
+            if theirs in kwargs:
+                if ours in kwargs:
+                    raise TypeError(
+                        f"Context.load({filetype!r}): give {ours}= or LiberTEM's {theirs}=, "
+                        "not both"
+                    )
+                kwargs[ours] = kwargs.pop(theirs)
         if kind == "auto":
             if not args and "path" in kwargs:
                 args = (kwargs.pop("path"),)  # ltdask.open takes the path positionally

@@ -119,6 +119,10 @@ def test_libertem_modules_resolve_to_ltdask(tmp_path):
         from libertem.io.dataset.memory import MemoryDataSet
         from libertem.utils.devices import detect
         from libertem.common.backend import set_use_cpu, get_use_cuda
+        from libertem.warnings import UseDiscouragedWarning
+        from libertem.common.exceptions import UDFException
+        assert UseDiscouragedWarning is ltdask.UseDiscouragedWarning
+        assert UDFException is ltdask.exceptions.UDFError
         assert MemoryDataSet is ltdask.compat.datasets.MemoryDataSet
         assert detect is ltdask.compat.devices.detect and get_use_cuda() is None
         c = ltdask.compat

@@ -1,0 +1,73 @@
+"""What LiberTEM 0.16's own tests (run by tools/run_libertem_tests.py) ask of its API:
+``MemoryDataSet`` as a class with ``.data``, ``UDFMeta(partition_slice=...)`` and
+``Context.load("hdf5", ds_path=...)``."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from ltdask import Shape, Slice
+from ltdask.compat import Context, InlineJobExecutor
+from ltdask.compat.datasets import MemoryDataSet
+from ltdask.io._memory import ArrayDataSet
+from ltdask.udf import SumUDF
+from ltdask.udf.meta import UDFMeta
+
+
+@pytest.fixture
+def ctx():
+    return Context(executor=InlineJobExecutor(debug=True))
+
+
+def test_memory_dataset_is_a_class_with_data(ctx):
+    data = np.arange(2 * 3 * 4 * 4, dtype=np.float32).reshape((2, 3, 4, 4))
+    ds = MemoryDataSet(data=data, tileshape=(1, 4, 4), num_partitions=2)
+    assert isinstance(MemoryDataSet, type) and isinstance(ds, ArrayDataSet)
+    assert ds.data is data  # LiberTEM's MemoryDataSet.data: the array given
+    assert isinstance(ctx.load("memory", data=data), MemoryDataSet)
+    result = ctx.run_udf(dataset=ds, udf=SumUDF())["intensity"].data
+    np.testing.assert_allclose(result, data.sum(axis=(0, 1)))
+    # tasks get the dataset without the array (it reaches them as dask blocks)
+    light = pickle.loads(pickle.dumps(ds.for_task()))
+    assert light._data is None
+    with pytest.raises(AttributeError, match="not sent to tasks"):
+        light.data  # noqa: B018
+
+
+def test_memory_dataset_calibration_and_zeros():
+    ds = MemoryDataSet(datashape=(2, 2, 3, 3), nav_calibration=[(0.5, "nm"), (0.5, "nm")])
+    assert ds.data.shape == (2, 2, 3, 3) and ds.data.dtype == np.float32
+    assert not ds.data.any()
+    assert ds.nav_calibration[0].scale == 0.5
+
+
+def test_udf_meta_takes_libertem_partition_slice():
+    shape = Shape((4, 8, 8), sig_dims=2)
+    part = Slice(origin=(4, 0, 0), shape=Shape((6, 8, 8), sig_dims=2))
+    meta = UDFMeta(
+        partition_slice=part,
+        dataset_shape=shape,
+        roi=None,
+        dataset_dtype="float32",
+        input_dtype="float32",
+        corrections=None,
+    )
+    assert tuple(meta.partition_shape) == (6, 8, 8)
+    none = UDFMeta(partition_slice=None, dataset_shape=shape, dataset_dtype="f4", input_dtype="f4")
+    assert none.partition_shape is None
+
+
+def test_load_hdf5_with_libertem_ds_path(ctx, tmp_path):
+    h5py = pytest.importorskip("h5py")
+    data = np.random.default_rng(0).random((2, 3, 4, 4)).astype(np.float32)
+    path = tmp_path / "x.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("group/data", data=data)
+    ds = ctx.load("hdf5", path=str(path), ds_path="group/data")
+    result = ctx.run_udf(dataset=ds, udf=SumUDF())["intensity"].data
+    np.testing.assert_allclose(result, data.sum(axis=(0, 1)), rtol=1e-6)
+    with pytest.raises(TypeError, match="key= or LiberTEM's ds_path="):
+        ctx.load("hdf5", path=str(path), ds_path="group/data", key="group/data")
