@@ -41,7 +41,28 @@ TEST_PATHS = ("tests/udf", "tests/test_context.py", "tests/test_masks.py", "test
 TEST_DEPENDENCIES = ("pytest-asyncio",)
 #: test (node id prefix) -> why it is left out: it tests LiberTEM internals that ltdask
 #: does not have by design (see docs/coming-from-libertem.md)
-LEFT_OUT: dict[str, str] = {}
+LEFT_OUT: dict[str, str] = {
+    "tests/udf/test_execution_plan.py": (
+        "libertem.udf.base._execution_plan: LiberTEM's planner of which device and array "
+        "backend each UDF gets from its executor's worker resources; ltdask picks the "
+        "backend per run (backends=, the UDFs' get_backends), dask places the tasks"
+    ),
+    "tests/udf/test_get_resources.py": (
+        "UDFRunner/get_resources_for_backends: the resource requests LiberTEM's executors "
+        "schedule partitions by; dask schedules ltdask's tasks"
+    ),
+    "tests/udf/test_resources_for_backends.py": (
+        "get_resources_for_backends: as test_get_resources.py"
+    ),
+    "tests/udf/test_udf_runner.py": (
+        "UDFRunner with LiberTEM's executors and AsyncAdapter: the runner class itself "
+        "(ltdask's engine is ltdask.udf.api)"
+    ),
+    "tests/test_context.py::test_dynamic_parameter_update_integration": (
+        "executor.get_available_workers and UDF parameters changed between partitions "
+        "through LiberTEM's executor internals"
+    ),
+}
 
 
 def prepare(venv: Path, work: Path) -> Path:

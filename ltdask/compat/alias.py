@@ -57,6 +57,7 @@ LIBERTEM_MODULES: dict[str, tuple[str, ...]] = {
         "ltdask.udf.base",
         "ltdask.udf",
         "UDFResults=ltdask.compat.results:UDFResults",
+        "NoOpUDF=ltdask.udf.builtin.noop:NoOpUDF",
     ),
     "libertem.udf.sum": ("SumUDF=ltdask.udf:SumUDF",),
     "libertem.udf.sumsigudf": ("SumSigUDF=ltdask.udf:SumSigUDF",),

@@ -99,7 +99,7 @@ def test_libertem_modules_resolve_to_ltdask(tmp_path):
     out = python(
         """
         import ltdask, ltdask.compat, ltdask.masks, ltdask.udf
-        import ltdask.compat.datasets, ltdask.compat.devices
+        import ltdask.compat.datasets, ltdask.compat.devices, ltdask.udf.builtin.noop
         ltdask.compat.alias_libertem()
         ltdask.compat.alias_libertem()  # again: nothing more
         import libertem, libertem.masks
@@ -121,6 +121,8 @@ def test_libertem_modules_resolve_to_ltdask(tmp_path):
         from libertem.common.backend import set_use_cpu, get_use_cuda
         from libertem.warnings import UseDiscouragedWarning
         from libertem.common.exceptions import UDFException
+        from libertem.udf.base import NoOpUDF
+        assert NoOpUDF is ltdask.udf.builtin.noop.NoOpUDF
         assert UseDiscouragedWarning is ltdask.UseDiscouragedWarning
         assert UDFException is ltdask.exceptions.UDFError
         assert MemoryDataSet is ltdask.compat.datasets.MemoryDataSet

@@ -71,3 +71,39 @@ def test_load_hdf5_with_libertem_ds_path(ctx, tmp_path):
     np.testing.assert_allclose(result, data.sum(axis=(0, 1)), rtol=1e-6)
     with pytest.raises(TypeError, match="key= or LiberTEM's ds_path="):
         ctx.load("hdf5", path=str(path), ds_path="group/data", key="group/data")
+
+
+def test_noop_udf_reads_in_the_dtype_asked_and_returns_nothing():
+    from ltdask.udf.builtin.noop import NoOpUDF
+
+    seen = []
+
+    class Spy(NoOpUDF):
+        def process_tile(self, tile):
+            seen.append(tile.dtype)
+
+    ds = MemoryDataSet(data=np.ones((2, 2, 4, 4), dtype=np.uint16))
+    ctx = Context(executor=InlineJobExecutor())
+    assert dict(ctx.run_udf(dataset=ds, udf=NoOpUDF())) == {}
+    ctx.run_udf(dataset=ds, udf=Spy())  # by default: the data's own dtype
+    assert set(seen) == {np.dtype(np.uint16)}
+    seen.clear()
+    ctx.run_udf(dataset=ds, udf=Spy(preferred_input_dtype=np.float64))
+    assert set(seen) == {np.dtype(np.float64)}
+
+
+@pytest.mark.parametrize("gpu", [True, 0, 1])
+def test_make_with_main_process_gpu_needs_cupy(gpu, monkeypatch):
+    from ltdask.compat import context
+    from ltdask.exceptions import ExecutorSpecException
+
+    monkeypatch.setattr(context, "has_cupy", lambda: False)
+    with pytest.raises(ExecutorSpecException, match=f"main_process_gpu={gpu!r} asks for a GPU"):
+        Context.make_with("inline", main_process_gpu=gpu)
+
+
+@pytest.mark.parametrize("gpu", [None, False])
+def test_make_with_main_process_gpu_off(gpu):
+    ctx = Context.make_with("inline", main_process_gpu=gpu)
+    ds = ctx.load("memory", data=np.ones((1, 2, 3, 3), dtype=np.float32))
+    assert ctx.run_udf(dataset=ds, udf=SumUDF())["intensity"].data.sum() == 18.0
