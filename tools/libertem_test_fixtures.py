@@ -13,16 +13,12 @@ GPU where a run's backends ask for one), ``set_num_cores`` (ltdask sizes partiti
 itself) and the IO backend (``io_backend=MMapBackend()``: ltdask reads raw files with
 memory maps anyway).
 
-LiberTEM's ``tests/utils.py`` (imported by the tests) defines, beside its helpers, an IO
-backend class for LiberTEM's IO tests: ``class FakeBackend(IOBackend, id_="fake")``.
-ltdask has no IO backend classes, so this plugin gives ``utils.py`` a module
-``libertem.io.dataset.base.backend`` whose two classes only make that definition work;
-none of the test paths run uses them.
-
 So that each test counts for what it uses (not for what its module imports), a LiberTEM
 name or module ltdask has no counterpart for imports here as a placeholder that raises
-ltdask's `NotInLtdaskError` (calls, subclassing) or `AttributeError` (attributes) when a
-test uses it, instead of failing the whole module's collection.
+ltdask's `NotInLtdaskError` when a test calls it or makes an instance of a class derived
+from it, and `AttributeError` for its attributes, instead of failing the whole module's
+collection (LiberTEM's ``tests/utils.py`` and ``test_simple_udf.py`` define classes
+derived from its IO backend and raw dataset classes at module level).
 """
 
 from __future__ import annotations
@@ -39,26 +35,6 @@ import ltdask  # noqa: F401  (turns the alias on: LTDASK_ALIAS_LIBERTEM=1)
 from ltdask.compat.alias import LIBERTEM_MODULES, AliasModule, NotInLtdaskError
 
 
-def _backend_module_for_utils() -> types.ModuleType:
-    """``libertem.io.dataset.base.backend`` for ``tests/utils.py``'s ``FakeBackend``."""
-
-    class IOBackend:
-        def __init_subclass__(cls, id_=None, **kwargs):
-            super().__init_subclass__(**kwargs)
-            cls.id_ = id_
-
-    class IOBackendImpl:
-        pass
-
-    module = types.ModuleType(
-        "libertem.io.dataset.base.backend",
-        "run_libertem_tests.py: base classes for tests/utils.py's FakeBackend only",
-    )
-    module.IOBackend = IOBackend  # type: ignore[attr-defined]
-    module.IOBackendImpl = IOBackendImpl  # type: ignore[attr-defined]
-    return module
-
-
 class _Absent:
     """A LiberTEM name that ltdask has no counterpart for; raises where it is used."""
 
@@ -71,7 +47,20 @@ class _Absent:
         )
 
     __call__ = _refuse
-    __mro_entries__ = _refuse
+
+    def __mro_entries__(self, bases):
+        """A subclass of it can be defined; making an instance raises."""
+        name, refuse = self._name, self._refuse
+
+        class AbsentBase:
+            def __init_subclass__(cls, **kwargs):
+                pass
+
+            def __init__(self, *args, **kwargs):
+                refuse()
+
+        AbsentBase.__qualname__ = AbsentBase.__name__ = name.rsplit(".", 1)[-1]
+        return (AbsentBase,)
 
     def __getattr__(self, attribute: str):
         raise AttributeError(f"{self._name}.{attribute}: {self._name} is not in ltdask")
@@ -114,7 +103,6 @@ def _absent_names_too(getattr_):
     return __getattr__
 
 
-sys.modules.setdefault("libertem.io.dataset.base.backend", _backend_module_for_utils())
 sys.meta_path.insert(0, _AbsentFinder())
 AliasModule.__getattr__ = _absent_names_too(AliasModule.__getattr__)  # type: ignore[method-assign]
 

@@ -100,6 +100,7 @@ def test_libertem_modules_resolve_to_ltdask(tmp_path):
         """
         import ltdask, ltdask.compat, ltdask.masks, ltdask.udf
         import ltdask.compat.datasets, ltdask.compat.devices, ltdask.udf.builtin.noop
+        import ltdask.udf.builtin.com, ltdask.udf.builtin.com_guess
         ltdask.compat.alias_libertem()
         ltdask.compat.alias_libertem()  # again: nothing more
         import libertem, libertem.masks
@@ -122,6 +123,10 @@ def test_libertem_modules_resolve_to_ltdask(tmp_path):
         from libertem.warnings import UseDiscouragedWarning
         from libertem.common.exceptions import UDFException
         from libertem.udf.base import NoOpUDF
+        from libertem.analysis.com import apply_correction, guess_corrections
+        from libertem.udf.com import GuessResult
+        assert apply_correction is ltdask.udf.builtin.com.apply_correction
+        assert guess_corrections is ltdask.udf.builtin.com_guess.guess_corrections
         assert NoOpUDF is ltdask.udf.builtin.noop.NoOpUDF
         assert UseDiscouragedWarning is ltdask.UseDiscouragedWarning
         assert UDFException is ltdask.exceptions.UDFError

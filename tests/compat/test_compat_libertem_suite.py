@@ -107,3 +107,35 @@ def test_make_with_main_process_gpu_off(gpu):
     ctx = Context.make_with("inline", main_process_gpu=gpu)
     ds = ctx.load("memory", data=np.ones((1, 2, 3, 3), dtype=np.float32))
     assert ctx.run_udf(dataset=ds, udf=SumUDF())["intensity"].data.sum() == 18.0
+
+
+def test_apply_correction_backwards_inverts_it():
+    from ltdask.udf.builtin.com import apply_correction
+
+    # a shift of (1, 0) on the detector, flipped then turned by 90°: (-1, 0) → (0, 1)
+    fy, fx = apply_correction(np.array(1.0), np.array(0.0), 90, True)
+    np.testing.assert_allclose([fy, fx], [0.0, 1.0], atol=1e-12)
+    back = apply_correction(fy, fx, 90, True, forward=False)
+    np.testing.assert_allclose(back, [1.0, 0.0], atol=1e-12)
+    y, x = np.random.default_rng(1).normal(size=(2, 3, 4))
+    for angle, flip in [(0, False), (-173, True), (23, False)]:
+        fwd = apply_correction(y, x, angle, flip)
+        np.testing.assert_allclose(apply_correction(*fwd, angle, flip, forward=False), (y, x))
+
+
+@pytest.mark.parametrize(("angle", "flip"), [(0, False), (30, True), (-100, False), (135, True)])
+def test_guess_corrections_finds_rotation_and_flip(angle, flip):
+    from ltdask.udf.builtin.com import apply_correction
+    from ltdask.udf.builtin.com_guess import guess_corrections
+
+    # the field of an "atom": minus the gradient of a (skewed) potential well, curl-free,
+    # pointing at the well (negative divergence there); seen on a detector turned/flipped
+    yy, xx = np.mgrid[-8:9, -8:9].astype(float)
+    well = -np.exp(-(yy**2 + xx**2 + 0.8 * yy * xx) / 12)
+    gy, gx = np.gradient(well)
+    dy, dx = apply_correction(-gy + 0.5, -gx - 2.0, angle, flip, forward=False)
+    guess = guess_corrections(dy, dx)
+    assert (guess.scan_rotation, guess.flip_y) == (angle, flip)
+    # cy, cx: the mean shift over all but the last row and column
+    assert guess.cy == pytest.approx(dy[:-1, :-1].mean())
+    assert guess.cx == pytest.approx(dx[:-1, :-1].mean())
