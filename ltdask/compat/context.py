@@ -14,6 +14,7 @@ from ltdask.compat.executors import (
     DaskJobExecutor,
     JobExecutor,
     UnsupportedError,
+    UnsupportedSpecError,
     refuse,
 )
 from ltdask.compat.results import Damage, UDFInfo, UDFResults, dry_run, result_buffers
@@ -130,7 +131,7 @@ class Context(AnalysisMixin):
                     "version, or give main_process_gpu=None or False)"
                 )
         if gpus not in (None, 0) and not (hasattr(gpus, "__len__") and len(gpus) == 0):
-            refuse("Context.make_with", "gpus", gpus, _GPUS_WHY)
+            refuse("Context.make_with", "gpus", gpus, _GPUS_WHY, UnsupportedSpecError)
         return cls(executor=executor_for_spec(executor_spec, cpus), plot_class=plot_class)
 
     def _scheduler(self):

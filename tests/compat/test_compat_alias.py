@@ -125,6 +125,8 @@ def test_libertem_modules_resolve_to_ltdask(tmp_path):
         from libertem.udf.base import NoOpUDF
         from libertem.analysis.com import apply_correction, guess_corrections
         from libertem.udf.com import GuessResult
+        from libertem.common.udf import UDFMethod
+        assert UDFMethod.FRAME is ltdask.udf.UDFMethod.FRAME
         assert apply_correction is ltdask.udf.builtin.com.apply_correction
         assert guess_corrections is ltdask.udf.builtin.com_guess.guess_corrections
         assert NoOpUDF is ltdask.udf.builtin.noop.NoOpUDF

@@ -139,3 +139,13 @@ def test_guess_corrections_finds_rotation_and_flip(angle, flip):
     # cy, cx: the mean shift over all but the last row and column
     assert guess.cy == pytest.approx(dy[:-1, :-1].mean())
     assert guess.cx == pytest.approx(dx[:-1, :-1].mean())
+
+
+@pytest.mark.parametrize("spec", ["threads", "inline", "delayed", "dask"])
+def test_make_with_gpus_is_libertems_executor_spec_exception(spec):
+    from ltdask.compat import UnsupportedError
+    from ltdask.exceptions import ExecutorSpecException
+
+    with pytest.raises(ExecutorSpecException, match="gpus=4 is not supported") as caught:
+        Context.make_with(spec, gpus=4)
+    assert isinstance(caught.value, UnsupportedError)  # ltdask's own refusal too
