@@ -11,9 +11,17 @@ from ltdask.io._memory import ArrayDataSet
 
 __all__ = ["MemoryDataSet"]
 
-#: LiberTEM's keywords about its own reading of the array (tiles, partitions, the cast
-#: check): ltdask negotiates tiles and partitions itself and reads the array as it is
-_READING_KEYS = ("tileshape", "num_partitions", "check_cast", "io_backend")
+#: LiberTEM's keywords about its own reading of the array (tiles, their base shape,
+#: partitions, the cast check, a forced decode step): ltdask negotiates tiles and
+#: partitions itself and reads the array as it is
+_READING_KEYS = (
+    "tileshape",
+    "num_partitions",
+    "check_cast",
+    "io_backend",
+    "base_shape",
+    "force_need_decode",
+)
 
 
 class MemoryDataSet(ArrayDataSet):
@@ -24,7 +32,8 @@ class MemoryDataSet(ArrayDataSet):
     tiles are dense (a run converts them to the backend its UDFs take); with only sparse
     ones (``"sparse.COO"``, ``"scipy.sparse.csr_matrix"``, ...) the array is held as a
     ``sparse.COO`` array and the tiles are sparse. LiberTEM's ``tileshape``,
-    ``num_partitions`` and ``check_cast`` are taken and have no effect (ltdask sizes tiles
+    ``num_partitions``, ``base_shape``, ``force_need_decode`` and ``check_cast`` are taken
+    and have no effect (ltdask sizes tiles
     and partitions itself); ``tiledelay`` and ``crop_frames=True`` (LiberTEM's test hooks
     for slow and cropped tiles) are refused. ``ds.data`` is the array given (as in
     LiberTEM); ``nav_calibration`` / ``sig_calibration`` as for :func:`ltdask.from_array`.

@@ -126,6 +126,12 @@ def test_libertem_modules_resolve_to_ltdask(tmp_path):
         from libertem.analysis.com import apply_correction, guess_corrections
         from libertem.udf.com import GuessResult
         from libertem.common.udf import UDFMethod
+        from libertem.analysis.disk import DiskMaskAnalysis
+        from libertem.analysis.ring import RingMaskAnalysis
+        from libertem.analysis.point import PointMaskAnalysis
+        import ltdask.analysis.masks as am
+        assert (DiskMaskAnalysis, RingMaskAnalysis, PointMaskAnalysis) == (
+            am.DiskMaskAnalysis, am.RingMaskAnalysis, am.PointMaskAnalysis)
         assert UDFMethod.FRAME is ltdask.udf.UDFMethod.FRAME
         assert apply_correction is ltdask.udf.builtin.com.apply_correction
         assert guess_corrections is ltdask.udf.builtin.com_guess.guess_corrections

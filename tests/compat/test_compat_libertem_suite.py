@@ -149,3 +149,17 @@ def test_make_with_gpus_is_libertems_executor_spec_exception(spec):
     with pytest.raises(ExecutorSpecException, match="gpus=4 is not supported") as caught:
         Context.make_with(spec, gpus=4)
     assert isinstance(caught.value, UnsupportedError)  # ltdask's own refusal too
+
+
+def test_memory_dataset_takes_libertems_tiling_keywords(ctx):
+    # LiberTEM's test_multi_udf makes its dataset with base_shape= and force_need_decode=
+    data = np.random.default_rng(2).random((4, 4, 6, 6)).astype(np.float32)
+    ds = MemoryDataSet(
+        data=data,
+        tileshape=(2, 6, 6),
+        num_partitions=2,
+        base_shape=(1, 3, 3),
+        force_need_decode=True,
+    )
+    result = ctx.run_udf(dataset=ds, udf=SumUDF())["intensity"].data
+    np.testing.assert_allclose(result, data.sum(axis=(0, 1)), rtol=1e-6)
