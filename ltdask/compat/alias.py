@@ -79,6 +79,7 @@ LIBERTEM_MODULES: dict[str, tuple[str, ...]] = {
     ),
     "libertem.warnings": ("UseDiscouragedWarning=ltdask.exceptions:UseDiscouragedWarning",),
     "libertem.exceptions": ("ExecutorSpecException=ltdask.exceptions:ExecutorSpecException",),
+    "libertem.common.buffers": ("InvalidMaskError=ltdask.exceptions:InvalidMaskError",),
     "libertem.common.udf": ("UDFMethod=ltdask.udf.base:UDFMethod",),
     "libertem.common.sparse": (
         "is_sparse=ltdask.masks:is_sparse",

@@ -126,6 +126,8 @@ def test_libertem_modules_resolve_to_ltdask(tmp_path):
         from libertem.analysis.com import apply_correction, guess_corrections
         from libertem.udf.com import GuessResult
         from libertem.common.udf import UDFMethod
+        from libertem.common.buffers import InvalidMaskError
+        assert InvalidMaskError is ltdask.exceptions.InvalidMaskError
         from libertem.analysis.disk import DiskMaskAnalysis
         from libertem.analysis.ring import RingMaskAnalysis
         from libertem.analysis.point import PointMaskAnalysis

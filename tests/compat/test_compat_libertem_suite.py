@@ -9,7 +9,7 @@ import pickle
 import numpy as np
 import pytest
 
-from ltdask import Shape, Slice
+from ltdask import UDF, Shape, Slice
 from ltdask.compat import Context, InlineJobExecutor
 from ltdask.compat.datasets import MemoryDataSet
 from ltdask.io._memory import ArrayDataSet
@@ -163,3 +163,48 @@ def test_memory_dataset_takes_libertems_tiling_keywords(ctx):
     )
     result = ctx.run_udf(dataset=ds, udf=SumUDF())["intensity"].data
     np.testing.assert_allclose(result, data.sum(axis=(0, 1)), rtol=1e-6)
+
+
+class _CustomMask(UDF):
+    """A ``single`` result (64, 64, 3) returned with the valid mask given."""
+
+    def get_result_buffers(self):
+        return {"custom": self.buffer(kind="single", dtype="float32", extra_shape=(64, 64, 3))}
+
+    def get_results(self):
+        data = np.zeros((64, 64, 3), dtype="float32")
+        return {"custom": self.with_mask(data, mask=self.params.mask)}
+
+    def process_frame(self, frame):
+        pass
+
+    def merge(self, dest, src):
+        pass
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [
+        np.zeros((32, 32), dtype=bool),  # does not broadcast to (64, 64, 3)
+        np.zeros((64, 64), dtype=bool),  # needs a trailing 1 to broadcast
+        np.zeros((1, 1, 1, 1), dtype=bool),  # too many dims
+        np.zeros((64, 64, 3), dtype=np.float32),  # not boolean
+        np.full((1, 1, 3), 2, dtype=np.int64),  # integers other than 0/1
+    ],
+    ids=["32x32", "64x64", "4d", "float", "int2"],
+)
+def test_invalid_valid_masks_raise_invalid_mask_error(ctx, mask):
+    from ltdask.exceptions import InvalidMaskError, UDFError
+
+    ds = MemoryDataSet(datashape=(4, 4, 4, 4))
+    with pytest.raises(InvalidMaskError, match="the valid mask of 'custom'"):
+        ctx.run_udf(dataset=ds, udf=_CustomMask(mask=mask))
+    assert issubclass(InvalidMaskError, UDFError)
+
+
+def test_valid_masks_that_broadcast_are_taken(ctx):
+    ds = MemoryDataSet(datashape=(4, 4, 4, 4))
+    mask = np.zeros((64, 1, 3), dtype=bool)
+    mask[:2] = True
+    valid = ctx.run_udf(dataset=ds, udf=_CustomMask(mask=mask))["custom"].valid_mask
+    assert valid.shape == (64, 64, 3) and valid.sum() == 2 * 64 * 3
