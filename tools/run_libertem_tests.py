@@ -58,6 +58,9 @@ LEFT_OUT: dict[str, str] = {
         "UDFRunner with LiberTEM's executors and AsyncAdapter: the runner class itself "
         "(ltdask's engine is ltdask.udf.api)"
     ),
+    "tests/udf/test_multi_udf.py::test_simple_multi_udf_run": (
+        "UDFRunner(udfs).run_for_dataset(...): the runner class itself"
+    ),
     "tests/test_context.py::test_dynamic_parameter_update_integration": (
         "executor.get_available_workers and UDF parameters changed between partitions "
         "through LiberTEM's executor internals"
