@@ -55,6 +55,12 @@ class UDFError(LtdaskError, ValueError):
     """
 
 
+class InvalidMaskError(UDFError):
+    """A UDF's valid mask for a result (``self.with_mask(data, mask)`` in ``get_results``)
+    is not boolean (nor 0/1 integers), or does not broadcast to the result's shape
+    (LiberTEM's ``libertem.common.buffers.InvalidMaskError``)."""
+
+
 class ConversionError(LtdaskError, ValueError):
     """Values that the dtype asked for cannot hold: a conversion that would change them
     (wrap integers around, turn NaN or infinities into numbers, overflow to infinity).

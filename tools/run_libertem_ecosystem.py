@@ -107,20 +107,31 @@ def _cause(element) -> str:
     return message.splitlines()[0][:200] if message else "(no message)"
 
 
-def run_suite(venv: Path, tree: Path, work: Path, timeout: int) -> Path:
+def run_suite(
+    venv: Path,
+    tree: Path,
+    work: Path,
+    timeout: int,
+    paths: tuple[str, ...] = ("tests",),
+    options: tuple[str, ...] = (),
+    pythonpath: tuple[Path, ...] = (),
+) -> Path:
+    """Run pytest on `paths` of `tree` with the alias on and ltdask from this checkout
+    (`options`: more pytest options; `pythonpath`: more import directories); the junit
+    report's path."""
     alias_dir = work / "alias"
     alias_dir.mkdir(exist_ok=True)
     (alias_dir / "sitecustomize.py").write_text(SITECUSTOMIZE)
     env = {
         **os.environ,
         "LTDASK_ALIAS_LIBERTEM": "1",
-        "PYTHONPATH": os.pathsep.join([str(ROOT), str(alias_dir)]),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(alias_dir), *map(str, pythonpath)]),
     }
     report = work / f"{tree.name}.xml"
     command = [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     # the projects' own addopts (marker selections) stay
     command += ["--continue-on-collection-errors", f"--junitxml={report}"]
-    command += ["tests"]
+    command += [*options, *paths]
     print("$", " ".join(command), f"(in {tree})", flush=True)
     try:
         subprocess.run(command, cwd=tree, env=env, timeout=timeout, check=False)
@@ -145,6 +156,15 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((name, None, None))
             continue
         rows.append((name, *summarise(report)))
+    print_table(rows)
+    return 0
+
+
+def print_table(
+    rows: list[tuple[str, collections.Counter | None, collections.Counter | None]],
+    causes_shown: int = 12,
+) -> None:
+    """Outcome counts per suite, then each suite's most common failure messages."""
     print("\npackage               passed  failed  errors  skipped")
     for name, outcome, _ in rows:
         if outcome is None:
@@ -157,9 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, _, causes in rows:
         if causes:
             print(f"\n{name}: most common failures")
-            for message, n in causes.most_common(12):
+            for message, n in causes.most_common(causes_shown):
                 print(f"  {n:>4}  {message}")
-    return 0
 
 
 if __name__ == "__main__":

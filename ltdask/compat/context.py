@@ -8,12 +8,13 @@ import functools
 
 from ltdask.analysis import AnalysisMixin
 from ltdask.compat.datasets import MemoryDataSet
-from ltdask.compat.devices import run_backends
+from ltdask.compat.devices import has_cupy, run_backends
 from ltdask.compat.executor_specs import executor_for_spec
 from ltdask.compat.executors import (
     DaskJobExecutor,
     JobExecutor,
     UnsupportedError,
+    UnsupportedSpecError,
     refuse,
 )
 from ltdask.compat.results import Damage, UDFInfo, UDFResults, dry_run, result_buffers
@@ -25,13 +26,15 @@ from ltdask.compat.steps import (
     update_plots,
 )
 from ltdask.corrections import CorrectionSet
-from ltdask.exceptions import DataSetError
+from ltdask.exceptions import DataSetError, ExecutorSpecException
 from ltdask.udf.api import RunControl, compute, compute_datasets, iter_steps
 from ltdask.udf.builtin.pick import AutoUDF
 from ltdask.udf.roi import normalize_roi
 from ltdask.viz import MPLLive2DPlot
 
 _IGNORED_LOAD_KEYS = ("num_partitions", "io_backend", "tileshape", "enable_direct")
+#: file type -> {LiberTEM's ``Context.load`` keyword: the ``open_*`` keyword it is}
+_RENAMED_LOAD_KEYS = {"hdf5": {"ds_path": "key"}}
 
 
 _GPUS_WHY = (
@@ -101,7 +104,12 @@ class Context(AnalysisMixin):
 
     @classmethod
     def make_with(
-        cls, executor_spec: str = "dask", cpus=None, gpus=None, plot_class=None
+        cls,
+        executor_spec: str = "dask",
+        cpus=None,
+        gpus=None,
+        plot_class=None,
+        main_process_gpu=None,
     ) -> Context:
         """A context on the dask scheduler LiberTEM's `executor_spec` stands for.
 
@@ -110,10 +118,20 @@ class Context(AnalysisMixin):
         ``distributed.Client`` if one is set up). ``cpus`` (a count or a list of CPUs) runs
         that many threads. ``gpus`` is refused: runs use a GPU through CuPy where the
         run's ``backends`` or its UDFs ask for one (see `UnsupportedError`). The executor
-        is ``ctx.executor`` (see `ltdask.compat.executors`).
+        is ``ctx.executor`` (see `ltdask.compat.executors`). LiberTEM's
+        ``main_process_gpu`` (True or a GPU number: this process may use a GPU) is
+        refused with `ExecutorSpecException` where CuPy cannot use a GPU, as in LiberTEM;
+        elsewhere None, False and a GPU all run as said above.
         """
+        if main_process_gpu is True or type(main_process_gpu) is int:
+            if not has_cupy():
+                raise ExecutorSpecException(
+                    f"Context.make_with: main_process_gpu={main_process_gpu!r} asks for a "
+                    "GPU, but CuPy cannot use one here (install cupy for the CUDA "
+                    "version, or give main_process_gpu=None or False)"
+                )
         if gpus not in (None, 0) and not (hasattr(gpus, "__len__") and len(gpus) == 0):
-            refuse("Context.make_with", "gpus", gpus, _GPUS_WHY)
+            refuse("Context.make_with", "gpus", gpus, _GPUS_WHY, UnsupportedSpecError)
         return cls(executor=executor_for_spec(executor_spec, cpus), plot_class=plot_class)
 
     def _scheduler(self):
@@ -124,13 +142,21 @@ class Context(AnalysisMixin):
         built-in format -- ``"raw"``, ``"mib"``, ``"dectris"``, ``"k2is"``, ... as
         ``ltdask.io.supported_formats()`` lists them -- or a plug-in's), ``"memory"``,
         ``"dask"`` or ``"auto"`` (by file name and contents), with the format's
-        ``open_*`` keywords."""
+        ``open_*`` keywords (and LiberTEM's names of them: ``ds_path`` for hdf5's ``key``)."""
         from ltdask.io.open import open_dataset
         from ltdask.io.registry import find_format, format_names
 
         for key in _IGNORED_LOAD_KEYS:
             kwargs.pop(key, None)
         kind = filetype.lower()
+        for theirs, ours in _RENAMED_LOAD_KEYS.get(kind, {}).items():
+            if theirs in kwargs:
+                if ours in kwargs:
+                    raise TypeError(
+                        f"Context.load({filetype!r}): give {ours}= or LiberTEM's {theirs}=, "
+                        "not both"
+                    )
+                kwargs[ours] = kwargs.pop(theirs)
         if kind == "auto":
             if not args and "path" in kwargs:
                 args = (kwargs.pop("path"),)  # ltdask.open takes the path positionally

@@ -5,24 +5,26 @@ from __future__ import annotations
 
 import numpy as np
 
+from ltdask.calibration import calibrated
 from ltdask.compat.executors import refuse
+from ltdask.io._memory import ArrayDataSet
 
 __all__ = ["MemoryDataSet"]
 
-#: LiberTEM's keywords about its own reading of the array (tiles, partitions, the cast
-#: check): ltdask negotiates tiles and partitions itself and reads the array as it is
-_READING_KEYS = ("tileshape", "num_partitions", "check_cast", "io_backend")
+#: LiberTEM's keywords about its own reading of the array (tiles, their base shape,
+#: partitions, the cast check, a forced decode step): ltdask negotiates tiles and
+#: partitions itself and reads the array as it is
+_READING_KEYS = (
+    "tileshape",
+    "num_partitions",
+    "check_cast",
+    "io_backend",
+    "base_shape",
+    "force_need_decode",
+)
 
 
-def MemoryDataSet(  # noqa: N802  (LiberTEM's class name; ltdask's class is ArrayDataSet)
-    data=None,
-    datashape=None,
-    sig_dims: int = 2,
-    tiledelay=None,
-    crop_frames: bool = False,
-    array_backends=None,
-    **kwargs,
-):
+class MemoryDataSet(ArrayDataSet):
     """An array in memory as a dataset, with LiberTEM's keywords: `data` (or an array of
     zeros of `datashape`, float32), `sig_dims`, and ``nav_shape``, ``sig_shape``,
     ``sync_offset`` (see :func:`ltdask.from_array`). `array_backends` (the array backends
@@ -30,9 +32,11 @@ def MemoryDataSet(  # noqa: N802  (LiberTEM's class name; ltdask's class is Arra
     tiles are dense (a run converts them to the backend its UDFs take); with only sparse
     ones (``"sparse.COO"``, ``"scipy.sparse.csr_matrix"``, ...) the array is held as a
     ``sparse.COO`` array and the tiles are sparse. LiberTEM's ``tileshape``,
-    ``num_partitions`` and ``check_cast`` are taken and have no effect (ltdask sizes tiles
+    ``num_partitions``, ``base_shape``, ``force_need_decode`` and ``check_cast`` are taken
+    and have no effect (ltdask sizes tiles
     and partitions itself); ``tiledelay`` and ``crop_frames=True`` (LiberTEM's test hooks
-    for slow and cropped tiles) are refused.
+    for slow and cropped tiles) are refused. ``ds.data`` is the array given (as in
+    LiberTEM); ``nav_calibration`` / ``sig_calibration`` as for :func:`ltdask.from_array`.
 
     Examples
     --------
@@ -42,21 +46,47 @@ def MemoryDataSet(  # noqa: N802  (LiberTEM's class name; ltdask's class is Arra
     >>> tuple(ds.shape.nav), tuple(ds.shape.sig)
     ((2, 3), (4, 4))
     """
-    from ltdask.io._memory import from_array
 
-    if tiledelay is not None:
-        refuse("MemoryDataSet", "tiledelay", tiledelay, "ltdask tiles are not slowed down")
-    if crop_frames:
-        refuse("MemoryDataSet", "crop_frames", crop_frames, "ltdask negotiates its tiles")
-    for key in _READING_KEYS:
-        kwargs.pop(key, None)
-    if data is None:
-        if datashape is None:
-            raise ValueError("MemoryDataSet: give data= (an array) or datashape= (a shape)")
-        data = np.zeros(datashape, dtype=kwargs.pop("dtype", np.float32))
-    if array_backends is not None:
-        data = _in_backends(data, tuple(array_backends))
-    return from_array(data, sig_dims=sig_dims, **kwargs)
+    def __init__(
+        self,
+        data=None,
+        datashape=None,
+        sig_dims: int = 2,
+        tiledelay=None,
+        crop_frames: bool = False,
+        array_backends=None,
+        *,
+        nav_calibration=None,
+        sig_calibration=None,
+        **kwargs,
+    ):
+        if tiledelay is not None:
+            refuse("MemoryDataSet", "tiledelay", tiledelay, "ltdask tiles are not slowed down")
+        if crop_frames:
+            refuse("MemoryDataSet", "crop_frames", crop_frames, "ltdask negotiates its tiles")
+        for key in _READING_KEYS:
+            kwargs.pop(key, None)
+        if data is None:
+            if datashape is None:
+                raise ValueError("MemoryDataSet: give data= (an array) or datashape= (a shape)")
+            data = np.zeros(datashape, dtype=kwargs.pop("dtype", np.float32))
+        self._data = data
+        held = data if array_backends is None else _in_backends(data, tuple(array_backends))
+        super().__init__(held, sig_dims=sig_dims, **kwargs)
+        calibrated(self, nav_calibration, sig_calibration)
+
+    @property
+    def data(self):
+        """The array the dataset was made from (LiberTEM's ``MemoryDataSet.data``)."""
+        if self._data is None:
+            raise AttributeError("MemoryDataSet.data is not sent to tasks")
+        return self._data
+
+    def for_task(self) -> MemoryDataSet:
+        light = super().for_task()
+        assert isinstance(light, MemoryDataSet)
+        light._data = None
+        return light
 
 
 _DENSE = ("numpy", "cupy", "cuda")

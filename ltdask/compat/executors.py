@@ -28,7 +28,7 @@ from typing import Any
 
 import dask
 
-from ltdask.exceptions import LtdaskError
+from ltdask.exceptions import ExecutorSpecException, LtdaskError
 
 __all__ = [
     "ConcurrentJobExecutor",
@@ -37,6 +37,7 @@ __all__ = [
     "InlineJobExecutor",
     "JobExecutor",
     "PipelinedExecutor",
+    "UnsupportedSpecError",
 ]
 
 
@@ -54,8 +55,14 @@ class UnsupportedError(LtdaskError, NotImplementedError):
     """
 
 
-def refuse(where: str, argument: str, value, why: str):
-    raise UnsupportedError(f"{where}: {argument}={value!r} is not supported by ltdask: {why}")
+class UnsupportedSpecError(UnsupportedError, ExecutorSpecException):
+    """A ``Context.make_with`` setting ltdask cannot honour (``gpus=``): an
+    `UnsupportedError` and LiberTEM's ``ExecutorSpecException``, which LiberTEM raises
+    where an executor cannot take the GPUs asked for."""
+
+
+def refuse(where: str, argument: str, value, why: str, error=UnsupportedError):
+    raise error(f"{where}: {argument}={value!r} is not supported by ltdask: {why}")
 
 
 class JobExecutor:

@@ -40,7 +40,9 @@ class UDFMeta:
     nav_calibration, sig_calibration : tuple of ltdask.calibration.Axis
         ltdask extension: the dataset's physical calibration of each nav and signal dim.
 
-    Made by the engine (:func:`ltdask.udf.bind.make_meta`), one per UDF instance.
+    Made by the engine (:func:`ltdask.udf.bind.make_meta`), one per UDF instance. Made by
+    hand (as LiberTEM's tests do), LiberTEM's ``partition_slice=`` (a `Slice` of the
+    partition, or None) gives ``partition_shape``.
 
     Examples
     --------
@@ -70,7 +72,11 @@ class UDFMeta:
         nav_calibration: tuple[Axis, ...] | None = None,
         sig_calibration: tuple[Axis, ...] | None = None,
         folded_corrections=None,
+        partition_slice: Slice | None = None,
     ):
+        if partition_shape is None and partition_slice is not None:
+            # LiberTEM's keyword: the partition as a slice of the flat-nav dataset
+            partition_shape = partition_slice.shape
         self.dataset_shape = dataset_shape
         self.dataset_dtype = np.dtype(dataset_dtype)
         self.input_dtype = np.dtype(input_dtype)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ltdask.exceptions import UDFError, UndeclaredResultError
+from ltdask.exceptions import InvalidMaskError, UDFError, UndeclaredResultError
 from ltdask.udf.bind import given_params, show_valid_nav
 from ltdask.udf.buffers import BufferSpec, BufferView, ResultsNamespace
 from ltdask.udf.graph import PartitionGraph
@@ -127,7 +127,7 @@ def _valid(graph: PartitionGraph, cls, name, spec: BufferSpec, value, mask):
     if not isinstance(mask, da.Array) and mask.dtype.kind in "iu" and np.isin(mask, (0, 1)).all():
         mask = mask.astype(bool)  # LiberTEM's with_mask(data, mask=1) / mask=0
     if mask.dtype != bool:
-        raise UDFError(
+        raise InvalidMaskError(
             f"{cls}: the valid mask of {name!r} has dtype {mask.dtype}, not bool (integer "
             "masks may hold only 0 and 1)"
         )
@@ -136,7 +136,7 @@ def _valid(graph: PartitionGraph, cls, name, spec: BufferSpec, value, mask):
             return da.broadcast_to(mask, value.shape)
         return np.broadcast_to(mask, value.shape)
     except ValueError:
-        raise UDFError(
+        raise InvalidMaskError(
             f"{cls}: the valid mask of {name!r} (shape {mask.shape}) does not broadcast "
             f"to the result's shape {value.shape}"
         ) from None

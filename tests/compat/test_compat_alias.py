@@ -99,7 +99,8 @@ def test_libertem_modules_resolve_to_ltdask(tmp_path):
     out = python(
         """
         import ltdask, ltdask.compat, ltdask.masks, ltdask.udf
-        import ltdask.compat.datasets, ltdask.compat.devices
+        import ltdask.compat.datasets, ltdask.compat.devices, ltdask.udf.builtin.noop
+        import ltdask.udf.builtin.com, ltdask.udf.builtin.com_guess
         ltdask.compat.alias_libertem()
         ltdask.compat.alias_libertem()  # again: nothing more
         import libertem, libertem.masks
@@ -119,6 +120,26 @@ def test_libertem_modules_resolve_to_ltdask(tmp_path):
         from libertem.io.dataset.memory import MemoryDataSet
         from libertem.utils.devices import detect
         from libertem.common.backend import set_use_cpu, get_use_cuda
+        from libertem.warnings import UseDiscouragedWarning
+        from libertem.common.exceptions import UDFException
+        from libertem.udf.base import NoOpUDF
+        from libertem.analysis.com import apply_correction, guess_corrections
+        from libertem.udf.com import GuessResult
+        from libertem.common.udf import UDFMethod
+        from libertem.common.buffers import InvalidMaskError
+        assert InvalidMaskError is ltdask.exceptions.InvalidMaskError
+        from libertem.analysis.disk import DiskMaskAnalysis
+        from libertem.analysis.ring import RingMaskAnalysis
+        from libertem.analysis.point import PointMaskAnalysis
+        import ltdask.analysis.masks as am
+        assert (DiskMaskAnalysis, RingMaskAnalysis, PointMaskAnalysis) == (
+            am.DiskMaskAnalysis, am.RingMaskAnalysis, am.PointMaskAnalysis)
+        assert UDFMethod.FRAME is ltdask.udf.UDFMethod.FRAME
+        assert apply_correction is ltdask.udf.builtin.com.apply_correction
+        assert guess_corrections is ltdask.udf.builtin.com_guess.guess_corrections
+        assert NoOpUDF is ltdask.udf.builtin.noop.NoOpUDF
+        assert UseDiscouragedWarning is ltdask.UseDiscouragedWarning
+        assert UDFException is ltdask.exceptions.UDFError
         assert MemoryDataSet is ltdask.compat.datasets.MemoryDataSet
         assert detect is ltdask.compat.devices.detect and get_use_cuda() is None
         c = ltdask.compat

@@ -39,14 +39,18 @@ class CoMParams(NamedTuple):
     physical_units: bool = False
 
 
-def apply_correction(y, x, scan_rotation: float, flip_y: bool):
+def apply_correction(y, x, scan_rotation: float, flip_y: bool, forward: bool = True):
     """Shifts in detector coordinates → field in scan coordinates, as LiberTEM: ``flip_y``
     negates the y component first; then both are rotated by `scan_rotation` degrees:
-    ``y' = cos·y + sin·x``, ``x' = -sin·y + cos·x``."""
-    if flip_y:
-        y = -y
+    ``y' = cos·y + sin·x``, ``x' = -sin·y + cos·x``. ``forward=False``: the inverse (field
+    in scan coordinates → shifts on the detector)."""
     angle = math.radians(scan_rotation)
     c, s = math.cos(angle), math.sin(angle)
+    if not forward:
+        y, x = c * y - s * x, s * y + c * x
+        return (-y if flip_y else y), x
+    if flip_y:
+        y = -y
     return c * y + s * x, -s * y + c * x
 
 
