@@ -17,8 +17,8 @@ from ltdask.udf.builtin._kernels import (
     flat_tile,
     interval_moments,
 )
+from ltdask.udf.builtin._kernels import row_intervals as _row_intervals
 from ltdask.udf.builtin.apply_masks import _runs
-from ltdask.udf.builtin.com import _row_intervals
 from ltdask.udf.kernels.statistics import (
     BLOCK,
     add_rows,

@@ -7,6 +7,8 @@ the engine shares.
 
 from __future__ import annotations
 
+import functools
+
 import numba
 import numpy as np
 
@@ -282,3 +284,38 @@ __all__ = [
     "flat_tile",
     "interval_moments",
 ]
+
+
+@functools.lru_cache(maxsize=16)
+def com_disk(sy: int, sx: int, cy: float, cx: float, r: float, ri: float):
+    """The disk or ring of the centre of mass in a ``(sy, sx)`` frame and its row intervals
+    (`row_intervals`), read-only: made once per process, not per partition (1 ms each)."""
+    y, x = np.mgrid[:sy, :sx]
+    d2 = (y - cy) ** 2 + (x - cx) ** 2
+    # LiberTEM's disk and ring (``ltdask.masks``): ``ri² < d² <= r²``
+    mask = d2 <= r**2
+    if ri > 0:
+        mask &= d2 > ri**2
+    out = (mask, *row_intervals(mask))
+    for arr in out:
+        arr.flags.writeable = False
+    return out
+
+
+def row_intervals(mask: np.ndarray):
+    """Per row, the column intervals ``[start, stop)`` where `mask` is True."""
+    padded = np.zeros((mask.shape[0], mask.shape[1] + 2), dtype=np.int8)
+    padded[:, 1:-1] = mask
+    edges = np.diff(padded, axis=1)
+    rows_up, cols_up = np.nonzero(edges == 1)
+    _, cols_down = np.nonzero(edges == -1)
+    per_row = np.bincount(rows_up, minlength=mask.shape[0])
+    k = max(1, int(per_row.max()) if per_row.size else 1)
+    starts = np.zeros((mask.shape[0], k), dtype=np.int64)
+    stops = np.zeros((mask.shape[0], k), dtype=np.int64)
+    slot = np.zeros(mask.shape[0], dtype=np.int64)
+    for r, a, b in zip(rows_up, cols_up, cols_down, strict=True):
+        starts[r, slot[r]] = a
+        stops[r, slot[r]] = b
+        slot[r] += 1
+    return starts, stops

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import NamedTuple
 
@@ -11,7 +10,7 @@ import numpy as np
 from ltdask.udf.apply import apply_whole
 from ltdask.udf.backends import to_host
 from ltdask.udf.base import UDF
-from ltdask.udf.builtin._kernels import flat_tile, interval_moments
+from ltdask.udf.builtin._kernels import com_disk, flat_tile, interval_moments
 
 NO_REGRESSION = -1
 
@@ -205,7 +204,7 @@ class CoMUDF(UDF):
     def get_task_data(self):
         sy, sx = tuple(self.meta.dataset_shape.sig)
         p = self.params.com_params
-        mask, starts, stops = _disk(sy, sx, *self._center(), p.r, p.ri)
+        mask, starts, stops = com_disk(sy, sx, *self._center(), p.r, p.ri)
         return {"mask": mask, "starts": starts, "stops": stops, "cols": {}, "device": {}}
 
     def get_backends(self):
@@ -416,38 +415,3 @@ def _gradient(arr: np.ndarray, axis: int, spacing=(1.0, 1.0)) -> np.ndarray:
     if arr.shape[axis] < 2:
         return np.zeros_like(arr)
     return np.gradient(arr, spacing[axis], axis=axis)
-
-
-@functools.lru_cache(maxsize=16)
-def _disk(sy: int, sx: int, cy: float, cx: float, r: float, ri: float):
-    """The disk or ring of the centre of mass in a ``(sy, sx)`` frame and its row intervals
-    (`_row_intervals`), read-only: made once per process, not per partition (1 ms each)."""
-    y, x = np.mgrid[:sy, :sx]
-    d2 = (y - cy) ** 2 + (x - cx) ** 2
-    # LiberTEM's disk and ring (``ltdask.masks``): ``ri² < d² <= r²``
-    mask = d2 <= r**2
-    if ri > 0:
-        mask &= d2 > ri**2
-    out = (mask, *_row_intervals(mask))
-    for arr in out:
-        arr.flags.writeable = False
-    return out
-
-
-def _row_intervals(mask: np.ndarray):
-    """Per row, the column intervals ``[start, stop)`` where `mask` is True."""
-    padded = np.zeros((mask.shape[0], mask.shape[1] + 2), dtype=np.int8)
-    padded[:, 1:-1] = mask
-    edges = np.diff(padded, axis=1)
-    rows_up, cols_up = np.nonzero(edges == 1)
-    _, cols_down = np.nonzero(edges == -1)
-    per_row = np.bincount(rows_up, minlength=mask.shape[0])
-    k = max(1, int(per_row.max()) if per_row.size else 1)
-    starts = np.zeros((mask.shape[0], k), dtype=np.int64)
-    stops = np.zeros((mask.shape[0], k), dtype=np.int64)
-    slot = np.zeros(mask.shape[0], dtype=np.int64)
-    for r, a, b in zip(rows_up, cols_up, cols_down, strict=True):
-        starts[r, slot[r]] = a
-        stops[r, slot[r]] = b
-        slot[r] += 1
-    return starts, stops
