@@ -46,7 +46,7 @@ def pytest_addoption(parser):
 #: the core tier (``pytest`` as the README runs it) takes at most this many cases of each
 #: parametrised test, spread over its list (its first and last among them); the others are
 #: marked ``slow``, the tier `.ci/run` adds (``pytest -m slow``)
-CORE_CASES = 8
+CORE_CASES = 6
 
 
 def _skip_what_array_expr_cannot(items) -> None:

@@ -201,6 +201,7 @@ def test_refused_where_the_real_libertem_is_importable(tmp_path, scan):
         assert str(tmp_path / "libertem") in out.stderr
 
 
+@pytest.mark.slow  # a LocalCluster of worker processes
 def test_local_cluster_workers_get_the_alias(tmp_path, scan):
     """Worker processes import the LiberTEM package's UDF module: they need the alias too."""
     script = tmp_path / "cluster_script.py"
