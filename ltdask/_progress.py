@@ -108,21 +108,27 @@ def _watched() -> bool:
     return bool(isatty and isatty())
 
 
+def _bar_delay(progress: bool | None) -> float | None:
+    """Seconds before a bar appears, as `progress` asks; None: no bar."""
+    if progress is False or (progress is None and not _watched()):
+        return None
+    return 0.0 if progress else PROGRESS_DELAY
+
+
 def partition_bar(progress: bool | None):
     """A context manager that shows a `PartitionBar` over the computes on the local
     schedulers inside it, as `progress` asks; a null context where no bar is wanted."""
-    if progress is False or (progress is None and not _watched()):
-        return contextlib.nullcontext()
-    return PartitionBar(delay=0.0 if progress else PROGRESS_DELAY)
+    delay = _bar_delay(progress)
+    return contextlib.nullcontext() if delay is None else PartitionBar(delay=delay)
 
 
 def progress_over(items, progress: bool | None, unit: str):
     """`items`, shown as a bar of those done as `progress` asks (see the module's notes)."""
-    if progress is False or (progress is None and not _watched()):
+    delay = _bar_delay(progress)
+    if delay is None:
         return items
     from tqdm.auto import tqdm
 
-    delay = 0.0 if progress else PROGRESS_DELAY
     return tqdm(items, delay=delay, unit=unit, desc="ltdask", file=sys.stderr)
 
 
