@@ -6,6 +6,7 @@ import multiprocessing
 import os
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
+from fnmatch import fnmatchcase
 
 import dask
 import pytest
@@ -58,9 +59,11 @@ def _skip_what_array_expr_cannot(items) -> None:
     if not getattr(dask.array, "ARRAY_EXPR_ENABLED", False):
         return
     for item in items:
-        reason = ARRAY_EXPR_CANNOT.get(item.nodeid)
-        if reason is None:
-            reason = ARRAY_EXPR_CANNOT.get(item.nodeid.partition("[")[0])
+        name = item.nodeid.partition("[")[0]
+        reason = ARRAY_EXPR_CANNOT.get(name) or next(
+            (why for key, why in ARRAY_EXPR_CANNOT.items() if fnmatchcase(item.nodeid, key)),
+            None,
+        )
         if reason is not None:
             item.add_marker(pytest.mark.skip(reason=f"dask array-expr: {reason}"))
 
