@@ -9,14 +9,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ltdask import _config
-from ltdask.calibration import Calibrated
 from ltdask.common import Shape, Slice
 from ltdask.common.shape import RoiBuilder
 from ltdask.exceptions import DataSetError, MissingFramesWarning, UDFError, warn
+from ltdask.io.calibration import Calibrated
 from ltdask.io.checks import SUPPORTED_DTYPES, check_dtype, check_shape, unsupported
 from ltdask.io.partition import Partition, nav_grid, partitions_for_grid
 from ltdask.io.tiling import Negotiator, TilingPreferences, TilingScheme, flat_of
+from ltdask.runtime import settings
 
 #: partitions without any frame (a nav shape far beyond the files) that planning accepts
 MAX_EMPTY_PARTITIONS = 10_000
@@ -238,8 +238,8 @@ class DataSet(Calibrated):
             if self.partition_frame_bytes() < frame_bytes:
                 return nav_grid(self.nav_shape, frame_bytes)
             return self.nav_chunks
-        target = _config.view_chunk_partitions() * _config.partition_bytes() // frame_bytes
-        target = min(max(1, target), max(1, self.num_frames // _config.min_partitions()))
+        target = settings.view_chunk_partitions() * settings.partition_bytes() // frame_bytes
+        target = min(max(1, target), max(1, self.num_frames // settings.min_partitions()))
         return nav_grid(self.nav_shape, frame_bytes, target_frames=target)
 
     def negotiate(

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ltdask import _config
 from ltdask.common import Shape, Slice
+from ltdask.runtime import settings
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def nav_grid(nav_shape: Sequence[int], frame_bytes: int, target_frames: int | No
     nav = tuple(int(n) for n in nav_shape)
     total = math.prod(nav)
     if target_frames is None:
-        budget = _config.partition_bytes()
+        budget = settings.partition_bytes()
         target_frames = max(1, budget // max(1, frame_bytes))
         if frame_bytes >= LARGE_FRAME:
             # at least MIN_FRAMES where that stays within 4x the budget (a partition's
@@ -77,7 +77,7 @@ def nav_grid(nav_shape: Sequence[int], frame_bytes: int, target_frames: int | No
             # partitions of K2 frames spent more on those than on their frames)
             target_frames = max(target_frames, min(MIN_FRAMES, 4 * budget // frame_bytes))
         # rounding down: ceil(12 / 5) = 3 frames would give 4 partitions, not at least 5
-        target_frames = min(target_frames, max(1, total // _config.min_partitions()))
+        target_frames = min(target_frames, max(1, total // settings.min_partitions()))
     target_frames = max(1, int(target_frames))
     chunks: list[tuple[int, ...]] = []
     # find the split dim: the first dim whose trailing block fits the target
@@ -122,10 +122,10 @@ def partitions_for_grid(nav_chunks: Sequence[Sequence[int]]) -> list[Partition]:
     return parts
 
 
-def regridded(dataset, settings: dict):
-    """A shallow copy of `dataset` whose partition grid is made under the ltdask `settings`
-    (its own grid, file chunk alignment and all), or `dataset` where that grid cannot be
-    made."""
+def regridded(dataset, overrides: dict):
+    """A shallow copy of `dataset` whose partition grid is made under the ltdask settings
+    `overrides` (its own grid, file chunk alignment and all), or `dataset` where that grid
+    cannot be made."""
     import dask
 
     from ltdask.exceptions import DataSetError
@@ -133,7 +133,7 @@ def regridded(dataset, settings: dict):
     other = object.__new__(type(dataset))
     other.__dict__.update(dataset.__dict__)
     other.__dict__.pop("nav_chunks", None)  # the cached grid
-    with dask.config.set(settings):
+    with dask.config.set(overrides):
         try:
             other.nav_chunks  # noqa: B018  (made and cached under these settings)
         except DataSetError:  # far more partitions without frames than planning accepts
@@ -156,10 +156,10 @@ def for_run(dataset):
     (synchronous, processes) keep the dataset's partitions, and so does a dataset whose
     partitions were made under other settings than the current ones
     (``ltdask.partition-bytes`` set when it was opened)."""
-    from ltdask._progress import cluster_client, cluster_workers
+    from ltdask.runtime.schedulers import cluster_client, cluster_workers
 
-    local_size = _config.run_partition_bytes()  # (both checked on every run)
-    cluster_size = _config.cluster_partition_bytes()
+    local_size = settings.run_partition_bytes()  # (both checked on every run)
+    cluster_size = settings.cluster_partition_bytes()
     client = cluster_client()
     if client is not None:
         size = cluster_size
@@ -177,7 +177,7 @@ def for_run(dataset):
         threads = _local_threads()
         if threads is None:
             return dataset
-        nthreads, shares = [threads], [_config.total_memory() // threads]
+        nthreads, shares = [threads], [settings.total_memory() // threads]
     threads = sum(nthreads)
     frame_bytes = math.prod(dataset.sig_shape) * 4  # (counted as float32, as partitions are)
     if frame_bytes >= LARGE_FRAME:
@@ -188,7 +188,7 @@ def for_run(dataset):
     have = len(dataset.get_partitions())
     if have <= 2 * threads or regridded(dataset, {}).nav_chunks != dataset.nav_chunks:
         return dataset
-    minimum = max(2 * threads, _config.min_partitions())
+    minimum = max(2 * threads, settings.min_partitions())
     coarse = regridded(dataset, {"ltdask.partition-bytes": size, "ltdask.min-partitions": minimum})
     return coarse if len(coarse.get_partitions()) < have else dataset
 
@@ -219,4 +219,4 @@ def with_min_partitions(dataset, count: int):
     """
     if len(dataset.get_partitions()) >= min(count, dataset.num_frames):
         return dataset
-    return regridded(dataset, {"ltdask.min-partitions": max(count, _config.min_partitions())})
+    return regridded(dataset, {"ltdask.min-partitions": max(count, settings.min_partitions())})
