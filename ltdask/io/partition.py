@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ltdask import _config
 from ltdask.common import Shape, Slice
+from ltdask.runtime import settings
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class Sizing:
     @classmethod
     def from_settings(cls) -> Sizing:
         """``ltdask.partition-bytes`` and ``ltdask.min-partitions``."""
-        return cls(_config.partition_bytes(), _config.min_partitions())
+        return cls(settings.partition_bytes(), settings.min_partitions())
 
 
 #: frames a partition of frames of at least LARGE_FRAME bytes holds at least (`nav_grid`)
@@ -182,10 +182,10 @@ def for_run(dataset):
     (synchronous, processes) keep the dataset's partitions, and so does a dataset whose
     partitions were made under other settings than the current ones
     (``ltdask.partition-bytes`` set when it was opened)."""
-    from ltdask._progress import cluster_client, cluster_workers
+    from ltdask.runtime.schedulers import cluster_client, cluster_workers
 
-    local_size = _config.run_partition_bytes()  # (both checked on every run)
-    cluster_size = _config.cluster_partition_bytes()
+    local_size = settings.run_partition_bytes()  # (both checked on every run)
+    cluster_size = settings.cluster_partition_bytes()
     client = cluster_client()
     if client is not None:
         size = cluster_size
@@ -203,7 +203,7 @@ def for_run(dataset):
         threads = _local_threads()
         if threads is None:
             return dataset
-        nthreads, shares = [threads], [_config.total_memory() // threads]
+        nthreads, shares = [threads], [settings.total_memory() // threads]
     threads = sum(nthreads)
     frame_bytes = math.prod(dataset.sig_shape) * 4  # (counted as float32, as partitions are)
     if frame_bytes >= LARGE_FRAME:
@@ -212,10 +212,10 @@ def for_run(dataset):
     if shares:
         size = min(size, min(shares) // 8)
     have = len(dataset.get_partitions())
-    settings = Sizing.from_settings()
-    if have <= 2 * threads or dataset.partition_grid(settings) != dataset.nav_chunks:
+    configured = Sizing.from_settings()
+    if have <= 2 * threads or dataset.partition_grid(configured) != dataset.nav_chunks:
         return dataset
-    minimum = max(2 * threads, settings.min_partitions)
+    minimum = max(2 * threads, configured.min_partitions)
     coarse = regridded(dataset, Sizing(size, minimum))
     return coarse if len(coarse.get_partitions()) < have else dataset
 
@@ -246,5 +246,6 @@ def with_min_partitions(dataset, count: int):
     """
     if len(dataset.get_partitions()) >= min(count, dataset.num_frames):
         return dataset
-    settings = Sizing.from_settings()
-    return regridded(dataset, Sizing(settings.partition_bytes, max(count, settings.min_partitions)))
+    configured = Sizing.from_settings()
+    count = max(count, configured.min_partitions)
+    return regridded(dataset, Sizing(configured.partition_bytes, count))
