@@ -79,7 +79,8 @@ LIBERTEM_MODULES: dict[str, tuple[str, ...]] = {
     ),
     "libertem.warnings": ("UseDiscouragedWarning=ltdask.exceptions:UseDiscouragedWarning",),
     "libertem.exceptions": ("ExecutorSpecException=ltdask.exceptions:ExecutorSpecException",),
-    "libertem.common.buffers": ("InvalidMaskError=ltdask.exceptions:InvalidMaskError",),
+    "libertem.common.buffers": ("ltdask.compat.buffers",),
+    "libertem.common.math": ("ltdask.compat.math",),
     "libertem.common.udf": ("UDFMethod=ltdask.udf.base:UDFMethod",),
     "libertem.common.sparse": (
         "is_sparse=ltdask.masks:is_sparse",
