@@ -42,9 +42,7 @@ def test_bbox_matches_numpy(points):
         a[p] = True
     box = _numpy_bbox(a)
     assert get_bbox(a) == box
-    assert get_bbox_slice(a) == tuple(
-        slice(box[i], box[i + 1] + 1) for i in range(0, len(box), 2)
-    )
+    assert get_bbox_slice(a) == tuple(slice(box[i], box[i + 1] + 1) for i in range(0, len(box), 2))
     # the slice holds every non-zero element
     assert np.count_nonzero(a[get_bbox_slice(a)]) == len(points)
 
