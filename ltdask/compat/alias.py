@@ -100,6 +100,7 @@ LIBERTEM_MODULES: dict[str, tuple[str, ...]] = {
         "DataSet=ltdask.io:DataSet",
         "TilingScheme=ltdask.io:TilingScheme",
         "Negotiator=ltdask.io:Negotiator",
+        "ltdask.compat.io_backends",
     ),
     "libertem.io.dataset.memory": ("MemoryDataSet=ltdask.compat.datasets:MemoryDataSet",),
     "libertem.utils": (),

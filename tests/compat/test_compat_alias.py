@@ -132,6 +132,10 @@ def test_libertem_modules_resolve_to_ltdask(tmp_path):
         assert BufferWrapper is cb.BufferWrapper and get_bbox is cb.get_bbox
         from libertem.common.math import prod, count_nonzero
         assert (prod, count_nonzero) == (cm.prod, cm.count_nonzero)
+        from libertem.io.dataset.base import MMapBackend, BufferedBackend, DirectBackend
+        import ltdask.compat.io_backends as iob
+        assert (MMapBackend, BufferedBackend, DirectBackend) == (
+            iob.MMapBackend, iob.BufferedBackend, iob.DirectBackend)
         from libertem.utils.generate import cbed_frame
         assert cbed_frame is ltdask.compat.generate.cbed_frame
         from libertem.masks import _make_circular_mask
