@@ -260,7 +260,13 @@ class Context(AnalysisMixin):
     ):
         """Yield `UDFResults` as partitions finish (a `ResultGenerator`); with
         ``sync=False`` an async iterator (a `ResultAsyncGenerator`). ``plots`` as in
-        :meth:`run_udf`."""
+        :meth:`run_udf`.
+
+        As in LiberTEM, the steps go through the partitions of :meth:`run_udf` (a step's
+        results are bit for bit those of ``run_udf`` on the positions done): one partition
+        a step with `InlineJobExecutor`, all in one step with `DelayedJobExecutor`, one
+        per core with the others; partitions without ROI frames go with the next step.
+        `JobCancelledError` raised in the run ends it with `UDFRunCancelled`."""
         _check_run_arguments("Context.run_udf_iter", corrections, backends)
         backends = run_backends(backends)
         control = RunControl()
