@@ -3,16 +3,16 @@ ltdask dataset; ``Context.load("memory", ...)`` makes it too."""
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 
 import numpy as np
 
-from ltdask.calibration import calibrated
 from ltdask.compat.executors import refuse
 from ltdask.exceptions import DataSetError
 from ltdask.io._memory import ArrayDataSet
+from ltdask.io.calibration import calibrated
+from ltdask.io.partition import Sizing
 
 __all__ = ["MemoryDataSet"]
 
@@ -85,11 +85,10 @@ class MemoryDataSet(ArrayDataSet):
         self._tileshape = _tile_shape(tileshape, self.sig_shape)
         calibrated(self, nav_calibration, sig_calibration)
 
-    @functools.cached_property
-    def nav_chunks(self) -> tuple[tuple[int, ...], ...]:
-        """The partition grid: `num_partitions` partitions, or ltdask's own grid."""
+    def partition_grid(self, sizing: Sizing) -> tuple[tuple[int, ...], ...]:
+        """`num_partitions` partitions whatever the sizing; else ltdask's own grid."""
         if self._num_partitions is None:
-            return super().nav_chunks
+            return super().partition_grid(sizing)
         return _grid_of(self.nav_shape, self._num_partitions)
 
     def need_decode(self, read_dtype, roi=None) -> bool:

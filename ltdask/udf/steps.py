@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ltdask import _config
-from ltdask._progress import local_scheduler
 from ltdask.exceptions import UDFError
 from ltdask.io.dataset import DataSet
 from ltdask.io.partition import for_run, with_min_partitions
+from ltdask.runtime import settings
+from ltdask.runtime.schedulers import local_scheduler
 from ltdask.udf.assemble import to_datasets
 from ltdask.udf.buffers import filled
 from ltdask.udf.graph import PartitionGraph, Run
@@ -74,10 +74,10 @@ def iter_steps(
             f"iter_steps: per_step={per_step!r}; expected a count of partitions (0: all of "
             "them in one step) or None (one per core)"
         )
-    step = max(1, _config.min_partitions()) if per_step is None else int(per_step)
+    step = max(1, settings.min_partitions()) if per_step is None else int(per_step)
     if partitions == "updates":
         # one step computes `step` partitions (one per core): enough of them for the updates
-        dataset = with_min_partitions(dataset, max(1, step) * _config.iter_updates())
+        dataset = with_min_partitions(dataset, max(1, step) * settings.iter_updates())
     elif partitions == "run":
         dataset = for_run(dataset)
     else:

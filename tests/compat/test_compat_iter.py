@@ -15,7 +15,7 @@ from ltdask.compat import (
     UDFRunCancelled,
 )
 from ltdask.udf import UDF, SumSigUDF, SumUDF
-from ltdask.viz import Dummy2DPlot
+from ltdask.views.viz import Dummy2DPlot
 
 
 @pytest.fixture
