@@ -168,6 +168,13 @@ def test_libertem_modules_resolve_to_ltdask(tmp_path):
         assert CorrectionSet is ltdask.CorrectionSet and DataSet is ltdask.DataSet
         assert libertem.masks.circular is ltdask.masks.circular
         assert "api" in dir(libertem) and "circular" in libertem.masks.__all__
+        from libertem.common.executor import JobCancelledError
+        from libertem.udf import UDFRunCancelled
+        from libertem.exceptions import UDFRunCancelled as cancelled2
+        from libertem.io.dataset.base import DataTile
+        assert JobCancelledError is c.JobCancelledError
+        assert UDFRunCancelled is cancelled2 is c.UDFRunCancelled
+        assert DataTile is ltdask.compat.tiles.DataTile
         import sys
         assert "distributed" not in sys.modules
         """,
@@ -189,6 +196,12 @@ def test_libertem_modules_resolve_to_ltdask(tmp_path):
             "import libertem.web.server",
             r"NotInLtdaskError: libertem.web is not in ltdask .* the modules analysis, api",
             id="module",
+        ),
+        pytest.param(
+            "import libertem.udf.holography",
+            r"NotInLtdaskError: The holography implementation is removed from LiberTEM .* "
+            r"LiberTEM-holo",
+            id="removed-by-libertem",
         ),
         pytest.param(
             "import libertem.udf; libertem.udf.RecordUDF",
