@@ -176,7 +176,7 @@ class Context(AnalysisMixin):
         if kind == "auto":
             if not args and "path" in kwargs:
                 args = (kwargs.pop("path"),)  # ltdask.open takes the path positionally
-            return open_dataset(*args, **kwargs)
+            return _as_loaded(open_dataset(*args, **kwargs))
         if kind in ("memory", "dask"):
             return MemoryDataSet(*args, **kwargs)
         fmt = find_format(kind)
@@ -185,7 +185,7 @@ class Context(AnalysisMixin):
                 f"Context.load: unknown or unsupported file type {filetype!r}; expected one "
                 f"of {', '.join(format_names())}, memory, dask or auto"
             )
-        return fmt.open(*args, **kwargs)
+        return _as_loaded(fmt.open(*args, **kwargs))
 
     def run_udf(
         self,
@@ -350,3 +350,10 @@ class Context(AnalysisMixin):
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _as_loaded(ds):
+    """`ds` with LiberTEM's ``_path`` (the path it was opened from; LiberTEM's datasets keep
+    it there, and scripts and LiberTEM's tests read it) beside ltdask's ``path``."""
+    ds._path = str(ds.path)
+    return ds

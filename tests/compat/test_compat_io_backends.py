@@ -28,6 +28,7 @@ def test_load_raw_with_io_backend(tmp_path, backend):
     ds = ctx.load(
         "raw", path=path, nav_shape=(3, 4), sig_shape=(6, 5), dtype="float32", io_backend=backend
     )
+    assert ds._path == str(path)  # LiberTEM's private name of the path, read by its tests
     reread = np.fromfile(path, dtype=np.float32).reshape(data.shape)
     res = ctx.run_udf(dataset=ds, udf=SumUDF())
     np.testing.assert_allclose(res["intensity"].data, reread.sum(axis=(0, 1)), rtol=1e-5)
