@@ -16,6 +16,7 @@ from ltdask.udf.builtin._kernels import dot_mask, dot_masks, dot_runs
 from ltdask.udf.builtin.sums import SUM_BACKENDS, csr_parts, dense_backend
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.kernels.sparse import csr_dot_dense, csr_dot_single, csr_dot_sparse
+from ltdask.udf.paths import TilePaths
 
 if TYPE_CHECKING:
     import scipy.sparse
@@ -318,7 +319,7 @@ class ApplyMasksUDF(FlatTileUDF):
 
     #: 8/16-bit tiles come as the file's integers: the kernels convert each pixel to the
     #: product's float dtype (the sums are those of float tiles)
-    NATIVE_INTEGER_TILES = True
+    TILE_PATHS = TilePaths(integer_tiles=True)
 
     def __init__(
         self,
