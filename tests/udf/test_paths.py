@@ -11,10 +11,10 @@ import pytest
 
 import ltdask
 from ltdask.corrections import CorrectionSet
-from ltdask.udf import SumUDF
-
+from ltdask.udf import SumUDF, TilePaths
+from ltdask.udf import paths as paths_module
 from ltdask.udf.graph import Run
-
+from ltdask.udf.paths import DecodedTiles, PathQuery, TileForm, tile_paths
 
 
 def raw_scan(tmp_path, data):
