@@ -253,15 +253,16 @@ def run_partition(
 class PartitionFeed:
     """A partition task's frames on their way to the bound UDFs: what a run's path
     (`ltdask.udf.paths.TilePath`) delivers them through. `present`: the selected
-    positions whose frames exist, the `first`-th to the last selected one of the
-    partition, whose first is the `origin`-th of the run."""
+    positions of the partition whose frames exist, from its `first`-th selected one; its
+    first selected one is the `origin`-th of the run."""
 
     def __init__(self, dataset, present, first: int, origin: int, scheme, bound, context):
         self.dataset: DataSet = dataset
         self.present: np.ndarray = present
         self.scheme: TilingScheme = scheme
         self.bound: list[_Bound] = bound
-        #: the dtype of the tiles the UDFs see (`input_dtype`), and the ones read
+        #: the run's input dtype: that of the tiles, unless the path reads the data's
+        #: integers (`RunContext.tile_dtype`)
         self.read_dtype: np.dtype = context.input_dtype
         seen = self.read_dtype if context.tile_dtype is None else context.tile_dtype
         plan = context.backends
