@@ -21,6 +21,7 @@ from ltdask.io.dataset import DataSet
 from ltdask.io.partition import Partition
 from ltdask.io.tiling import TilingPreferences, TilingScheme
 from ltdask.runtime import settings
+from ltdask.runtime.schedulers import RunTarget
 from ltdask.udf.backends import NUMPY as BACKEND_NUMPY
 from ltdask.udf.backends import plan_backends
 from ltdask.udf.bind import RunContext, bind
@@ -56,6 +57,8 @@ class RunPlan:
     #: the dataset's token (it stats the files: once per run) and the run's
     dataset_token: str
     token: str
+    #: the scheduler the graph is planned for (`ltdask.runtime.schedulers.RunTarget`)
+    target: RunTarget
 
     @property
     def tile_corrections(self):
@@ -85,9 +88,15 @@ class RunPlan:
 
 
 def plan_run(
-    dataset: DataSet, udfs: list[UDFBase], roi=None, corrections=None, backends=None
+    dataset: DataSet,
+    udfs: list[UDFBase],
+    roi=None,
+    corrections=None,
+    backends=None,
+    target: RunTarget | None = None,
 ) -> RunPlan:
-    """Check `udfs` for a run on `dataset` (with `roi` and `corrections`) and plan it.
+    """Check `udfs` for a run on `dataset` (with `roi` and `corrections`) and plan it for
+    `target` (default: the scheduler active now).
 
     Raises
     ------
@@ -107,21 +116,15 @@ def plan_run(
     )
     # corrected tiles are dense: the dataset delivers numpy then
     sources = (BACKEND_NUMPY,) if prepared is not None else dataset.array_backends
+    target = RunTarget.resolve(target)
     partitions = dataset.get_partitions()
     counts = tuple(selection.count(p.start, p.stop) for p in partitions)
     sizes = tuple(p.num_frames for p in partitions)
     context = RunContext(
-        dataset.shape,
-        tuple(dataset.sig_shape),
-        np.dtype(dataset.dtype),
-        np.dtype(read_dtype),
-        selection,
-        sum(counts),
-        corrections,
-        plan_backends(sources, udfs, backends),
-        nav_calibration=dataset.nav_calibration,
-        sig_calibration=dataset.sig_calibration,
-    )
+        dataset.shape, tuple(dataset.sig_shape), np.dtype(dataset.dtype), np.dtype(read_dtype),
+        selection, sum(counts), corrections, plan_backends(sources, udfs, backends, target=target),
+        nav_calibration=dataset.nav_calibration, sig_calibration=dataset.sig_calibration,
+    )  # fmt: skip
     mains, specs, methods = _bound_mains(dataset, udfs, context)
     consumers = [_preferences(m) for m in mains]
     negotiate = functools.partial(_negotiate, dataset, consumers, context, prepared, sizes)
@@ -147,11 +150,12 @@ def plan_run(
         specs=specs,
         scheme=scheme,
         dataset_token=dataset_token,
-        token=_run_token(dataset, dataset_token, udfs, context, scheme, prepared, sizes),
+        token=_run_token(dataset, dataset_token, udfs, context, scheme, prepared, sizes, target),
+        target=target,
     )
 
 
-def _run_token(dataset, dataset_token, udfs, context, scheme, prepared, sizes) -> str:
+def _run_token(dataset, dataset_token, udfs, context, scheme, prepared, sizes, target) -> str:
     """The run's token: of the data, the UDFs, the ROI, the dtype, the tiling and the
     path; the partitions too (an iterated run cuts the same dataset finer:
     `with_min_partitions`), and the calibrations, which UDFs may use
@@ -160,7 +164,7 @@ def _run_token(dataset, dataset_token, udfs, context, scheme, prepared, sizes) -
 
     calibration = (dataset.nav_calibration, dataset.sig_calibration)
     return tokenize(
-        _cluster_nonce(), dataset_token, udfs, context.roi.flat, context.input_dtype.str,
+        _cluster_nonce(target), dataset_token, udfs, context.roi.flat, context.input_dtype.str,
         scheme, prepared, sizes, calibration, context.path,
     )  # fmt: skip
 
@@ -247,7 +251,7 @@ def _negotiate(dataset, consumers, context, prepared, sizes, read_as) -> TilingS
     return scheme
 
 
-def _cluster_nonce() -> str | None:
+def _cluster_nonce(target: RunTarget) -> str | None:
     """A new random string where the run goes to a ``distributed`` cluster, else None.
 
     The keys of a run are those of its UDFs and data; on a cluster, runs get keys of their
@@ -255,9 +259,7 @@ def _cluster_nonce() -> str | None:
     the scheduler is still releasing, and the client then gathers them before they are
     computed again ("Couldn't gather keys ... rescheduling", logged as errors; 3-10 in 60
     back-to-back SumUDF runs)."""
-    from ltdask.runtime.schedulers import cluster_client
-
-    return uuid.uuid4().hex if cluster_client() is not None else None
+    return uuid.uuid4().hex if target.on_cluster else None
 
 
 def input_dtype(dataset: DataSet, udfs: list[UDFBase]) -> np.dtype:
