@@ -317,8 +317,7 @@ class ApplyMasksUDF(FlatTileUDF):
     [4.0, 16.0]
     """
 
-    #: 8/16-bit tiles come as the file's integers: the kernels convert each pixel to the
-    #: product's float dtype (the sums are those of float tiles)
+    #: 8/16-bit tiles as the file's integers: the kernels convert them to the product's dtype
     TILE_PATHS = TilePaths(integer_tiles=True)
 
     def __init__(
