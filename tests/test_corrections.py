@@ -133,24 +133,27 @@ def _folds(ds, udfs, **kw) -> bool:
 
 
 #: UDFs that fold corrections into their results, alone and in the shared pass
-FOLDING = {"sum": ("dark", "gain"), "sumsig": ("dark",), "stddev": ("dark", "gain")}
+FOLDING = {
+    "sum": ("dark", "gain", "excluded"),
+    "sumsig": ("dark", "gain", "excluded"),
+    "stddev": ("dark", "gain"),
+}
 
 
 @pytest.mark.parametrize("names", [["sum"], ["sumsig"], ["stddev"], ["sum", "sumsig", "stddev"]])
 @pytest.mark.parametrize("how", ["memory", "raw"])
 @pytest.mark.parametrize("case", CASES)
 def test_folding_udfs_as_libertem(case, how, names, tmp_path):
-    """Sum, SumSig and StdDev apply a dark frame (and Sum and StdDev a gain map) to their
-    results of uncorrected integer tiles, where every UDF of the run folds every given
-    correction and no pixel is excluded: LiberTEM's results all the same."""
+    """Sum, SumSig and StdDev apply a dark frame and gain map (and Sum and SumSig the
+    repair of excluded pixels) to their results of uncorrected tiles (8/16-bit integers,
+    or floats of the run's input dtype), where every UDF of the run folds every given
+    correction: LiberTEM's results all the same."""
     data, dark, gain, mask, roi = case_inputs(case)
     ds = _runs(data, tmp_path, how)
     cs = CorrectionSet(dark=dark, gain=gain, excluded_pixels=mask)
-    given = {n for n, a in (("dark", dark), ("gain", gain)) if a is not None}
+    given = {n for n, a in (("dark", dark), ("gain", gain), ("excluded", mask)) if a is not None}
     expect_fold = (
-        data.dtype.kind in "ui"
-        and data.dtype.itemsize <= 2
-        and mask is None
+        (data.dtype.kind in "ui" and data.dtype.itemsize <= 2 or data.dtype == np.float32)
         and bool(given)
         and all(given <= set(FOLDING[n]) for n in names)
     )

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ltdask.corrections._kernels import add_folded_sums, correct_frames
+from ltdask.corrections._linear import LinearCorrection
 from ltdask.exceptions import DataSetError
 
 if TYPE_CHECKING:
@@ -145,6 +146,42 @@ class PreparedCorrections:
         flat = np.zeros(out.size)  # (a slice of columns: added through a copy)
         add_folded_sums(sums, frames, dark, gain, flat)
         out += flat.reshape(out.shape)
+
+    def linear(self, sig_index=None) -> LinearCorrection:
+        """The corrections of the signal slice `sig_index` (None: whole frames) as one
+        linear map (`LinearCorrection`), for results linear in the frame."""
+        return self._linear(
+            None if sig_index is None else tuple((s.start, s.stop) for s in sig_index)
+        )
+
+    @functools.lru_cache(maxsize=64)  # noqa: B019 (a few signal slices per run)
+    def _linear(self, key) -> LinearCorrection:
+        dark, gain = self._dark_gain(key, np.dtype(np.float64))
+        plan = self.plan if key is None else self._plan_for(key)
+        shape = self.sig_shape if key is None else [b - a for a, b in key]
+        return LinearCorrection(dark, gain, plan, int(np.prod(shape)))
+
+    @functools.lru_cache(maxsize=64)  # noqa: B019 (a few signal slices per run)
+    def _weights(self, key) -> tuple[np.ndarray, float]:
+        linear = self._linear(key)
+        size = int(np.prod(self.sig_shape if key is None else [b - a for a, b in key]))
+        weights = linear.adjoint(np.ones((1, size)))
+        return weights[0], float(linear.offsets(weights)[0])
+
+    def pixel_weights(self, sig_index=None) -> tuple[np.ndarray, float]:
+        """``(weights, offset)``: a corrected frame's sum over the signal slice
+        `sig_index` is ``weights . x - offset`` of the uncorrected frame ``x`` (flat,
+        float64; weights 1 and offset the dark frame's sum without gain or excluded
+        pixels)."""
+        return self._weights(
+            None if sig_index is None else tuple((s.start, s.stop) for s in sig_index)
+        )
+
+    @property
+    def weights_pixels(self) -> bool:
+        """Whether a corrected frame's sum weights the pixels of the uncorrected one (a
+        gain map or excluded pixels), rather than only taking the dark frame's sum off."""
+        return self.source.gain is not None or self.has_excluded
 
     def fold_moments(self, mean: np.ndarray, m2: np.ndarray, sig_index=None):
         """The per-pixel mean and sum of squared deviations of uncorrected frames (flat, of

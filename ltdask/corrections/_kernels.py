@@ -54,3 +54,18 @@ def add_folded_sums(sums, frames, dark, gain, out):
         if with_gain:
             v *= gain[k]
         out[k] += v
+
+
+@numba.njit(nogil=True, cache=True)
+def repair_values(values, excluded, sources, counts):
+    """Each excluded pixel of `values` (flat) the mean of its sources, in place: the repair
+    of `correct_frames` on one vector. It is linear, so applied to a sum of corrected
+    frames it gives the sum of repaired ones."""
+    for j in range(excluded.shape[0]):
+        c = counts[j]
+        if c == 0:
+            continue
+        acc = 0.0
+        for m in range(c):
+            acc += values[sources[j, m]]
+        values[excluded[j]] = acc / c

@@ -138,7 +138,7 @@ class SharedStats:
         integer = integer_tiles(read_dtype)
         if np.dtype(read_dtype).kind != "f" and not integer:
             return None
-        wanted = [set(tile_paths(u).shared_stats) for u in udfs]
+        wanted = [_wanted(u) for u in udfs]
         if len([w for w in wanted if w]) < 2:
             return None
         union = set().union(*wanted)
@@ -148,7 +148,7 @@ class SharedStats:
 
     @staticmethod
     def wants(udf) -> bool:
-        return bool(tile_paths(udf).shared_stats)
+        return bool(_wanted(udf))
 
     def compute(self, frames: np.ndarray, p0: int, p1: int, scheme_idx: int) -> TileStats:
         if self.integer:
@@ -169,3 +169,15 @@ class SharedStats:
         sums = np.zeros(frames.shape[0] if self.with_frame_sums else 0, np.int64)
         state.add(frames, p0, p1, sums)
         return TileStats(state, sums)
+
+
+def _wanted(udf) -> set[str]:
+    """The statistics `udf` takes from the shared pass: none where it wants frame sums and
+    its folded corrections weight the pixels (a gain map, excluded pixels: a corrected
+    frame's sum is a weighted sum, which plain frame sums do not give)."""
+    wanted = set(tile_paths(udf).shared_stats)
+    folded = getattr(udf, "tile_form", None)
+    folded = None if folded is None else folded.folded_corrections
+    if "frame_sums" in wanted and folded is not None and folded.weights_pixels:
+        return set()
+    return wanted

@@ -97,7 +97,8 @@ def test_float_tiles_where_any_udf_wants_them(tmp_path):
     assert tile_dtype(ds, [SumUDF()], corrections=dark) == np.dtype("uint16")
     assert tile_dtype(ds, [MySum()], corrections=dark) is None
     repaired = CorrectionSet(dark=np.zeros((5, 6)), excluded_pixels=hot)
-    assert tile_dtype(ds, [SumUDF()], corrections=repaired) is None
+    assert tile_dtype(ds, [SumUDF()], corrections=repaired) == np.dtype("uint16")
+    assert tile_dtype(ds, [StdDevUDF()], corrections=repaired) is None
     assert tile_dtype(ds, [SumUDF(dtype="float64")]) == np.dtype("uint16")
     wide = raw_scan(tmp_path, np.ones((3, 4, 5, 6), dtype="<u4"))
     assert tile_dtype(wide, [SumUDF()]) is None  # (float32 does not hold every uint32)

@@ -10,7 +10,8 @@ import numpy as np
 from ltdask.udf.apply import apply_whole
 from ltdask.udf.backends import to_host
 from ltdask.udf.base import UDF
-from ltdask.udf.builtin._kernels import com_disk, flat_tile, interval_moments
+from ltdask.udf.builtin._kernels import com_disk, dot_runs, flat_tile, interval_moments
+from ltdask.udf.builtin.mask_container import folded_runs
 from ltdask.udf.paths import TilePaths
 
 NO_REGRESSION = -1
@@ -105,9 +106,14 @@ class CoMUDF(UDF):
     ([0.5, -1.0], 'mrad')
     """
 
-    #: 8/16-bit tiles come as the file's integers: the kernel converts each pixel to the
-    #: float dtype of the run (the sums are those of float tiles)
-    TILE_PATHS = TilePaths(integer_tiles=True)
+    TILE_PATHS = TilePaths(
+        # 8/16-bit tiles come as the file's integers: the kernel converts each pixel to the
+        # float dtype of the run (the sums are those of float tiles)
+        integer_tiles=True,
+        # the three sums are mask products: the corrections are folded into the masks
+        # (`_folded_masks`), the tiles stay uncorrected
+        folds_corrections=frozenset({"dark", "gain", "excluded"}),
+    )
 
     def __init__(self, com_params: CoMParams | None = None, **kwargs):
         if com_params is None:
@@ -206,7 +212,8 @@ class CoMUDF(UDF):
         sy, sx = tuple(self.meta.dataset_shape.sig)
         p = self.params.com_params
         mask, starts, stops = com_disk(sy, sx, *self._center(), p.r, p.ri)
-        return {"mask": mask, "starts": starts, "stops": stops, "cols": {}, "device": {}}
+        disk = {"mask": mask, "starts": starts, "stops": stops}
+        return {**disk, "cols": {}, "device": {}, "folded": {}}
 
     def get_backends(self):
         return (self.BACKEND_NUMPY, self.BACKEND_CUPY)
@@ -215,7 +222,8 @@ class CoMUDF(UDF):
         if self.meta.array_backend == self.BACKEND_CUPY:
             return self._device_tile(tile)
         sig = self.meta.sig_slice
-        if sig.origin[1] == 0 and sig.shape[1] == self.meta.dataset_shape.sig[1]:
+        whole_rows = sig.origin[1] == 0 and sig.shape[1] == self.meta.dataset_shape.sig[1]
+        if whole_rows or self.tile_form.folded_corrections is not None:
             frames = flat_tile(tile)
             self.process_flat_tile(frames, 0, frames.shape[1])
             return
@@ -245,9 +253,31 @@ class CoMUDF(UDF):
         rows = tile.reshape((tile.shape[0], -1)).astype(np.float64)
         self.results.raw_mask_result[:] += to_host(rows @ weights)
 
+    def _folded_masks(self):
+        """The three masks (disk, disk · y, disk · x) of the current signal slice with the
+        folded corrections in them (`folded_runs`)."""
+        sig = self.meta.sig_slice
+        key = (tuple(sig.origin), tuple(sig.shape))
+        cached = self.task_data.folded.get(key)
+        if cached is None:
+            import scipy.sparse
+
+            y, x = np.mgrid[sig.get()]
+            m = self.task_data.mask[sig.get()].astype(np.float64)
+            stack = scipy.sparse.csr_matrix(np.stack([m, m * y, m * x]).reshape(3, -1))
+            linear = self.tile_form.folded_corrections.linear(sig.get())
+            cached = self.task_data.folded[key] = folded_runs(stack, linear)
+        return cached
+
     def process_flat_tile(self, frames, p0, p1):
         sig = self.meta.sig_slice
         width = self.meta.dataset_shape.sig[1]
+        if self.tile_form.folded_corrections is not None:
+            runs, offsets = self._folded_masks()
+            out = self.results.raw_mask_result
+            out -= offsets
+            dot_runs(frames, p0, p1, *runs, out)
+            return
         if sig.origin[1] != 0 or sig.shape[1] != width:
             tile = frames[:, p0:p1].reshape((frames.shape[0], *sig.shape))
             return self.process_tile(tile)

@@ -22,7 +22,14 @@ class PickUDF(UDF):
     [[[20, 21], [22, 23]]]
     """
 
-    TILE_PATHS = TilePaths(merge_all_on_numpy=True)
+    TILE_PATHS = TilePaths(
+        merge_all_on_numpy=True,
+        # tiles of the data's integers are written to the float results exactly
+        integer_tiles=True,
+        # the corrections are applied to the picked frames as they are written: Pick does
+        # not keep Sum, ApplyMasks, CoM ... of the same run from folding them
+        folds_corrections=frozenset({"dark", "gain", "excluded"}),
+    )
 
     def get_preferred_input_dtype(self):
         return self.USE_NATIVE_DTYPE
@@ -41,7 +48,11 @@ class PickUDF(UDF):
 
     def process_tile(self, tile):
         at = self.meta.slice.origin[0]
-        index = (slice(at, at + tile.shape[0]), *self.meta.sig_slice.get())
+        sig = self.meta.sig_slice.get()
+        index = (slice(at, at + tile.shape[0]), *sig)
+        folded = self.tile_form.folded_corrections
+        if folded is not None:
+            tile = folded.apply(tile, self.results.intensity.dtype, sig)
         self.results.intensity[index] = tile
 
     def merge(self, dest, src):

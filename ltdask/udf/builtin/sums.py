@@ -8,6 +8,7 @@ from ltdask.kernels.sparse import csr_col_sums, csr_row_sums
 from ltdask.kernels.statistics import add_rows, sum_frames, sum_pixels
 from ltdask.runtime import scratch
 from ltdask.udf.base import FlatTileUDF
+from ltdask.udf.builtin._kernels import dot_mask
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.paths import TilePaths
 from ltdask.udf.shared import IntegerMoments, moved_moments
@@ -125,8 +126,9 @@ class SumUDF(FlatTileUDF):
         shared_stats=frozenset({"pixel_sums"}),
         # 8/16-bit data is summed from its own integers (exactly), not from float copies
         integer_tiles=True,
-        # a dark frame and gain map are applied to the sums, not to every tile
-        folds_corrections=frozenset({"dark", "gain"}),
+        # the corrections are applied to the sums, not to every tile: the sum of corrected
+        # frames is A (sum - n * dark), excluded pixels repaired in the sums
+        folds_corrections=frozenset({"dark", "gain", "excluded"}),
         # frames stored with their pixels moved are summed as stored, the sums moved once
         folds_layout=True,
         # run alone on packed pixels, it takes each tile's sums from the decoder, which
@@ -206,15 +208,21 @@ class SumUDF(FlatTileUDF):
             sums = {idx: layout.gather(acc) for idx, acc in sums.items()}
             moments = {idx: moved_moments(layout, state) for idx, state in moments.items()}
         if folded is not None:
-            # (in float64, from the exact integer sums: rounded once)
+            # (in float64, from the exact integer sums: rounded once; the repair of the
+            # excluded pixels is linear, so it repairs the sums)
             for idx, acc in sums.items():
                 index = scheme[idx].get()
-                folded.add_folded_sums(out[index], acc, frames[idx], index)
+                total = np.zeros(acc.size)
+                folded.add_folded_sums(total, acc, frames[idx], index)
+                folded.linear(index).repair(total)
+                view = out[index]
+                np.add(view, total.reshape(view.shape), out=view, casting="unsafe")
             sums = {}
         for idx, (count, mean, m2, _) in moments.items():
             # (the state is shared: StdDevUDF reads it too; the product in task scratch)
             if folded is not None:
                 mean, _ = folded.fold_moments(mean, m2, scheme[idx].get())
+                folded.linear(scheme[idx].get()).repair(mean)
             sums[idx] = np.multiply(mean, count, out=scratch.zeros(mean.size, mean.dtype))
         for idx, acc in sums.items():
             view = out[scheme[idx].get()]
@@ -261,9 +269,10 @@ class SumSigUDF(FlatTileUDF):
         shared_stats=frozenset({"frame_sums"}),
         # 8/16-bit data is summed from its own integers (exactly), not from float copies
         integer_tiles=True,
-        # a dark frame is taken off each frame's sum, not off every pixel of the tile (a
-        # gain map weights the pixels: with one, the tiles are corrected)
-        folds_corrections=frozenset({"dark"}),
+        # the corrections are applied to each frame's sum, not to every pixel of the
+        # tile: a dark frame alone takes its sum off; a gain map or excluded pixels make it
+        # a weighted sum of the uncorrected pixels (``pixel_weights``)
+        folds_corrections=frozenset({"dark", "gain", "excluded"}),
         # frames stored with their pixels moved are summed as stored (each raw pixel
         # counted as the image pixels it stands for)
         folds_layout=True,
@@ -275,6 +284,9 @@ class SumSigUDF(FlatTileUDF):
     def get_result_buffers(self):
         dtype = np.result_type(self.meta.input_dtype, np.float32)
         return {"intensity": self.buffer(kind="nav", dtype=dtype)}
+
+    def get_task_data(self):
+        return {"weights": {}}
 
     def process_shared_stats(self, stats):
         out = self.results.intensity
@@ -291,6 +303,25 @@ class SumSigUDF(FlatTileUDF):
             return sums
         return sums - folded.dark_total(self.meta.sig_slice.get())
 
+    def _weights(self, px: int) -> tuple[np.ndarray, float] | None:
+        """``(weights, offset)`` of the current signal slice where the folded corrections
+        weight the pixels (a corrected frame's sum is ``weights . x - offset``), in the
+        pixels of the tiles (a raw frame's pixel weighs what its image pixels weigh);
+        else None."""
+        folded = self.tile_form.folded_corrections
+        if folded is None or not folded.weights_pixels:
+            return None
+        cache, idx = self.task_data.weights, self.meta.tiling_scheme_idx
+        if idx not in cache:
+            layout = self.tile_form.pixel_layout
+            if layout is None:
+                weights, offset = folded.pixel_weights(self.meta.sig_slice.get())
+            else:  # (whole frames)
+                weights, offset = folded.pixel_weights()
+                weights = np.bincount(layout.index, weights, minlength=px)
+            cache[idx] = (np.ascontiguousarray(weights[:px]), offset)
+        return cache[idx]
+
     def process_tile(self, tile):
         if dense_backend(self):
             return super().process_tile(tile)
@@ -301,6 +332,13 @@ class SumSigUDF(FlatTileUDF):
 
     def process_flat_tile(self, frames, p0, p1):
         out = self.results.intensity
+        weighted = self._weights(p1 - p0)
+        if weighted is not None:
+            weights, offset = weighted
+            sums = np.zeros(frames.shape[0])
+            dot_mask(frames, p0, p1, weights, sums)
+            out += (sums - offset).astype(out.dtype, copy=False)
+            return
         acc_dtype = _accumulator_dtype(frames.dtype)
         layout = self.tile_form.pixel_layout
         moved = layout is not None and layout.multiplicity != 1

@@ -7,8 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-#: corrections a UDF can fold into its results: affine in each pixel
-FOLDABLE = frozenset({"dark", "gain"})
+#: corrections a UDF can fold into its results: a dark frame and gain map are affine in
+#: each pixel, and an excluded pixel is repaired as a fixed linear combination of its
+#: corrected neighbours (`ltdask.corrections.LinearCorrection`)
+FOLDABLE = frozenset({"dark", "gain", "excluded"})
 #: shared tile statistics (see :mod:`ltdask.udf.shared`)
 SHARED_STATS = frozenset({"moments", "pixel_sums", "frame_sums"})
 #: the methods that see tiles or what was made of them: a subclass that overrides one of
@@ -37,8 +39,9 @@ class TilePaths:
         Takes 8- and 16-bit tiles as the data's own integers where its input dtype is a
         float, with the results of float tiles (its kernels convert each pixel).
     folds_corrections
-        The corrections (``"dark"``, ``"gain"``) it applies to its results, from
-        uncorrected integer tiles: ``self.tile_form.folded_corrections``.
+        The corrections (``"dark"``, ``"gain"``, ``"excluded"`` pixels) it applies to its
+        results, from uncorrected tiles (the data's own integers or floats):
+        ``self.tile_form.folded_corrections``.
     folds_layout
         Sums the files' raw frames and moves its per-pixel results to the image's pixels
         with ``self.tile_form.pixel_layout``.

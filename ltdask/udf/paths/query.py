@@ -83,7 +83,8 @@ class PathQuery:
 
 @dataclass(frozen=True)
 class IntegerInput:
-    """Tiles of the data's own integers (`dtype`) for UDFs that take them, with the
+    """Tiles of the data's own dtype (`dtype`: 8/16-bit integers, or the floats of a
+    float scan where they are the run's input dtype) for UDFs that take them, with the
     corrections they fold (`folded`, or None)."""
 
     dtype: np.dtype
@@ -91,29 +92,31 @@ class IntegerInput:
 
 
 def integer_input(query: PathQuery) -> IntegerInput | None:
-    """The data's own dtype where every UDF of the run takes tiles of it in place of float
-    ones (``integer_tiles``: their results are those of float tiles, the conversion done in
-    their kernels) -- 8- and 16-bit integers, which float32 holds exactly, read without a
-    converted copy -- with the run's corrections where every UDF folds them into its
-    results (``folds_corrections``: ``(x - dark) * gain`` is affine in each pixel, so a sum
-    of uncorrected frames is corrected by ``(sum - n * dark) * gain``); None where the
-    tiles are floats, or corrected as they are read (excluded pixels are repaired from
-    their neighbours in each tile)."""
+    """The data's own dtype where every UDF of the run takes tiles of it in place of
+    corrected float ones: 8- and 16-bit integers, which float32 holds exactly, read without
+    a converted copy where every UDF takes them (``integer_tiles``: their results are those
+    of float tiles, the conversion done in their kernels); and with corrections, the
+    data's integers or floats (of the run's input dtype) uncorrected where every UDF folds
+    the given corrections into its results (``folds_corrections``: a sum of uncorrected
+    frames is corrected after the sum, a mask product through corrected masks; see
+    `ltdask.corrections.LinearCorrection`). None where the tiles are corrected as they are
+    read."""
     context, prepared = query.context, query.prepared
     native = np.dtype(query.dataset.dtype).newbyteorder("=")
-    if (
-        context.input_dtype.kind != "f"
-        or native.kind not in "ui"
-        or native.itemsize > 2
-        or not query.numpy_only
-        or not query.all_declare(lambda d: d.integer_tiles)
-    ):
+    if context.input_dtype.kind != "f" or not query.numpy_only:
         return None
+    integers = (
+        native.kind in "ui"
+        and native.itemsize <= 2
+        and query.all_declare(lambda d: d.integer_tiles)
+    )
     if prepared is None:
-        return IntegerInput(native)
-    if prepared.has_excluded:
+        return IntegerInput(native) if integers else None
+    if not integers and native != context.input_dtype:
         return None
     given = {name for name in ("dark", "gain") if getattr(prepared.source, name) is not None}
+    if prepared.has_excluded:
+        given.add("excluded")
     if not query.all_declare(lambda d: given <= d.folds_corrections):
         return None
     return IntegerInput(native, prepared)
@@ -122,4 +125,7 @@ def integer_input(query: PathQuery) -> IntegerInput | None:
 def folded_lines(form: TileForm) -> list[str]:
     if form.folded_corrections is None:
         return []
-    return ["corrections (dark/gain) applied by the UDFs to their results: tiles uncorrected"]
+    return [
+        "corrections (dark/gain/excluded pixels) applied by the UDFs to their results: "
+        "tiles uncorrected"
+    ]
