@@ -9,18 +9,22 @@ gain-corrected value).
 
 Modules: ``_set`` (`CorrectionSet`, what the user gives), ``_apply`` (the corrections
 prepared for one signal shape, applied to tiles in the partition tasks), ``_kernels`` (the
-numba kernel they run), ``_find`` (`find_excluded`, finding bad pixels in a scan).
+numba kernel they run), ``_find`` (`find_excluded`, finding bad pixels in a scan), ``_linear``
+(`LinearCorrection`: the corrections as one linear map, for UDFs that fold them into
+results linear in the frame).
 """
 
 from __future__ import annotations
 
 from ltdask.corrections._apply import PreparedCorrections, RepairPlan
 from ltdask.corrections._find import ExcludedReport, find_excluded
+from ltdask.corrections._linear import LinearCorrection
 from ltdask.corrections._set import CorrectionSet
 
 __all__ = [
     "CorrectionSet",
     "ExcludedReport",
+    "LinearCorrection",
     "PreparedCorrections",
     "RepairPlan",
     "find_excluded",

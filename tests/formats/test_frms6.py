@@ -124,9 +124,8 @@ def test_udfs_sum_the_raw_frames(tmp_path, binning, nav, sync_offset, correction
     classes["all"] = [SumUDF, SumSigUDF, StdDevUDF]
     udfs = [c() for c in classes[which]]
     with dask.config.set(SMALL):
-        # (SumSigUDF does not fold a gain map: then its tiles are corrected, as decoded)
-        folds = corrections != "dark+gain" or which not in ("sumsig", "all")
-        assert ("the files' raw frames" in str(ltdask.explain(ds, udfs, roi=roi))) == folds
+        # (SumSigUDF folds a gain map as pixel weights, moved to the raw pixels)
+        assert "the files' raw frames" in str(ltdask.explain(ds, udfs, roi=roi))
         got = ltdask.compute(ds, udfs, roi=roi)
         decoded = ltdask.compute(ds, [_without_layout(c)() for c in classes[which]], roi=roi)
     for res, ref in zip(got, decoded, strict=True):
@@ -149,19 +148,22 @@ def test_udfs_sum_the_raw_frames(tmp_path, binning, nav, sync_offset, correction
 
 
 def test_other_runs_read_decoded_frames(tmp_path):
-    """Excluded pixels (repaired in each tile) and UDFs that see the frames (a pick) read
-    unfolded frames."""
+    """UDFs that see the frames (a pick) read unfolded frames; excluded pixels are folded
+    into the sums of the raw frames (the repair is linear) and repaired as numpy does."""
     hdr, images, dark = acquisition(tmp_path)
     ds = open_frms6(hdr)
     mask = np.zeros((8, 6), bool)
     mask[2, 3] = True
     repaired = ltdask.CorrectionSet(dark=dark, excluded_pixels=mask)
-    for udfs, kw in [([SumUDF()], {"corrections": repaired}), ([SumUDF(), PickUDF()], {})]:
-        assert "raw frames" not in str(ltdask.explain(ds, udfs, **kw))
-    res = ltdask.compute(ds, [SumUDF(), PickUDF()], roi=np.eye(3, 4, dtype=bool))
-    np.testing.assert_allclose(
-        res[0]["intensity"].values, (images[[0, 5, 10]] - dark).sum(0), rtol=1e-5, atol=1e-3
-    )
+    assert "raw frames" in str(ltdask.explain(ds, [SumUDF()], corrections=repaired))
+    assert "raw frames" not in str(ltdask.explain(ds, [SumUDF(), PickUDF()]))
+    roi = np.eye(3, 4, dtype=bool)
+    res = ltdask.compute(ds, [SumUDF(), PickUDF()], roi=roi)
+    want = (images[[0, 5, 10]] - dark).sum(0)
+    np.testing.assert_allclose(res[0]["intensity"].values, want, rtol=1e-5, atol=1e-3)
+    want[2, 3] = (want[1:4, 2:5].sum() - want[2, 3]) / 8  # (the mean of its 8 neighbours)
+    got = SumUDF().compute(ds, roi=roi, corrections=repaired)["intensity"].values
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3)
 
 
 def test_gain_map(tmp_path):
