@@ -1,16 +1,19 @@
-"""Detector corrections: UDF runs with dark + gain + 64 excluded pixels against the same runs
-without corrections, and against LiberTEM 0.16's corrected runs on the same file.
+"""Detector corrections (issue 33): each shipped UDF with dark + gain + excluded pixels
+against the same UDF without corrections, and against LiberTEM 0.16's corrected runs.
 
-Run as ``python benchmarks/bench_corrections.py`` (``--small`` for a quick check;
-``--libertem PYTHON`` names the interpreter of an environment with ``libertem==0.16.0``,
-by default ``/tmp/lt-venv/bin/python``; ``--libertem ''`` leaves LiberTEM out).
+Run as ``python benchmarks/bench_corrections.py`` (``--small`` for a quick check: nav
+32x32; ``--dtypes``, ``--excluded`` and ``--udfs`` pick a part; ``--libertem PYTHON`` names
+the interpreter of an environment with ``libertem==0.16.0``, by default
+``/tmp/lt-venv/bin/python``, used where it exists; ``--libertem ''`` leaves LiberTEM out).
 
-Uses the 2 GiB uint16 scan of ``bench_read.py`` (nav 128x128, sig 256x256, page-cached).
-Every round runs, in one process and interleaved, ``SumUDF``, ``ApplyMasksUDF`` (one ring)
-and ``CoMUDF`` with and without corrections (threaded scheduler, 2 threads), then the same
-three corrected runs in LiberTEM (a child process with 2 worker threads, timed inside it
-after a warm-up run, so that its start-up does not count). Prints GB/s of file bytes, the
-corrected/uncorrected ratio (target >= 0.8) and ltdask/LiberTEM (target >= 3).
+Uses the scans of ``bench_read.py`` (2 GiB uint16 and 4 GiB float32, nav 128x128, sig
+256x256, page-cached). Per scan, every UDF runs without corrections and with dark + gain +
+each set of excluded pixels (0.1 % and 1 % of the pixels, spread at random or in small
+clusters -- lines, L shapes and 2x2 blocks, on the borders too), once to warm up, then all
+interleaved, round by round, in this one process (threaded scheduler, 2 threads); with
+LiberTEM, a child process runs the same UDFs corrected once per round (timed inside it
+after a warm-up run). Prints GB/s of file bytes uncorrected, and per set of excluded
+pixels the corrected/uncorrected ratio (target >= 0.8) and ltdask/LiberTEM (target >= 3).
 """
 
 from __future__ import annotations
@@ -31,31 +34,74 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_read import SIG, THREADS, cache_file, log, measure, meminfo, scan_path, write_scan  # noqa: E402
 
 import ltdask  # noqa: E402
-from ltdask.udf import ApplyMasksUDF, CoMUDF, SumUDF  # noqa: E402
+from ltdask.corrections import RepairPlan  # noqa: E402
+from ltdask.udf import (  # noqa: E402
+    ApplyMasksUDF,
+    CoMUDF,
+    PickUDF,
+    StdDevUDF,
+    SumSigUDF,
+    SumUDF,
+)
 
-EXCLUDED = 64
+#: the sets of excluded pixels: (percent of the pixels, how they are placed)
+EXCLUDED = {"0.1% random": (0.1, "random"), "1% random": (1.0, "random")}
+EXCLUDED |= {"0.1% clusters": (0.1, "clusters"), "1% clusters": (1.0, "clusters")}
+#: cluster shapes (offsets from a corner pixel): a pixel, lines, an L, a 2x2 block
+SHAPES = [[(0, 0)], [(0, 0), (0, 1)], [(0, 0), (1, 0), (2, 0)], [(0, 0), (1, 0), (1, 1)]]
+SHAPES += [[(0, 0), (0, 1), (1, 0), (1, 1)]]
 
 
-def corrections_arrays(seed: int = 3):
+def excluded_mask(percent: float, kind: str, seed: int = 3) -> np.ndarray:
+    """About `percent` % of the pixels excluded, at random or in clusters (`SHAPES`), less
+    any that no neighbour could repair (a corner of a block in the frame's corner)."""
     rng = np.random.default_rng(seed)
-    dark = rng.normal(10, 1, SIG).astype(np.float32)
-    gain = rng.uniform(0.9, 1.1, SIG).astype(np.float32)
-    mask = np.zeros(SIG, bool)
-    # spread out, so that every excluded pixel has neighbours to be repaired from
-    ys = rng.choice(np.arange(1, SIG[0] - 1, 3), EXCLUDED, replace=False)
-    xs = rng.choice(np.arange(1, SIG[1] - 1, 3), EXCLUDED, replace=False)
-    mask[ys, xs] = True
-    return dark, gain, mask
-
-
-def udfs():
     h, w = SIG
+    want = round(h * w * percent / 100)
+    mask = np.zeros(SIG, bool)
+    if kind == "random":
+        mask.reshape(-1)[rng.choice(h * w, want, replace=False)] = True
+    else:
+        while mask.sum() < want:
+            shape = SHAPES[rng.integers(len(SHAPES))]
+            y, x = rng.integers(0, h), rng.integers(0, w)
+            for dy, dx in shape:
+                mask[min(h - 1, y + dy), min(w - 1, x + dx)] = True
+    plan = RepairPlan.make(SIG, np.argwhere(mask).T, allow_empty=True)
+    mask.reshape(-1)[plan.excluded[plan.counts == 0]] = False
+    return mask
+
+
+def corrections_arrays(dtype: np.dtype, seed: int = 3):
+    """A dark frame and gain map of the scale of `dtype`'s frames (``bench_read.py``:
+    uint16 over its range, float32 in [0, 1))."""
+    rng = np.random.default_rng(seed)
+    scale = 1.0 if dtype.kind == "f" else 1000.0
+    dark = (rng.normal(0.01, 0.001, SIG) * scale).astype(np.float32)
+    gain = rng.uniform(0.9, 1.1, SIG).astype(np.float32)
+    return dark, gain
+
+
+def pick_roi(nav) -> np.ndarray:
+    roi = np.zeros(nav, bool)
+    roi[:, ::16] = True  # (a column of frames every 16)
+    return roi
+
+
+def udfs() -> dict:
+    """name: (a function making the run's UDFs, its ROI maker or None)."""
+    h, w = SIG
+    ring = ltdask.masks.ring(w / 2, h / 2, w, h, 60, 20)
+    dense16 = np.random.default_rng(0).random((16, *SIG)).astype(np.float32)
     return {
-        "SumUDF": lambda: SumUDF(),
-        "ApplyMasksUDF 1 ring": lambda: ApplyMasksUDF(
-            [lambda: ltdask.masks.ring(w / 2, h / 2, w, h, 60, 20)]
-        ),
-        "CoMUDF": lambda: CoMUDF.with_params(cy=h / 2, cx=w / 2, r=60),
+        "SumUDF": (lambda: [SumUDF()], None),
+        "SumSigUDF": (lambda: [SumSigUDF()], None),
+        "StdDevUDF": (lambda: [StdDevUDF()], None),
+        "ApplyMasks 1 ring": (lambda: [ApplyMasksUDF([lambda: ring])], None),
+        "ApplyMasks 16 dense": (lambda: [ApplyMasksUDF(lambda: dense16)], None),
+        "CoMUDF": (lambda: [CoMUDF.with_params(cy=h / 2, cx=w / 2, r=60)], None),
+        "PickUDF (1/16)": (lambda: [PickUDF()], pick_roi),
+        "Sum+SumSig+StdDev": (lambda: [SumUDF(), SumSigUDF(), StdDevUDF()], None),
     }
 
 
@@ -68,37 +114,52 @@ LIBERTEM_SCRIPT = textwrap.dedent(
     from libertem.masks import ring
     from libertem.udf.com import CoMUDF
     from libertem.udf.masks import ApplyMasksUDF
+    from libertem.udf.raw import PickUDF
+    from libertem.udf.stddev import StdDevUDF
     from libertem.udf.sum import SumUDF
+    from libertem.udf.sumsigudf import SumSigUDF
     import sparse
 
-    path, corr = sys.argv[1], sys.argv[4]
-    nav, sig = json.loads(sys.argv[2]), json.loads(sys.argv[3])
+    path, nav, sig, dtype, corr, names = sys.argv[1:7]
+    nav, sig, names = json.loads(nav), json.loads(sig), json.loads(names)
     h, w = sig
     data = np.load(corr)
-    cs = CorrectionSet(dark=data["dark"], gain=data["gain"],
-                       excluded_pixels=sparse.COO(data["mask"]))
     ctx = Context.make_with("threads", cpus=2)
-    ds = ctx.load("raw", path=path, nav_shape=nav, sig_shape=sig, dtype="uint16")
-    udfs = {
-        "SumUDF": lambda: SumUDF(),
-        "ApplyMasksUDF 1 ring": lambda: ApplyMasksUDF(
-            mask_factories=[lambda: ring(w / 2, h / 2, w, h, 60, 20)]),
-        "CoMUDF": lambda: CoMUDF.with_params(cy=h / 2, cx=w / 2, r=60),
+    ds = ctx.load("raw", path=path, nav_shape=nav, sig_shape=sig, dtype=dtype)
+    dense16 = np.random.default_rng(0).random((16, h, w)).astype(np.float32)
+    roi = np.zeros(nav, bool)
+    roi[:, ::16] = True
+    make = {
+        "SumUDF": (lambda: [SumUDF()], None),
+        "SumSigUDF": (lambda: [SumSigUDF()], None),
+        "StdDevUDF": (lambda: [StdDevUDF()], None),
+        "ApplyMasks 1 ring": (lambda: [ApplyMasksUDF(
+            mask_factories=[lambda: ring(w / 2, h / 2, w, h, 60, 20)])], None),
+        "ApplyMasks 16 dense": (lambda: [ApplyMasksUDF(
+            mask_factories=lambda: dense16, mask_count=16, mask_dtype=np.float32)], None),
+        "CoMUDF": (lambda: [CoMUDF.with_params(cy=h / 2, cx=w / 2, r=60)], None),
+        "PickUDF (1/16)": (lambda: [PickUDF()], roi),
+        "Sum+SumSig+StdDev": (lambda: [SumUDF(), SumSigUDF(), StdDevUDF()], None),
     }
     times = {}
-    for name, make in udfs.items():
-        ctx.run_udf(dataset=ds, udf=make(), corrections=cs)  # warm-up: compilation
-        t0 = time.perf_counter()
-        ctx.run_udf(dataset=ds, udf=make(), corrections=cs)
-        times[name] = time.perf_counter() - t0
+    for case in [k[len("mask_"):] for k in data.files if k.startswith("mask_")]:
+        cs = CorrectionSet(dark=data["dark"], gain=data["gain"],
+                           excluded_pixels=sparse.COO(data["mask_" + case]))
+        for name in names:
+            udf, r = make[name]
+            ctx.run_udf(dataset=ds, udf=udf(), roi=r, corrections=cs)  # warm-up
+            t0 = time.perf_counter()
+            ctx.run_udf(dataset=ds, udf=udf(), roi=r, corrections=cs)
+            times[name + " | " + case] = time.perf_counter() - t0
     print(json.dumps(times))
     """
 )
 
 
-def libertem_round(python: str, path: str, nav, corr_file: str) -> dict[str, float]:
+def libertem_round(python, path, nav, dtype, corr_file, names) -> dict[str, float]:
+    args = [path, json.dumps(list(nav)), json.dumps(list(SIG)), dtype.name, corr_file]
     out = subprocess.run(
-        [python, "-c", LIBERTEM_SCRIPT, path, json.dumps(nav), json.dumps(SIG), corr_file],
+        [python, "-c", LIBERTEM_SCRIPT, *args, json.dumps(names)],
         capture_output=True,
         text=True,
         check=True,
@@ -106,67 +167,93 @@ def libertem_round(python: str, path: str, nav, corr_file: str) -> dict[str, flo
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--dir", default="/tmp/ltdask-bench", help="where the scans live")
-    parser.add_argument("--small", action="store_true", help="nav 32x32 for a quick check")
-    parser.add_argument("--repeats", type=int, default=3, help="timed rounds")
-    parser.add_argument("--libertem", default="/tmp/lt-venv/bin/python")
-    args = parser.parse_args(argv)
-
-    nav = (32, 32) if args.small else (128, 128)
-    dtype = np.dtype(np.uint16)
-    os.makedirs(args.dir, exist_ok=True)
+def bench_scan(args, dtype: np.dtype, nav, names: list[str], cases: list[str]) -> None:
     path = scan_path(args.dir, dtype, nav)
     write_scan(path, dtype, nav)
     cache_file(path)
     log(f"memory: {meminfo()}")
     nbytes = os.path.getsize(path)
-    dark, gain, mask = corrections_arrays()
-    corr_file = os.path.join(args.dir, "corrections.npz")
-    np.savez(corr_file, dark=dark, gain=gain, mask=mask)
-    cs = ltdask.CorrectionSet(dark=dark, gain=gain, excluded_pixels=mask)
+    dark, gain = corrections_arrays(dtype)
+    masks = {case: excluded_mask(*EXCLUDED[case]) for case in cases}
+    corr_file = os.path.join(args.dir, f"corrections_{dtype.name}.npz")
+    np.savez(corr_file, dark=dark, gain=gain, **{f"mask_{c}": m for c, m in masks.items()})
     ds = ltdask.open_raw(path, nav_shape=nav, sig_shape=SIG, dtype=dtype)
-
+    runs = udfs()
     methods = {}
-    for name, make in udfs().items():
-        methods[name] = lambda make=make: make().compute(ds)
-        methods[f"{name} corrected"] = lambda make=make: make().compute(ds, corrections=cs)
-    libertem: dict[str, list[float]] = {name: [] for name in udfs()}
-    if args.libertem:
-        # LiberTEM runs in its own process: once per round, after ltdask's methods
+    for name in names:
+        make, roi_of = runs[name]
+        roi = None if roi_of is None else roi_of(nav)
+        methods[name] = lambda make=make, roi=roi: ltdask.compute(ds, make(), roi=roi)
+        for case in cases:
+            cs = ltdask.CorrectionSet(dark=dark, gain=gain, excluded_pixels=masks[case])
+            methods[f"{name} | {case}"] = lambda make=make, roi=roi, cs=cs: ltdask.compute(
+                ds, make(), roi=roi, corrections=cs
+            )
+    libertem: dict[str, list[float]] = {}
+    use_libertem = bool(args.libertem) and os.path.exists(args.libertem)
+    if use_libertem:
+
         def libertem_run():
-            for name, t in libertem_round(args.libertem, path, nav, corr_file).items():
-                libertem[name].append(t)
+            for key, t in libertem_round(args.libertem, path, nav, dtype, corr_file, names).items():
+                libertem.setdefault(key, []).append(t)
 
         methods["LiberTEM (child process)"] = libertem_run
-    # the LiberTEM child process runs inside each round and counts as "other processes":
-    # with it, every round counts (run this on an otherwise idle machine)
-    max_foreign = 1.0 if args.libertem else 0.15
+    # the LiberTEM child runs inside each round and counts as "other processes": with
+    # it, every round counts (run this on an otherwise idle machine)
+    max_foreign = 1.0 if use_libertem else 0.15
     with dask.config.set(scheduler="threads", num_workers=THREADS):
-        times, foreign, rounds = measure(methods, args.repeats, nbytes, max_foreign=max_foreign)
+        times, foreign, _ = measure(
+            methods, args.repeats, nbytes, max_foreign=max_foreign, max_rounds=3 * args.repeats
+        )
 
     def rate(ts):
         return nbytes / statistics.median(ts) / 1e9
 
     print(
-        f"### uint16 raw, nav {nav}, sig {SIG}, {nbytes / 2**30:.2f} GiB, dark + gain + "
-        f"{EXCLUDED} excluded pixels, {THREADS} threads, median of {args.repeats} rounds "
-        f"(other processes {foreign:.0%}{', the LiberTEM child included' if args.libertem else ''})"
+        f"\n### {dtype.name} raw, nav {nav}, sig {SIG}, {nbytes / 2**30:.2f} GiB, dark + gain "
+        f"+ excluded pixels, {THREADS} threads, median of {args.repeats} rounds (other "
+        f"processes {foreign:.0%}{', the LiberTEM child included' if use_libertem else ''})"
     )
-    print(f"{'UDF':<24}{'plain':>8}{'corrected':>11}{'ratio':>8}{'LiberTEM':>10}{'x':>7}")
-    for name in udfs():
+    head = "| UDF | none (GB/s) | " + " | ".join(cases) + " |"
+    print(head)
+    print("|" + "---|" * (2 + len(cases)))
+    for name in names:
         plain = rate(times[name])
-        corrected = rate(times[f"{name} corrected"])
-        line = f"{name:<24}{plain:8.2f}{corrected:11.2f}{corrected / plain:8.2f}"
-        if libertem[name]:
-            lt = rate(libertem[name][1:] or libertem[name])  # the warm-up round's run too
-            line += f"{lt:10.2f}{corrected / lt:7.1f}"
-        print(line)
+        cells = []
+        for case in cases:
+            corrected = rate(times[f"{name} | {case}"])
+            cell = f"{corrected / plain:.2f}"
+            lt = libertem.get(f"{name} | {case}")
+            if lt:
+                cell += f" ({corrected / rate(lt):.1f}x LT)"
+            cells.append(cell)
+        print(f"| {name} | 1.00 ({plain:.1f}) | " + " | ".join(cells) + " |")
     print(
-        "GB/s of file bytes; ratio: corrected / plain (target 0.8); x: ltdask / LiberTEM "
-        "corrected (target 3)"
+        "cells: corrected / uncorrected GB/s (target >= 0.8); x LT: ltdask / LiberTEM 0.16 "
+        "corrected (target >= 3)"
     )
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dir", default="/tmp/ltdask-bench", help="where the scans live")
+    parser.add_argument("--small", action="store_true", help="nav 32x32 for a quick check")
+    parser.add_argument("--repeats", type=int, default=3, help="timed rounds")
+    parser.add_argument("--dtypes", default="uint16,float32")
+    parser.add_argument("--excluded", default=",".join(EXCLUDED), help="sets of pixels")
+    parser.add_argument("--udfs", default=",".join(udfs()), help="UDF runs, by name")
+    parser.add_argument("--libertem", default="/tmp/lt-venv/bin/python")
+    args = parser.parse_args(argv)
+
+    nav = (32, 32) if args.small else (128, 128)
+    os.makedirs(args.dir, exist_ok=True)
+    names = [n for n in args.udfs.split(",") if n]
+    cases = [c for c in args.excluded.split(",") if c]
+    for bad, known in ((set(names) - set(udfs()), udfs()), (set(cases) - set(EXCLUDED), EXCLUDED)):
+        if bad:
+            parser.error(f"unknown {sorted(bad)}; expected names from {sorted(known)}")
+    for dtype in args.dtypes.split(","):
+        bench_scan(args, np.dtype(dtype), nav, names, cases)
 
 
 if __name__ == "__main__":
