@@ -212,3 +212,22 @@ def test_shifted_masks_correct_the_frame(tmp_path):
     shifted = np.zeros(SIG)
     shifted[2:, : SIG[1] - 3] = stack[: SIG[0] - 2, 3:]  # mask pixel (y, x) over (y+2, x-3)
     np.testing.assert_allclose(got, (frames * shifted).sum((1, 2)), rtol=1e-5, atol=1e-2)
+
+
+def test_folded_float_sums_keep_their_precision(tmp_path):
+    """A float32 scan whose dark frame takes off nearly all of each pixel: the folded sum
+    (uncorrected sum less n * dark) is as close to numpy's float64 sum of the corrected
+    frames as a sum of corrected float32 frames (float32 sums of the uncorrected frames
+    would keep their error, 200 times the corrected sum's)."""
+    rng = np.random.default_rng(8)
+    sig = (4, 5)
+    data = (1000 + rng.normal(0, 2, (40, 50, *sig))).astype(np.float32)
+    path = tmp_path / "scan.raw"
+    data.tofile(path)
+    ds = ltdask.open_raw(path, nav_shape=(40, 50), sig_shape=sig, dtype="float32")
+    dark = np.full(sig, 995, np.float32)
+    cs = CorrectionSet(dark=dark, excluded_pixels=np.eye(*sig, dtype=bool))
+    assert _folds(ds, [SumUDF()], corrections=cs)
+    got = SumUDF().compute(ds, corrections=cs)["intensity"].values
+    want = corrected(data.reshape(-1, *sig), dark, None, np.eye(*sig, dtype=bool)).sum(0)
+    np.testing.assert_allclose(got, want, rtol=1e-5)

@@ -72,8 +72,24 @@ class LinearCorrection:
         """``A^T`` applied to each row of `masks` (``(k, pixels)``, dense or scipy
         sparse): float64 masks (of the same kind) whose products with uncorrected frames
         are the products of `masks` with corrected frames, less `offsets`."""
-        product = self.matrix.T @ masks.T
-        return product.T.tocsr() if hasattr(product, "tocsr") else np.ascontiguousarray(product.T)
+        if hasattr(masks, "tocsr"):
+            return (self.matrix.T @ masks.T).T.tocsr()
+        # dense: each excluded pixel's weight shared out to its sources, then the gain (no
+        # matrix: building it and multiplying took 24 ms for 16 masks of 256x256 pixels)
+        out = np.array(masks, dtype=np.float64, copy=True, ndmin=2)
+        plan = self.plan
+        repaired = plan.counts > 0
+        if repaired.any():
+            excluded, counts = plan.excluded[repaired], plan.counts[repaired]
+            share = out[:, excluded] / counts
+            out[:, excluded] = 0.0
+            at, slot = np.nonzero(np.arange(plan.sources.shape[1])[None, :] < counts[:, None])
+            sources = plan.sources[repaired][at, slot]
+            for row, part in zip(out, share, strict=True):
+                row += np.bincount(sources, weights=part[at], minlength=row.size)
+        if self.gain.size:
+            out *= self.gain
+        return out
 
     def offsets(self, adjoint_masks: np.ndarray) -> np.ndarray:
         """``adjoint_masks . dark`` per row: what the dark frame takes from each product."""

@@ -162,6 +162,10 @@ class SumUDF(FlatTileUDF):
             small_uint = np.dtype(dtype).kind == "u" and np.dtype(dtype).itemsize <= 2
             # (8/16-bit unsigned tiles: int64 sums, no mixed signed/unsigned arithmetic)
             acc_dtype = np.dtype(np.int64) if small_uint else _sum_buffer_dtype(dtype)
+            if np.dtype(dtype).kind == "f" and self.tile_form.folded_corrections is not None:
+                # (uncorrected float sums less n * dark: in float32 the difference would
+                # keep float32's error of the larger uncorrected sum)
+                acc_dtype = np.dtype(np.float64)
             # (task scratch: postprocess adds it to the results)
             acc = accs[self.meta.tiling_scheme_idx] = scratch.zeros(px, acc_dtype)
         return acc
