@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, ClassVar
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -16,7 +16,6 @@ from ltdask.io.calibration import Calibrated
 from ltdask.io.checks import SUPPORTED_DTYPES, check_dtype, check_shape, unsupported
 from ltdask.io.partition import Partition, nav_grid, partitions_for_grid
 from ltdask.io.tiling import Negotiator, TilingPreferences, TilingScheme, flat_of
-from ltdask.runtime import settings
 
 #: partitions without any frame (a nav shape far beyond the files) that planning accepts
 MAX_EMPTY_PARTITIONS = 10_000
@@ -68,12 +67,6 @@ class DataSet(Calibrated):
     #: ``iter_tiles(..., array_backend=name)`` and gives 2-D backends' tiles as
     #: ``(frames, pixels)``
     array_backends: tuple[str, ...] = ("numpy",)
-    # ``ds.to_zarr(store, ...)`` converts the scan to Zarr. Writing is ltdask.store's, which
-    # reading does not import: the ``ltdask`` package, which imports both, attaches it.
-    to_zarr: ClassVar[Callable[..., Any]]
-    # ``ds.to_hyperspy(...)`` gives a lazy HyperSpy signal of the scan (`ltdask.to_hyperspy`),
-    # attached by the package as ``to_zarr`` is
-    to_hyperspy: ClassVar[Callable[..., Any]]
 
     def __init__(
         self,
@@ -228,20 +221,6 @@ class DataSet(Calibrated):
         """Whether reading as `dtype` gives views of the files rather than copies."""
         return False
 
-    def dask_nav_chunks(self, dtype) -> tuple[tuple[int, ...], ...]:
-        """Nav chunks of :meth:`to_dask`: the partitions, or, where chunks are views of the
-        page cache (which cost no memory), blocks of ``ltdask.view-chunk-partitions``
-        partitions: fewer, larger tasks make dask reductions faster."""
-        frame_bytes = math.prod(self.sig_shape) * max(4, self.dtype.itemsize)
-        if not self.hands_out_views(dtype):
-            # dense chunks: partitions of sparse data would be too large for them
-            if self.partition_frame_bytes() < frame_bytes:
-                return nav_grid(self.nav_shape, frame_bytes)
-            return self.nav_chunks
-        target = settings.view_chunk_partitions() * settings.partition_bytes() // frame_bytes
-        target = min(max(1, target), max(1, self.num_frames // settings.min_partitions()))
-        return nav_grid(self.nav_shape, frame_bytes, target_frames=target)
-
     def negotiate(
         self,
         consumers: Sequence[TilingPreferences],
@@ -379,6 +358,18 @@ class DataSet(Calibrated):
             name=type(self).__name__,
             attrs=self.attrs(),
         )
+
+    def to_zarr(self, store, *args, **kwargs):
+        """The scan written to the Zarr `store`: :func:`ltdask.store.write_dataset`."""
+        from ltdask.store import write_dataset
+
+        return write_dataset(self, store, *args, **kwargs)
+
+    def to_hyperspy(self, *args, **kwargs):
+        """A lazy HyperSpy signal of the scan: :func:`ltdask.to_hyperspy`."""
+        from ltdask.store import to_hyperspy
+
+        return to_hyperspy(self, *args, **kwargs)
 
     def attrs(self) -> dict:
         return {"path": str(self.path), "sync_offset": self.sync_offset}
