@@ -94,8 +94,8 @@ def _chunks_of(ds: Scan, dtype: np.dtype, chunks):
 COPY_CHUNK_BYTES = 16 << 20
 
 
-def _view_nav_chunks(ds: Scan, dtype: np.dtype) -> tuple[tuple[int, ...], ...]:
-    """Nav chunks of ``to_dask``: the partitions, or, where chunks are views of the page
+def dask_nav_chunks(ds: Scan, dtype) -> tuple[tuple[int, ...], ...]:
+    """Nav chunks of ``to_dask()``: the partitions, or, where chunks are views of the page
     cache (which cost no memory), blocks of ``ltdask.view-chunk-partitions`` partitions:
     fewer, larger tasks make dask reductions faster."""
     from ltdask.io.partition import nav_grid
@@ -112,12 +112,12 @@ def _view_nav_chunks(ds: Scan, dtype: np.dtype) -> tuple[tuple[int, ...], ...]:
 
 
 def _copy_nav_chunks(ds: Scan, dtype: np.dtype, sig_chunks) -> tuple:
-    """`_view_nav_chunks`, cut finer where the chunks are copies of whole frames
-    larger than `COPY_CHUNK_BYTES` (where the frame is cut into signal chunks, a finer nav
-    grid would multiply their number)."""
+    """`dask_nav_chunks`, cut finer where the chunks are copies of whole frames larger than
+    `COPY_CHUNK_BYTES` (where the frame is cut into signal chunks, a finer nav grid would
+    multiply their number)."""
     from ltdask.io.partition import nav_grid
 
-    nav = _view_nav_chunks(ds, dtype)
+    nav = dask_nav_chunks(ds, dtype)
     if ds.hands_out_views(dtype) or any(len(c) > 1 for c in sig_chunks):
         return nav
     frame_bytes = math.prod(ds.sig_shape) * dtype.itemsize

@@ -14,7 +14,7 @@ from ltdask.common.shape import RoiBuilder
 from ltdask.exceptions import DataSetError, MissingFramesWarning, UDFError, warn
 from ltdask.io.calibration import Calibrated
 from ltdask.io.checks import SUPPORTED_DTYPES, check_dtype, check_shape, unsupported
-from ltdask.io.partition import Partition, nav_grid, partitions_for_grid
+from ltdask.io.partition import Partition, Sizing, nav_grid, partitions_for_grid
 from ltdask.io.tiling import Negotiator, TilingPreferences, TilingScheme, flat_of
 
 #: partitions without any frame (a nav shape far beyond the files) that planning accepts
@@ -193,8 +193,16 @@ class DataSet(Calibrated):
 
     @functools.cached_property
     def nav_chunks(self) -> tuple[tuple[int, ...], ...]:
-        """The partition grid: chunk sizes per nav dim."""
-        chunks = nav_grid(self.nav_shape, self.partition_frame_bytes())
+        """The partition grid (chunk sizes per nav dim) for the settings when first asked."""
+        return self.checked_grid(Sizing.from_settings())
+
+    def partition_grid(self, sizing: Sizing) -> tuple[tuple[int, ...], ...]:
+        """The partition grid for `sizing` (chunked formats align it to their chunks)."""
+        return nav_grid(self.nav_shape, self.partition_frame_bytes(), sizing=sizing)
+
+    def checked_grid(self, sizing: Sizing) -> tuple[tuple[int, ...], ...]:
+        """`partition_grid`; a `DataSetError` where most partitions would hold no frame."""
+        chunks = self.partition_grid(sizing)
         self._check_empty_partitions(chunks)
         return chunks
 

@@ -168,3 +168,27 @@ def test_runs_of_large_frames_hold_more_of_them(monkeypatch):
             assert max(frames) <= 40  # the memory cap: 40 MiB per thread's eighth
             res = ltdask.udf.SumSigUDF().compute(ds)
     np.testing.assert_array_equal(res["intensity"].values, np.arange(n))
+
+
+def test_planning_changes_no_global_setting(monkeypatch):
+    """Cutting a dataset finer for one run (`with_min_partitions`, as ``ltdask.iter`` does)
+    reads no setting that it changed: while the finer grid is made, the process's
+    settings are the user's (planning once set ``ltdask.min-partitions`` for the whole
+    process meanwhile, so a dataset another thread opened then got the run's grid)."""
+    from ltdask.io import dataset as dataset_module
+    from ltdask.io.partition import with_min_partitions
+
+    seen = []
+    real = dataset_module.nav_grid
+
+    def spy(*args, **kwargs):
+        seen.append(dask.config.get("ltdask.min-partitions"))
+        return real(*args, **kwargs)
+
+    data = np.zeros((32, 32, *SIG), np.float32)
+    with dask.config.set({"ltdask.partition-bytes": 128 * FRAME, "ltdask.min-partitions": 1}):
+        base = ltdask.from_array(data)
+        assert len(base.get_partitions()) == 8
+        monkeypatch.setattr(dataset_module, "nav_grid", spy)
+        assert len(with_min_partitions(base, 1024).get_partitions()) == 1024
+    assert seen and set(seen) == {1}
