@@ -1,8 +1,9 @@
 """Results as LiberTEM shows them: `ResultBuffer` per result (``data``, ``raw_data``,
-``valid_mask``, ...), `Damage` (which positions are processed), `UDFResults` (one step of a
-run), and `dry_run` / `UDFInfo` (what a UDF would give, before any partition is read).
+``valid_mask``, ...; made in :mod:`ltdask.views.buffers`, where the live plots read them),
+`Damage` (which positions are processed), `UDFResults` (one step of a run), and `dry_run` /
+`UDFInfo` (what a UDF would give, before any partition is read).
 
-`ltdask.viz` plots these; `Context` (``ltdask.compat.context``) returns them.
+`Context` (``ltdask.compat.context``) returns them.
 """
 
 from __future__ import annotations
@@ -11,117 +12,10 @@ import functools
 
 import numpy as np
 
-from ltdask.udf.api import compute_datasets, initial_datasets
-from ltdask.udf.buffers import valid_names
-from ltdask.udf.interface import UDFBase
 from ltdask.udf.roi import normalize_roi
+from ltdask.views.buffers import ResultBuffer, initial_buffers, result_buffers
 
-
-class ResultBuffer:
-    """One result as LiberTEM's ``BufferWrapper`` shows it: ``data`` (nav-shaped, fill
-    values outside the ROI), ``raw_data`` (nav results flat and ROI-compressed, the shape
-    of the buffer: ``shape``), ``valid_mask`` (shaped as ``data``), ``masked_data``,
-    ``raw_masked_data``, ``valid_slice_bounding``, ``kind``, ``extra_shape``, ``dtype``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from ltdask.compat import Context
-    >>> from ltdask.udf import SumSigUDF
-    >>> ctx = Context()
-    >>> ds = ctx.load("memory", data=np.ones((2, 3, 4, 4), dtype=np.float32), sig_dims=2)
-    >>> roi = np.array([[True, True, False], [False, False, False]])
-    >>> buf = ctx.run_udf(dataset=ds, udf=SumSigUDF(), roi=roi)["intensity"]
-    >>> buf
-    <ResultBuffer kind=nav shape=(2,) dtype=float32>
-    >>> buf.data.tolist(), buf.raw_data.tolist()
-    ([[16.0, 16.0, nan], [nan, nan, nan]], [16.0, 16.0])
-    >>> buf.valid_slice_bounding
-    (slice(0, 1, None), slice(0, 2, None))
-    """
-
-    def __init__(self, variable, valid, kind: str, roi_flat, nav_dims: int):
-        self.data = np.asarray(variable)
-        self.valid_mask = np.asarray(valid)
-        self.kind = kind
-        self._roi_flat = roi_flat
-        self._nav_dims = nav_dims
-
-    def _raw(self, arr: np.ndarray) -> np.ndarray:
-        if self.kind != "nav":
-            return arr
-        flat = arr.reshape((-1, *arr.shape[self._nav_dims :]))
-        return flat if self._roi_flat is None else flat[self._roi_flat]
-
-    @property
-    def raw_data(self) -> np.ndarray:
-        return self._raw(self.data)
-
-    @property
-    def masked_data(self) -> np.ma.MaskedArray:
-        return np.ma.masked_array(self.data, mask=~self.valid_mask)
-
-    @property
-    def raw_masked_data(self) -> np.ma.MaskedArray:
-        return np.ma.masked_array(self.raw_data, mask=~self._raw(self.valid_mask))
-
-    @property
-    def valid_slice_bounding(self) -> tuple[slice, ...]:
-        """Per dim of ``data``, the slice from the first to the last valid element (for no
-        valid element, LiberTEM's empty ``slice(size, 1)``)."""
-        out = []
-        for axis in range(self.valid_mask.ndim):
-            others = tuple(d for d in range(self.valid_mask.ndim) if d != axis)
-            hits = np.flatnonzero(self.valid_mask.any(axis=others))
-            size = self.valid_mask.shape[axis]
-            out.append(slice(int(hits[0]), int(hits[-1]) + 1) if hits.size else slice(size, 1))
-        return tuple(out)
-
-    @property
-    def extra_shape(self) -> tuple[int, ...]:
-        if self.kind == "nav":
-            return tuple(self.data.shape[self._nav_dims :])
-        if self.kind == "sig":
-            return tuple(self.data.shape[self._nav_dims :])
-        return tuple(self.data.shape) if self.data.shape != (1,) else ()
-
-    @property
-    def shape(self):
-        return self.raw_data.shape
-
-    @property
-    def dtype(self):
-        return self.data.dtype
-
-    def __array__(self, dtype=None, copy=None):
-        return self.data if dtype is None else self.data.astype(dtype)
-
-    def __repr__(self) -> str:
-        return f"<ResultBuffer kind={self.kind} shape={self.shape} dtype={self.data.dtype}>"
-
-
-def result_buffers(result, udf: UDFBase, dataset, roi) -> dict[str, ResultBuffer]:
-    """The variables of one UDF's results (an `xarray.Dataset`) as `ResultBuffer` objects,
-    each with its kind (nav, sig or single) told from its leading dims."""
-    roi_flat = None if roi is None else np.asarray(roi, dtype=bool).reshape(-1)  # normalized
-    nav_dims = len(dataset.nav_shape)
-    nav_names = tuple(dataset.dims[:nav_dims])
-    sig_names = tuple(dataset.dims[nav_dims:])
-    out = {}
-    mask_names = valid_names(result.data_vars)
-    for name, var in result.data_vars.items():
-        # nav and sig buffers lead with those dims (extra dims, e.g. PickUDF's stack of
-        # frames, may come before the signal dims of a single buffer)
-        if nav_names and var.dims[:nav_dims] == nav_names:
-            kind = "nav"
-        elif var.dims[: len(sig_names)] == sig_names:
-            kind = "sig"
-        else:
-            kind = "single"
-        out[name] = ResultBuffer(
-            var.values, result[mask_names[name]].values, kind, roi_flat, nav_dims
-        )
-    return out
+__all__ = ["Damage", "ResultBuffer", "UDFInfo", "UDFResults", "dry_run", "result_buffers"]
 
 
 class Damage:
@@ -201,12 +95,9 @@ def dry_run(dataset, udfs, roi=None) -> UDFResults:
     <ResultBuffer kind=sig shape=(4, 4) dtype=float32>
     """
     roi_flat = normalize_roi(roi, dataset)
-    results = compute_datasets(initial_datasets(dataset, udfs, roi_flat))
-    buffers = tuple(
-        result_buffers(r, u, dataset, roi_flat) for r, u in zip(results, udfs, strict=True)
-    )
     return UDFResults(
-        buffers, Damage(np.zeros(dataset.num_frames, bool), dataset.nav_shape, roi_flat)
+        initial_buffers(dataset, udfs, roi_flat),
+        Damage(np.zeros(dataset.num_frames, bool), dataset.nav_shape, roi_flat),
     )
 
 
