@@ -90,7 +90,7 @@ def _chunks_of(ds: Scan, dtype: np.dtype, chunks):
 #: the most bytes of a ``to_dask()`` chunk of whole frames that is a copy (decoded, or
 #: converted to another dtype): a larger array is fresh pages from the kernel, zeroed for
 #: every chunk (above glibc's largest mmap threshold, 32 MiB); one this size comes back
-#: from the heap (``to_dask(dtype="float32").sum()`` of a uint16 scan: 6.3 -> 8.0 GB/s)
+#: from the heap, its pages already mapped (what that gains: docs/performance.md)
 COPY_CHUNK_BYTES = 16 << 20
 
 

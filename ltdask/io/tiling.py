@@ -275,8 +275,7 @@ class Negotiator:
                 # frames keep each tile one contiguous block, read as one stream (row
                 # blocks of deep tiles measured no faster, even for several UDFs) -- where
                 # tiles of whole frames can be VIEW_DEPTH deep: a UDF's per-pixel state of
-                # a larger frame leaves the caches between frames (a K2 frame of 1860 x 2048
-                # uint16 in 1-frame tiles summed at 3.6 GB/s)
+                # a larger frame leaves the caches between frames (docs/performance.md)
                 base = sig
         else:
             base = sig
