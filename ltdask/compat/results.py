@@ -1,9 +1,9 @@
 """Results as LiberTEM shows them: `ResultBuffer` per result (``data``, ``raw_data``,
-``valid_mask``, ...; made in :mod:`ltdask.views.buffers`, where the live plots read them),
-`Damage` (which positions are processed), `UDFResults` (one step of a run), and `dry_run` /
-`UDFInfo` (what a UDF would give, before any partition is read).
+``valid_mask``, ...), `Damage` (which positions are processed), `UDFResults` (one step of a
+run), and `dry_run` / `UDFInfo` (what a UDF would give, before any partition is read).
 
-`Context` (``ltdask.compat.context``) returns them.
+`Context` (``ltdask.compat.context``) returns them, and feeds them to its live plots
+(:mod:`ltdask.views.viz`).
 """
 
 from __future__ import annotations
@@ -12,10 +12,101 @@ import functools
 
 import numpy as np
 
+from ltdask.compat.buffers import BufferWrapper, get_bbox_slice
+from ltdask.udf.api import compute_datasets, initial_datasets
+from ltdask.udf.interface import UDFBase
 from ltdask.udf.roi import normalize_roi
-from ltdask.views.buffers import ResultBuffer, initial_buffers, result_buffers
+from ltdask.views.buffers import buffer_views
 
-__all__ = ["Damage", "ResultBuffer", "UDFInfo", "UDFResults", "dry_run", "result_buffers"]
+
+class ResultBuffer(BufferWrapper):
+    """One result as LiberTEM's ``BufferWrapper`` shows it (and a
+    `ltdask.compat.buffers.BufferWrapper`): ``data`` (nav-shaped, fill values outside the
+    ROI), ``raw_data`` (nav results flat and ROI-compressed, the shape of the buffer:
+    ``shape``), ``valid_mask`` (shaped as ``data``), ``masked_data``, ``raw_masked_data``,
+    ``valid_slice_bounding``, ``kind``, ``extra_shape``, ``dtype``; and LiberTEM's private
+    ``_valid_mask`` (shaped as ``raw_data``) and ``_roi`` (the run's ROI, flat, as it was
+    when the run started; None without one).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context
+    >>> from ltdask.udf import SumSigUDF
+    >>> ctx = Context()
+    >>> ds = ctx.load("memory", data=np.ones((2, 3, 4, 4), dtype=np.float32), sig_dims=2)
+    >>> roi = np.array([[True, True, False], [False, False, False]])
+    >>> buf = ctx.run_udf(dataset=ds, udf=SumSigUDF(), roi=roi)["intensity"]
+    >>> buf
+    <ResultBuffer kind=nav shape=(2,) dtype=float32>
+    >>> buf.data.tolist(), buf.raw_data.tolist()
+    ([[16.0, 16.0, nan], [nan, nan, nan]], [16.0, 16.0])
+    >>> buf.valid_slice_bounding
+    (slice(0, 1, None), slice(0, 2, None))
+    """
+
+    def __init__(self, variable, valid, kind: str, roi_flat, nav_dims: int):
+        data = np.asarray(variable)
+        if kind in ("nav", "sig"):
+            extra = data.shape[nav_dims:]
+        else:
+            extra = data.shape if data.shape != (1,) else ()
+        super().__init__(kind=kind, extra_shape=extra, dtype=data.dtype)
+        self.data = data
+        self.valid_mask = np.asarray(valid)
+        # a copy: the caller may change its ROI array after the run
+        self._roi = None if roi_flat is None else np.array(roi_flat, dtype=bool).reshape(-1)
+        self._nav_dims = nav_dims
+
+    def _raw(self, arr: np.ndarray) -> np.ndarray:
+        if self.kind != "nav":
+            return arr
+        flat = arr.reshape((-1, *arr.shape[self._nav_dims :]))
+        return flat if self._roi is None else flat[self._roi]
+
+    @property
+    def raw_data(self) -> np.ndarray:
+        return self._raw(self.data)
+
+    @property
+    def _valid_mask(self) -> np.ndarray:
+        """The valid mask shaped as ``raw_data`` (LiberTEM's private attribute)."""
+        return self._raw(self.valid_mask)
+
+    @property
+    def masked_data(self) -> np.ma.MaskedArray:
+        return np.ma.masked_array(self.data, mask=~self.valid_mask)
+
+    @property
+    def raw_masked_data(self) -> np.ma.MaskedArray:
+        return np.ma.masked_array(self.raw_data, mask=~self._valid_mask)
+
+    @property
+    def valid_slice_bounding(self) -> tuple[slice, ...]:
+        """Per dim of ``data``, the slice from the first to the last valid element (for no
+        valid element, LiberTEM's empty ``slice(size, 1)``)."""
+        return get_bbox_slice(self.valid_mask)
+
+    @property
+    def shape(self):
+        return self.raw_data.shape
+
+    def __array__(self, dtype=None, copy=None):
+        return self.data if dtype is None else self.data.astype(dtype)
+
+    def __repr__(self) -> str:
+        return f"<ResultBuffer kind={self.kind} shape={self.shape} dtype={self.data.dtype}>"
+
+
+def result_buffers(result, udf: UDFBase, dataset, roi) -> dict[str, ResultBuffer]:
+    """The variables of one UDF's results (an `xarray.Dataset`) as `ResultBuffer` objects,
+    each with its kind (nav, sig or single) as the live plots tell it from its leading dims
+    (`ltdask.views.buffers.buffer_views`)."""
+    nav_dims = len(dataset.nav_shape)
+    return {
+        name: ResultBuffer(view.data, view.valid_mask, view.kind, roi, nav_dims)
+        for name, view in buffer_views(result, udf, dataset, roi).items()
+    }
 
 
 class Damage:
@@ -95,9 +186,12 @@ def dry_run(dataset, udfs, roi=None) -> UDFResults:
     <ResultBuffer kind=sig shape=(4, 4) dtype=float32>
     """
     roi_flat = normalize_roi(roi, dataset)
+    results = compute_datasets(initial_datasets(dataset, udfs, roi_flat))
+    buffers = tuple(
+        result_buffers(r, u, dataset, roi_flat) for r, u in zip(results, udfs, strict=True)
+    )
     return UDFResults(
-        initial_buffers(dataset, udfs, roi_flat),
-        Damage(np.zeros(dataset.num_frames, bool), dataset.nav_shape, roi_flat),
+        buffers, Damage(np.zeros(dataset.num_frames, bool), dataset.nav_shape, roi_flat)
     )
 
 

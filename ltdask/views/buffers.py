@@ -1,10 +1,11 @@
-"""Results as the live plots read them: one `ResultBuffer` per variable of a UDF's result
-(an `xarray.Dataset`), with LiberTEM's ``BufferWrapper`` view of it (``data``, ``kind``,
-``valid_mask``, ``masked_data``, ...), which plot channels are written against; and a
-`Step` of a run (the buffers of each UDF, and the positions processed).
+"""Results as the live plots read them: one `BufferView` per variable of a UDF's result
+(an `xarray.Dataset`), with the attributes of LiberTEM's result buffers (``data``,
+``kind``, ``valid_mask``, ``masked_data``, ...), which plot channels are written against;
+and a `Step` of a run (the buffers of each UDF, and the positions processed).
 
-The LiberTEM compatibility layer hands the same objects to its callers
-(``ltdask.compat.ResultBuffer``).
+The LiberTEM compatibility layer feeds the plots its own result buffers
+(``ltdask.compat.ResultBuffer``, LiberTEM's ``BufferWrapper`` in full), whose kinds it
+takes from `buffer_views`.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from ltdask.udf.api import compute_datasets, initial_datasets
 from ltdask.udf.buffers import valid_names
 from ltdask.udf.interface import UDFBase
 
-__all__ = ["ResultBuffer", "Step", "initial_buffers", "result_buffers"]
+__all__ = ["BufferView", "Step", "buffer_views", "initial_buffers"]
 
 
-class ResultBuffer:
-    """One result as LiberTEM's ``BufferWrapper`` shows it: ``data`` (nav-shaped, fill
+class BufferView:
+    """One result variable as LiberTEM's result buffers show it: ``data`` (nav-shaped, fill
     values outside the ROI), ``raw_data`` (nav results flat and ROI-compressed, the shape
     of the buffer: ``shape``), ``valid_mask`` (shaped as ``data``), ``masked_data``,
     ``raw_masked_data``, ``valid_slice_bounding``, ``kind``, ``extra_shape``, ``dtype``.
@@ -31,13 +32,13 @@ class ResultBuffer:
     Examples
     --------
     >>> import numpy as np, ltdask
-    >>> from ltdask.views.buffers import result_buffers
+    >>> from ltdask.views.buffers import buffer_views
     >>> ds = ltdask.from_array(np.ones((2, 3, 4, 4), dtype=np.float32))
     >>> roi = np.array([[True, True, False], [False, False, False]])
     >>> udf = ltdask.udf.SumSigUDF()
-    >>> buf = result_buffers(udf.compute(ds, roi=roi), udf, ds, roi.reshape(-1))["intensity"]
+    >>> buf = buffer_views(udf.compute(ds, roi=roi), udf, ds, roi.reshape(-1))["intensity"]
     >>> buf
-    <ResultBuffer kind=nav shape=(2,) dtype=float32>
+    <BufferView kind=nav shape=(2,) dtype=float32>
     >>> buf.data.tolist(), buf.raw_data.tolist()
     ([[16.0, 16.0, nan], [nan, nan, nan]], [16.0, 16.0])
     >>> buf.valid_slice_bounding
@@ -101,11 +102,11 @@ class ResultBuffer:
         return self.data if dtype is None else self.data.astype(dtype)
 
     def __repr__(self) -> str:
-        return f"<ResultBuffer kind={self.kind} shape={self.shape} dtype={self.data.dtype}>"
+        return f"<BufferView kind={self.kind} shape={self.shape} dtype={self.data.dtype}>"
 
 
-def result_buffers(result, udf: UDFBase, dataset, roi) -> dict[str, ResultBuffer]:
-    """The variables of one UDF's results (an `xarray.Dataset`) as `ResultBuffer` objects,
+def buffer_views(result, udf: UDFBase, dataset, roi) -> dict[str, BufferView]:
+    """The variables of one UDF's results (an `xarray.Dataset`) as `BufferView` objects,
     each with its kind (nav, sig or single) told from its leading dims."""
     roi_flat = None if roi is None else np.asarray(roi, dtype=bool).reshape(-1)  # normalized
     nav_dims = len(dataset.nav_shape)
@@ -122,7 +123,7 @@ def result_buffers(result, udf: UDFBase, dataset, roi) -> dict[str, ResultBuffer
             kind = "sig"
         else:
             kind = "single"
-        out[name] = ResultBuffer(
+        out[name] = BufferView(
             var.values, result[mask_names[name]].values, kind, roi_flat, nav_dims
         )
     return out
@@ -131,14 +132,14 @@ def result_buffers(result, udf: UDFBase, dataset, roi) -> dict[str, ResultBuffer
 @dataclass(frozen=True)
 class Step:
     """One step of a run as plots take it (the shape of LiberTEM's ``UDFResults``):
-    `buffers`, a dict of `ResultBuffer` per UDF, and `damage`, the positions processed
+    `buffers`, a dict of `BufferView` per UDF, and `damage`, the positions processed
     (nav-shaped booleans)."""
 
-    buffers: tuple[dict[str, ResultBuffer], ...]
+    buffers: tuple[dict[str, BufferView], ...]
     damage: Any
 
 
-def initial_buffers(dataset, udfs, roi=None) -> tuple[dict[str, ResultBuffer], ...]:
+def initial_buffers(dataset, udfs, roi=None) -> tuple[dict[str, BufferView], ...]:
     """The result buffers of `udfs` before any partition is processed (after
     ``preprocess``): what a run will give, for the plots made before it starts.
 
@@ -149,10 +150,8 @@ def initial_buffers(dataset, udfs, roi=None) -> tuple[dict[str, ResultBuffer], .
     >>> ds = ltdask.from_array(np.ones((2, 3, 4, 4), dtype=np.float32))
     >>> (buffers,) = initial_buffers(ds, [ltdask.udf.SumSigUDF()])
     >>> buffers["intensity"]
-    <ResultBuffer kind=nav shape=(6,) dtype=float32>
+    <BufferView kind=nav shape=(6,) dtype=float32>
     """
     roi_flat = normalize_roi(roi, dataset)
     results = compute_datasets(initial_datasets(dataset, udfs, roi_flat))
-    return tuple(
-        result_buffers(r, u, dataset, roi_flat) for r, u in zip(results, udfs, strict=True)
-    )
+    return tuple(buffer_views(r, u, dataset, roi_flat) for r, u in zip(results, udfs, strict=True))

@@ -9,7 +9,7 @@ from ltdask.io.dataset import DataSet
 from ltdask.udf.api import compute_datasets, iter_steps
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.roi import normalize_roi
-from ltdask.views.buffers import result_buffers
+from ltdask.views.buffers import buffer_views
 
 __all__ = ["live"]
 
@@ -79,7 +79,7 @@ def live(
     ):
         results = compute_datasets(make())
         buffers = tuple(
-            result_buffers(r, u, dataset, roi_flat) for r, u in zip(results, udfs, strict=True)
+            buffer_views(r, u, dataset, roi_flat) for r, u in zip(results, udfs, strict=True)
         )
         # the positions processed (`done`, flat) within the ROI
         damage = (done if roi_flat is None else done & roi_flat).reshape(nav_shape)

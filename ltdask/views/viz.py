@@ -8,7 +8,7 @@ is a buffer name, a ``(name, function)`` pair, or a function of ``(buffers, dama
 `MPLLive2DPlot` draws with matplotlib (imported when a plot is made, never by ``import
 ltdask``); `Dummy2DPlot` draws nothing (for scripts and tests without a screen).
 
-Plots read a UDF's results as `ltdask.views.buffers.ResultBuffer` objects (LiberTEM's
+Plots read a UDF's results as `ltdask.views.buffers.BufferView` objects (LiberTEM's
 buffer interface over ltdask's xarray results); `prepare_plots` makes them for a run from
 LiberTEM's forms of ``plots=``, `update_plots` feeds them each step. ``ltdask.live`` and
 the compatibility layer's ``Context`` both run them.
@@ -217,12 +217,14 @@ def show_now(fig):
     return None
 
 
-def prepare_plots(plot_class, udfs, dataset, roi_flat, plots, **plot_kwargs) -> list:
+def prepare_plots(plot_class, udfs, dataset, roi_flat, plots, before=None, **plot_kwargs) -> list:
     """The live plots of a run, from LiberTEM's three forms of ``plots``: True (a plot of
     `plot_class` per 2-D result of each UDF), channels per UDF (buffer names, ``(name,
     function)`` pairs or functions; see `Live2DPlot`; UDFs after the last list are not
     plotted), or plot objects (shown by their maker). The plots made here are shown
-    (``display()``); `plot_kwargs` go to them."""
+    (``display()``); `plot_kwargs` go to them. `before`: a function giving the results before
+    the run, with ``buffers`` (one dict per UDF) and ``damage`` (as a `Step` has them);
+    by default the UDFs' buffers after ``preprocess``."""
     if plots is True:
         channels = None
     elif isinstance(plots, (list, tuple)) and all(
@@ -238,10 +240,13 @@ def prepare_plots(plot_class, udfs, dataset, roi_flat, plots, **plot_kwargs) -> 
             f"plots: {len(channels)} lists of channels for {len(udfs)} UDFs; expected one list "
             "per UDF, in the order of the UDFs (UDFs after the last list are not plotted)"
         )
-    before = initial_buffers(dataset, udfs, roi_flat)
-    nothing = np.zeros(tuple(dataset.nav_shape), dtype=bool)
+    if before is None:
+        nothing = np.zeros(tuple(dataset.nav_shape), dtype=bool)
+        start = Step(initial_buffers(dataset, udfs, roi_flat), nothing)
+    else:
+        start = before()
     if channels is None:
-        channels = [plottable_channels(b) for b in before]
+        channels = [plottable_channels(b) for b in start.buffers]
         for u, (udf, chans) in enumerate(zip(udfs, channels, strict=True)):
             if not chans:
                 warn(
@@ -258,7 +263,7 @@ def prepare_plots(plot_class, udfs, dataset, roi_flat, plots, **plot_kwargs) -> 
                 udf=udf,
                 roi=roi_flat,
                 channel=channel,
-                udfresult=Step((before[u],), nothing),
+                udfresult=Step((start.buffers[u],), start.damage),
                 **plot_kwargs,
             )
             plot.display()
