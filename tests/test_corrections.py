@@ -16,7 +16,7 @@ import ltdask
 from ltdask import UDF, CorrectionSet, DataSetError
 from ltdask.compat import Context
 from ltdask.corrections._find import pixel_statistics
-from ltdask.udf import ApplyMasksUDF, CoMUDF, PickUDF, StdDevUDF, SumSigUDF, SumUDF
+from ltdask.udf import ApplyMasksUDF, CoMUDF, PickUDF, StdDevUDF, SumSigUDF, SumUDF, TilePaths
 from ltdask.udf.explain import explain
 
 REFERENCE = os.path.join(os.path.dirname(__file__), "reference", "data", "corrections")
@@ -170,15 +170,21 @@ def test_folding_udfs_as_libertem(case, how, names, tmp_path):
 
 
 class TileSumUDF(SumUDF):
-    """SumUDF on tiles corrected as they are read (a subclass declares no folding)."""
+    """SumUDF on tiles corrected as they are read (it declares no folding)."""
+
+    TILE_PATHS = TilePaths()
 
 
 class TileSumSigUDF(SumSigUDF):
     """SumSigUDF on corrected tiles."""
 
+    TILE_PATHS = TilePaths()
+
 
 class TileStdDevUDF(StdDevUDF):
     """StdDevUDF on corrected tiles."""
+
+    TILE_PATHS = TilePaths()
 
 
 def _numpy_results(frames: np.ndarray) -> dict:

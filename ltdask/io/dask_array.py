@@ -96,7 +96,7 @@ COPY_CHUNK_BYTES = 16 << 20
 
 def dask_nav_chunks(ds: Scan, dtype) -> tuple[tuple[int, ...], ...]:
     """Nav chunks of ``to_dask()``: the partitions, or, where chunks are views of the page
-    cache (which cost no memory), blocks of ``ltdask.view-chunk-partitions`` partitions:
+    cache (which cost no memory), blocks of ``ltdask.partition-bytes`` (``auto``: 512 MiB):
     fewer, larger tasks make dask reductions faster."""
     from ltdask.io.partition import nav_grid
 
@@ -106,7 +106,7 @@ def dask_nav_chunks(ds: Scan, dtype) -> tuple[tuple[int, ...], ...]:
         if ds.partition_frame_bytes() < frame_bytes:
             return nav_grid(ds.nav_shape, frame_bytes)
         return ds.nav_chunks
-    target = settings.view_chunk_partitions() * settings.partition_bytes() // frame_bytes
+    target = settings.partition_bytes("views") // frame_bytes
     target = min(max(1, target), max(1, ds.num_frames // settings.min_partitions()))
     return nav_grid(ds.nav_shape, frame_bytes, target_frames=target)
 
