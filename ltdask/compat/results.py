@@ -119,10 +119,11 @@ class Damage:
     >>> import numpy as np
     >>> from ltdask.compat import Context
     >>> from ltdask.udf import SumSigUDF
-    >>> ctx = Context()
-    >>> ds = ctx.load("memory", data=np.ones((2, 3, 4, 4), dtype=np.float32), sig_dims=2)
+    >>> ctx = Context.make_with("inline")  # (one partition a step)
+    >>> data = np.ones((2, 3, 4, 4), dtype=np.float32)
+    >>> ds = ctx.load("memory", data=data, sig_dims=2, num_partitions=2)
     >>> [int(step.damage.raw_data.sum()) for step in ctx.run_udf_iter(ds, SumSigUDF())]
-    [2, 4, 6]
+    [3, 6]
     """
 
     def __init__(self, flat: np.ndarray, nav_shape, roi_flat):
