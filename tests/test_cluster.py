@@ -142,7 +142,7 @@ def test_runs_on_a_cluster_take_no_extra_round_trips(client, scan):
     big = ltdask.from_array(np.ones((300, 300, 2, 2), np.uint8))
     roi = np.random.default_rng(0).random(big.nav_shape) < 0.5
     assert roi.size > JOB_INLINE_BYTES  # (the ROI travels as a byte per position)
-    graph = dict(Run(big, [SumUDF()], roi).graph.cells.__dask_graph__())
+    graph = dict(Run(big, [SumUDF()], roi).graph.partition_results.__dask_graph__())
     assert sum(str(k).startswith("ltdask-job-") for k in graph) == 1
     (res,) = ltdask.compute(big, [SumUDF()], roi=roi)
     np.testing.assert_array_equal(res["intensity"], np.full((2, 2), roi.sum()))
@@ -172,7 +172,7 @@ def test_partition_tasks_return_partials_not_frames(client, tmp_path):
         ds = ltdask.open_raw(tmp_path / "scan.raw", nav_shape=nav, sig_shape=sig, dtype="uint16")
         assert len(ds.get_partitions()) == 8
     run = Run(ds, [SumUDF(), SumSigUDF(), StdDevUDF()])
-    futures = client.compute(list(run.cells.to_delayed().ravel()))
+    futures = client.compute(list(run.partition_results.to_delayed().ravel()))
     try:
         cells = client.gather(futures)
     finally:

@@ -38,7 +38,7 @@ def merged(graph: PartitionGraph, u: int) -> dict:
     """Each stored buffer of UDF `u` merged over all partitions: nav ones flat and
     un-compressed, the others in their own shape (dask arrays)."""
     plan = graph.plan
-    udf = plan.mains[u]
+    udf = plan.bound_udfs[u]
     stored = plan.stored(u)
     if overrides(udf, "merge_all"):
         partial_bytes = sum(
@@ -98,7 +98,7 @@ def _merge_all(graph: PartitionGraph, u: int, stored) -> dict:
     import dask.array as da
 
     plan = graph.plan
-    udf = plan.mains[u]
+    udf = plan.bound_udfs[u]
     partials = {name: graph.partials(u, name) for name in stored}
     todo = graph.to_merge()  # as LiberTEM: partitions without ROI frames are left out
     ordered = OrderedDict(
@@ -136,7 +136,7 @@ def _merge_all_in_task(graph: PartitionGraph, u: int, stored) -> dict:
         f"ltdask-merge-all-{u}-{graph.token}",
         merge,
         *(graph.cell(i) for i in todo),
-        deps=[graph.cells],
+        deps=[graph.partition_results],
     )
     return {
         name: pick_array(merged, name, spec.shape(plan.n_sel, plan.sig_shape), spec.dtype)
@@ -202,7 +202,7 @@ def _merge_fold(graph: PartitionGraph, u: int, stored) -> dict:
             stored,
             bounds,
             *(graph.cell(i) for i in group),
-            deps=[state, graph.cells],
+            deps=[state, graph.partition_results],
         )
     out = {}
     for name, spec in stored.items():

@@ -51,7 +51,7 @@ class RunPlan:
     valid_flat: np.ndarray
     #: per UDF: an instance bound to the whole run (merges, ``get_results``), and its
     #: declared buffers
-    mains: list[UDFBase]
+    bound_udfs: list[UDFBase]
     specs: list[dict[str, BufferSpec]]
     scheme: TilingScheme
     #: the dataset's token (it stats the files: once per run) and the run's
@@ -125,8 +125,8 @@ def plan_run(
         selection, sum(counts), corrections, plan_backends(sources, udfs, backends, target=target),
         nav_calibration=dataset.nav_calibration, sig_calibration=dataset.sig_calibration,
     )  # fmt: skip
-    mains, specs, methods = _bound_mains(dataset, udfs, context)
-    consumers = [_preferences(m) for m in mains]
+    bound_udfs, specs, methods = _bind_all(dataset, udfs, context)
+    consumers = [_preferences(m) for m in bound_udfs]
     negotiate = functools.partial(_negotiate, dataset, consumers, context, prepared, sizes)
     query = PathQuery(
         dataset, udfs, [m.value for m in methods], consumers, context, prepared,
@@ -146,7 +146,7 @@ def plan_run(
         sizes=sizes,
         counts=counts,
         valid_flat=selection.restrict(dataset.valid_nav_mask().reshape(-1)),
-        mains=mains,
+        bound_udfs=bound_udfs,
         specs=specs,
         scheme=scheme,
         dataset_token=dataset_token,
@@ -217,25 +217,25 @@ def _corrections(dataset: DataSet, corrections, read_dtype: np.dtype):
     return corrections, prepared, read_dtype
 
 
-def _bound_mains(dataset: DataSet, udfs: list[UDFBase], context: RunContext):
-    """``(mains, specs, methods)``: per UDF an instance bound to the whole run (merges,
+def _bind_all(dataset: DataSet, udfs: list[UDFBase], context: RunContext):
+    """``(bound_udfs, specs, methods)``: per UDF an instance bound to the whole run (merges,
     ``get_results``), its declared buffers (checked against this machine's memory and
     for a way to merge them) and its method."""
     backends = context.backends
     assert backends is not None
-    mains = [bind(u, context, backend=b) for u, b in zip(udfs, backends.targets, strict=True)]
-    for template, main in zip(udfs, mains, strict=True):
+    bound_udfs = [bind(u, context, backend=b) for u, b in zip(udfs, backends.targets, strict=True)]
+    for template, main in zip(udfs, bound_udfs, strict=True):
         template.meta = main.meta  # as LiberTEM: the instance given knows the run
-    specs = [declared_buffers(m) for m in mains]
+    specs = [declared_buffers(m) for m in bound_udfs]
     memory = settings.total_memory()
     for declared in specs:
         for name, spec in declared.items():
             # results come back to this process, nav ones at the full nav size
             spec.check_fits(dataset.num_frames, context.sig_shape, name, memory)
-    methods = [_check_method(m) for m in mains]
-    for m, declared in zip(mains, specs, strict=True):
+    methods = [_check_method(m) for m in bound_udfs]
+    for m, declared in zip(bound_udfs, specs, strict=True):
         _check_mergeable(m, declared)
-    return mains, specs, methods
+    return bound_udfs, specs, methods
 
 
 def _negotiate(dataset, consumers, context, prepared, sizes, read_as) -> TilingScheme:

@@ -121,7 +121,7 @@ def _flat_copy(data: np.ndarray) -> tuple[np.ndarray, int, int]:
     return read_only(flat[0]), flat[1], flat[2]
 
 
-class _Bound:
+class _BoundUDF:
     """One UDF instance at work on one partition (`udf`, bound to it), its buffers for the
     partition's `selected` positions and the views of them it sees."""
 
@@ -240,7 +240,7 @@ def run_partition(
     targets = plan.targets if plan is not None else (BACKEND_NUMPY,) * len(udfs)
     bound = []
     for template, target in zip(udfs, targets, strict=True):
-        b = _Bound(bind(template, context, place, backend=target), selected, sig_shape, target)
+        b = _BoundUDF(bind(template, context, place, backend=target), selected, sig_shape, target)
         b.udf.meta.set_slice(origin, selected.size, full_sig, None)
         b.set_views(None, None)
         b.udf.task_data = Namespace(b.udf.get_task_data() or {})
@@ -274,7 +274,7 @@ class PartitionFeed:
         self.dataset: DataSet = dataset
         self.present: np.ndarray = present
         self.scheme: TilingScheme = scheme
-        self.bound: list[_Bound] = bound
+        self.bound: list[_BoundUDF] = bound
         #: the run's input dtype: that of the tiles, unless the path reads the data's
         #: integers (`RunContext.tile_dtype`)
         self.read_dtype: np.dtype = context.input_dtype
@@ -294,7 +294,7 @@ class PartitionFeed:
                 if shared.wants(b.udf):
                     b.shared = shared
 
-    def point(self, b: _Bound, first: int, n: int, s: int, frame: bool = False) -> None:
+    def point(self, b: _BoundUDF, first: int, n: int, s: int, frame: bool = False) -> None:
         """Point UDF `b` at `n` frames from the `first` present one, cut to slice `s` of
         the scheme (`frame`: a single frame, for ``process_frame``)."""
         at = self._first + first
@@ -349,7 +349,7 @@ class PartitionFeed:
                         stats = b.shared.compute(flat[0], flat[1], flat[2], s)
                     b.process_shared(stats)
 
-    def _give_other(self, b: _Bound, forms: TileForms, first: int, s: int) -> None:
+    def _give_other(self, b: _BoundUDF, forms: TileForms, first: int, s: int) -> None:
         """Hand the tile in the UDF's backend (not numpy) to its process method."""
         if b.method is UDFMethod.FRAME:
             for i in range(forms.tile.shape[0]):
@@ -361,7 +361,7 @@ class PartitionFeed:
         b.process(tile)
 
 
-def _process(b: _Bound, method: str, data) -> None:
+def _process(b: _BoundUDF, method: str, data) -> None:
     try:
         b.process(data)
     except ValueError as e:

@@ -337,7 +337,7 @@ def test_partition_results_report_their_size_to_dask():
 
     data = random_data((4, 5, 16, 16), "float32")
     run = Run(ltdask.from_array(data), [SumUDF(), StdDevUDF()])
-    (cell,) = dask.compute(leading_block(run.cells, 0), scheduler="sync")
+    (cell,) = dask.compute(leading_block(run.partition_results, 0), scheduler="sync")
     assert isinstance(cell, PartitionCell)
     buffers = sum(a.nbytes for partials in cell[0] for a in partials.values())
     assert buffers >= 16 * 16 * (4 + 8 + 8)  # a float32 sum; float64 sum and varsum

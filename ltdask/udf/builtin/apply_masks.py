@@ -108,9 +108,9 @@ class ApplyMasksUDF(FlatTileUDF):
 
     @property
     def masks(self):
-        """LiberTEM's ``udf.masks``, made on first access (`compat.container.udf_masks`)."""
+        """LiberTEM's ``udf.masks``: `ltdask.masks.container.udf_masks`, on first access."""
         if self._mask_container is None:
-            from ltdask.compat.container import udf_masks
+            from ltdask.masks.container import udf_masks
 
             self._mask_container = udf_masks(self.params, self.meta)
         return self._mask_container

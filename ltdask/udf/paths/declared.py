@@ -54,6 +54,16 @@ class TilePaths:
     merge_all_on_numpy
         Its ``merge_all`` works on numpy arrays as well as dask arrays: small partial
         results are merged in one task.
+
+    Examples
+    --------
+    >>> from ltdask.udf import SumUDF, TilePaths, UDF
+    >>> SumUDF.TILE_PATHS.integer_tiles
+    True
+    >>> class Total(UDF):  # sums frames from any integer tile, merges on numpy too
+    ...     TILE_PATHS = TilePaths(integer_tiles=True, merge_all_on_numpy=True)
+    >>> bool(Total.TILE_PATHS.folds_corrections)
+    False
     """
 
     integer_tiles: bool = False

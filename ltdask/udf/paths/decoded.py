@@ -15,7 +15,7 @@ from ltdask.udf.paths.declared import DECODED, TileForm
 from ltdask.udf.paths.query import PathQuery, folded_lines, integer_input
 
 if TYPE_CHECKING:
-    from ltdask.udf.runner import PartitionFeed
+    from ltdask.udf.paths.query import PartitionFeed
 
 
 @dataclass(frozen=True)

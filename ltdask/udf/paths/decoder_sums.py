@@ -17,7 +17,7 @@ from ltdask.udf.paths.decoded import DecodedTiles
 from ltdask.udf.paths.query import PathQuery, folded_lines, integer_input
 
 if TYPE_CHECKING:
-    from ltdask.udf.runner import PartitionFeed
+    from ltdask.udf.paths.query import PartitionFeed
 
 #: the largest per-pixel sums (uint32) of a frame that a run whose tiles are summed by the
 #: decoder keeps whole: they stay in the core's cache as frames are added

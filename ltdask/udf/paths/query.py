@@ -16,8 +16,39 @@ from ltdask.udf.paths.declared import TileForm, TilePaths, tile_paths
 if TYPE_CHECKING:
     from ltdask.io.dataset import DataSet
     from ltdask.io.tiling import TilingPreferences
-    from ltdask.udf.bind import RunContext
-    from ltdask.udf.runner import PartitionFeed
+
+
+# The engine's modules that run a path import this package; a path names what it uses of
+# them as protocols, so that no import runs back up.
+class RunFacts(Protocol):
+    """What the paths read of a run as the UDFs see it (`ltdask.udf.bind.RunContext`)."""
+
+    @property
+    def sig_shape(self) -> tuple[int, ...]: ...
+    @property
+    def input_dtype(self) -> np.dtype: ...
+    @property
+    def roi(self) -> Any: ...
+    @property
+    def backends(self) -> Any: ...
+
+
+class PartitionFeed(Protocol):
+    """What a path's `TilePath.deliver` uses of a partition task's frames on their way to
+    the UDFs (`ltdask.udf.runner.PartitionFeed`)."""
+
+    dataset: Any
+    present: np.ndarray
+    scheme: TilingScheme
+    bound: list
+    read_dtype: np.dtype
+    source: str
+    block: Any
+    corrections: Any
+
+    def point(self, b: Any, first: int, n: int, s: int, frame: bool = False) -> None: ...
+
+    def consume(self, tiles: Any) -> None: ...
 
 
 class TilePath(Protocol):
@@ -56,7 +87,7 @@ class PathQuery:
     methods: Sequence[str]
     consumers: Sequence[TilingPreferences]
     #: the run as the UDFs see it (decoded tiles)
-    context: RunContext
+    context: RunFacts
     #: the corrections for the dataset's signal shape, or None
     prepared: Any
     #: the most frames of a partition
