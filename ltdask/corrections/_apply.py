@@ -56,7 +56,7 @@ class RepairPlan:
         near = points[:, None, :] + np.asarray(offsets, dtype=np.int64)[None]
         inside = ((near >= 0) & (near < np.asarray(sig_shape)[None, None])).all(axis=-1)
         near = np.where(inside[..., None], near, 0)
-        index = np.ravel_multi_index(tuple(np.moveaxis(near, -1, 0)), sig_shape)
+        index = np.asarray(np.ravel_multi_index(tuple(np.moveaxis(near, -1, 0)), sig_shape))
         usable = inside & ~bad[index]
         counts = usable.sum(axis=1).astype(np.int64)
         # the usable neighbours first, in the order of `offsets`; zeros after them
