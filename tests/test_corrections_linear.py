@@ -231,3 +231,20 @@ def test_folded_float_sums_keep_their_precision(tmp_path):
     got = SumUDF().compute(ds, corrections=cs)["intensity"].values
     want = corrected(data.reshape(-1, *sig), dark, None, np.eye(*sig, dtype=bool)).sum(0)
     np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_complex_scans_are_corrected_as_read():
+    """Complex frames are not folded (their tiles are corrected as they are read): the sum
+    is numpy's of the corrected frames."""
+    rng = np.random.default_rng(6)
+    data = (rng.normal(size=(3, 4, 5, 6)) + 1j * rng.normal(size=(3, 4, 5, 6))).astype("c8")
+    dark = rng.normal(size=(5, 6)).astype(np.float32)
+    mask = np.zeros((5, 6), bool)
+    mask[2, 3] = True
+    cs = CorrectionSet(dark=dark, excluded_pixels=mask)
+    ds = ltdask.from_array(data)
+    assert not _folds(ds, [SumUDF()], corrections=cs)
+    got = SumUDF().compute(ds, corrections=cs)["intensity"].values
+    frames = data.reshape(-1, 5, 6) - dark
+    frames[:, 2, 3] = (frames[:, 1:4, 2:5].sum((1, 2)) - frames[:, 2, 3]) / 8
+    np.testing.assert_allclose(got, frames.sum(0), rtol=1e-5, atol=1e-4)
