@@ -137,7 +137,7 @@ def _folds(ds, udfs, **kw) -> bool:
 FOLDING = {
     "sum": ("dark", "gain", "excluded"),
     "sumsig": ("dark", "gain", "excluded"),
-    "stddev": ("dark", "gain"),
+    "stddev": ("dark", "gain", "excluded"),
 }
 
 
@@ -145,10 +145,10 @@ FOLDING = {
 @pytest.mark.parametrize("how", ["memory", "raw"])
 @pytest.mark.parametrize("case", CASES)
 def test_folding_udfs_as_libertem(case, how, names, tmp_path):
-    """Sum, SumSig and StdDev apply a dark frame and gain map (and Sum and SumSig the
-    repair of excluded pixels) to their results of uncorrected tiles (8/16-bit integers,
-    or floats of the run's input dtype), where every UDF of the run folds every given
-    correction: LiberTEM's results all the same."""
+    """Sum, SumSig and StdDev apply a dark frame, gain map and the repair of excluded
+    pixels to their results of uncorrected tiles (8/16-bit integers, or floats of the
+    run's input dtype), where every UDF of the run folds every given correction:
+    LiberTEM's results all the same."""
     data, dark, gain, mask, roi = case_inputs(case)
     ds = _runs(data, tmp_path, how)
     cs = CorrectionSet(dark=dark, gain=gain, excluded_pixels=mask)

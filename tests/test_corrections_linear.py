@@ -1,7 +1,9 @@
 """Corrections folded into the results of the UDFs linear in the frame (Sum, SumSig,
 ApplyMasks, CoM, Pick): the corrected frame is ``A (x - dark)``, so the reductions of
-uncorrected tiles are corrected afterwards, excluded pixels included. Checked against the
-corrections written out pixel by pixel (``test_corrections.corrected``) and numpy."""
+uncorrected tiles are corrected afterwards, excluded pixels included; and into StdDev's
+moments (the repaired pixels' moments kept from their values frame by frame). Checked
+against the corrections written out pixel by pixel (``test_corrections.corrected``) and
+numpy."""
 
 from __future__ import annotations
 
@@ -102,6 +104,7 @@ def _udfs(masks: np.ndarray):
     return {
         "sum": SumUDF(),
         "sumsig": SumSigUDF(),
+        "stddev": StdDevUDF(),
         "masks": ApplyMasksUDF(mask_factories=lambda: masks),
         "sparse": ApplyMasksUDF(
             mask_factories=[lambda: scipy.sparse.csr_matrix(ring(h, w, 18, 20, 12, 5))],
@@ -124,6 +127,7 @@ def _want(frames: np.ndarray, masks: np.ndarray, sel: np.ndarray) -> dict:
     return {
         "sum": ("intensity", picked.sum(0)),
         "sumsig": ("intensity", picked.sum((1, 2))),
+        "stddev": ("var", picked.var(0)),
         "masks": ("intensity", picked.reshape(len(picked), -1) @ masks.reshape(len(masks), -1).T),
         "sparse": ("intensity", (picked * sparse).sum((1, 2))[:, None]),
         "com": ("raw_com", com / total[:, None]),
@@ -136,11 +140,12 @@ def _check(name, result, want, sel, nav):
     got = result[key].values
     if name in ("sumsig", "masks", "sparse", "com"):  # nav-shaped: the ROI's positions
         got = got.reshape(int(np.prod(nav)), *got.shape[2:])[sel]
-    rtol = 1e-4 if name == "com" else 1e-5
+    rtol = 1e-4 if name in ("com", "stddev") else 1e-5
     np.testing.assert_allclose(got, expected, rtol=rtol, atol=1e-2, err_msg=name)
 
 
-RUNS = [["sum"], ["sumsig"], ["masks"], ["sparse"], ["com"], ["sum", "sumsig", "masks", "com"]]
+RUNS = [["sum"], ["sumsig"], ["stddev"], ["masks"], ["sparse"], ["com"]]
+RUNS += [["sum", "sumsig", "stddev"], ["sum", "sumsig", "stddev", "masks", "com"]]
 
 
 @pytest.mark.parametrize("dtype", ["uint16", "float32"])
@@ -174,8 +179,7 @@ def test_folded_runs_equal_numpy(tmp_path, dtype, kind, names):
 @pytest.mark.parametrize("dtype", ["uint16", "float32"])
 def test_pick_corrects_the_picked_frames(tmp_path, dtype):
     """PickUDF folds the corrections (it corrects the frames it picks), so a run of Pick
-    with Sum and ApplyMasks reads uncorrected tiles; StdDevUDF with excluded pixels does
-    not fold them (a repaired pixel's variance needs covariances): corrected tiles."""
+    with Sum, StdDev and ApplyMasks reads uncorrected tiles."""
     data, ds = _scan(tmp_path, dtype)
     rng = np.random.default_rng(4)
     dark = rng.normal(10, 2, SIG).astype(np.float32)
@@ -187,13 +191,13 @@ def test_pick_corrects_the_picked_frames(tmp_path, dtype):
     roi = np.zeros(data.shape[:2], bool)
     roi[1, 2] = roi[4, 6] = True
     sel = roi.reshape(-1)
-    udfs = [_udfs(masks)[n] for n in ("pick", "sum", "masks")]
+    names = ("pick", "sum", "stddev", "masks")
+    udfs = [_udfs(masks)[n] for n in names]
     with dask.config.set({"ltdask.tile-bytes": 8000}):
         assert _folds(ds, udfs, roi=roi, corrections=cs)
-        assert not _folds(ds, [StdDevUDF()], corrections=cs)
         results = ltdask.compute(ds, udfs, roi=roi, corrections=cs)
     want = _want(frames, masks, sel)
-    for name, result in zip(("pick", "sum", "masks"), results, strict=True):
+    for name, result in zip(names, results, strict=True):
         _check(name, result, want, sel, data.shape[:2])
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ltdask.corrections._apply import PreparedCorrections, RepairPlan
 from ltdask.corrections._find import ExcludedReport, find_excluded
-from ltdask.corrections._linear import LinearCorrection
+from ltdask.corrections._linear import LinearCorrection, RepairedMoments
 from ltdask.corrections._set import CorrectionSet
 
 __all__ = [
@@ -27,5 +27,6 @@ __all__ = [
     "LinearCorrection",
     "PreparedCorrections",
     "RepairPlan",
+    "RepairedMoments",
     "find_excluded",
 ]

@@ -69,3 +69,22 @@ def repair_values(values, excluded, sources, counts):
         for m in range(c):
             acc += values[sources[j, m]]
         values[excluded[j]] = acc / c
+
+
+@numba.njit(nogil=True, cache=True)
+def add_repaired_moments(frames, p0, p1, sources, weights, first, shift, s1, s2):
+    """For each frame ``i`` and repaired pixel ``j``: ``v = sum_m weights[j, m] *
+    frames[i, p0 + sources[j, m]]`` (its repaired value, gain applied, dark not taken off),
+    summed as ``s1[j] += v - shift[j]`` and ``s2[j] += (v - shift[j]) ** 2``; with `first`,
+    ``shift`` is set to the first frame's values (shifted sums keep the variance exact)."""
+    for i in range(frames.shape[0]):
+        row = frames[i][p0:p1]
+        for j in range(sources.shape[0]):
+            v = 0.0
+            for m in range(sources.shape[1]):
+                v += weights[j, m] * np.float64(row[sources[j, m]])
+            if first and i == 0:
+                shift[j] = v
+            d = v - shift[j]
+            s1[j] += d
+            s2[j] += d * d

@@ -15,7 +15,7 @@ import functools
 
 import numpy as np
 
-from ltdask.corrections._kernels import repair_values
+from ltdask.corrections._kernels import add_repaired_moments, repair_values
 
 
 class LinearCorrection:
@@ -96,3 +96,54 @@ class LinearCorrection:
         if not self.dark.size:
             return np.zeros(adjoint_masks.shape[0])
         return np.asarray(adjoint_masks @ self.dark).reshape(-1)
+
+
+class RepairedMoments:
+    """The per-pixel moments of the repaired pixels of one signal slice, from uncorrected
+    tiles: a repaired pixel's variance needs the covariances of its sources, so its
+    values are worked out frame by frame (a few per thousand pixels) and their moments
+    kept beside those of the uncorrected pixels (`finish` puts them in).
+
+    Parameters
+    ----------
+    linear
+        The slice's `LinearCorrection`.
+    raw_index
+        Where the tiles are a `PixelLayout`'s raw frames: its ``index`` (image pixel to
+        raw pixel), to read the sources from.
+    """
+
+    def __init__(self, linear: LinearCorrection, raw_index: np.ndarray | None = None) -> None:
+        plan = linear.plan
+        repaired = plan.counts > 0
+        #: the repaired pixels (flat, in the slice)
+        self.excluded = plan.excluded[repaired]
+        counts = plan.counts[repaired][:, None]
+        sources = plan.sources[repaired]
+        used = np.arange(sources.shape[1])[None, :] < counts
+        gain = linear.gain[sources] if linear.gain.size else np.ones(sources.shape)
+        self.weights = np.where(used, gain / counts, 0.0)
+        dark = linear.dark[sources] if linear.dark.size else np.zeros(sources.shape)
+        #: what the dark frame takes from each repaired value
+        self.offsets = (self.weights * dark).sum(axis=1)
+        self.sources = sources if raw_index is None else np.asarray(raw_index)[sources]
+        size = self.excluded.size
+        self.shift, self.s1, self.s2 = np.zeros(size), np.zeros(size), np.zeros(size)
+        self.frames = 0
+
+    def add(self, frames: np.ndarray, p0: int, p1: int) -> None:
+        """Add the frames of the flat tile ``frames[:, p0:p1]`` (uncorrected)."""
+        first = self.frames == 0
+        add_repaired_moments(
+            frames, p0, p1, self.sources, self.weights, first, self.shift, self.s1, self.s2
+        )
+        self.frames += frames.shape[0]
+
+    def finish(self, mean: np.ndarray, m2: np.ndarray) -> None:
+        """Put the repaired pixels' corrected mean and sum of squared deviations into the
+        flat `mean` and `m2` of the slice (those of corrected frames elsewhere)."""
+        if not self.frames or not self.excluded.size:
+            return
+        n = self.frames
+        mean[self.excluded] = self.shift + self.s1 / n - self.offsets
+        m2[self.excluded] = np.maximum(self.s2 - self.s1 * self.s1 / n, 0.0)

@@ -172,12 +172,16 @@ class SharedStats:
 
 
 def _wanted(udf) -> set[str]:
-    """The statistics `udf` takes from the shared pass: none where it wants frame sums and
-    its folded corrections weight the pixels (a gain map, excluded pixels: a corrected
-    frame's sum is a weighted sum, which plain frame sums do not give)."""
+    """The statistics `udf` takes from the shared pass: none where its folded corrections
+    need the tiles -- frame sums where they weight the pixels (a gain map, excluded
+    pixels: a corrected frame's sum is a weighted sum), moments where pixels are repaired
+    (a repaired pixel's variance needs its sources' values frame by frame)."""
     wanted = set(tile_paths(udf).shared_stats)
     folded = getattr(udf, "tile_form", None)
     folded = None if folded is None else folded.folded_corrections
-    if "frame_sums" in wanted and folded is not None and folded.weights_pixels:
+    if folded is not None and (
+        ("frame_sums" in wanted and folded.weights_pixels)
+        or ("moments" in wanted and folded.has_excluded)
+    ):
         return set()
     return wanted

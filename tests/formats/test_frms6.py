@@ -149,7 +149,7 @@ def test_udfs_sum_the_raw_frames(tmp_path, binning, nav, sync_offset, correction
 
 def test_other_runs_read_decoded_frames(tmp_path):
     """UDFs that see the frames (a pick) read unfolded frames; excluded pixels are folded
-    into the sums of the raw frames (the repair is linear) and repaired as numpy does."""
+    into the sums and moments of the raw frames and repaired as numpy does."""
     hdr, images, dark = acquisition(tmp_path)
     ds = open_frms6(hdr)
     mask = np.zeros((8, 6), bool)
@@ -164,6 +164,11 @@ def test_other_runs_read_decoded_frames(tmp_path):
     want[2, 3] = (want[1:4, 2:5].sum() - want[2, 3]) / 8  # (the mean of its 8 neighbours)
     got = SumUDF().compute(ds, roi=roi, corrections=repaired)["intensity"].values
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3)
+    assert "raw frames" in str(ltdask.explain(ds, [StdDevUDF()], corrections=repaired))
+    frames = images[[0, 5, 10]] - dark
+    frames[:, 2, 3] = (frames[:, 1:4, 2:5].sum((1, 2)) - frames[:, 2, 3]) / 8
+    got = StdDevUDF().compute(ds, roi=roi, corrections=repaired)["var"].values
+    np.testing.assert_allclose(got, frames.var(0), rtol=1e-4, atol=1e-3)
 
 
 def test_gain_map(tmp_path):

@@ -93,12 +93,13 @@ def test_float_tiles_where_any_udf_wants_them(tmp_path):
     dark = CorrectionSet(dark=np.zeros((5, 6)))
     hot = np.zeros((5, 6), bool)
     hot[2, 3] = True
-    # corrections folded into the sums: integer tiles; repaired pixels need float tiles
+    # corrections folded into the sums and moments, excluded pixels too: integer tiles
     assert tile_dtype(ds, [SumUDF()], corrections=dark) == np.dtype("uint16")
     assert tile_dtype(ds, [MySum()], corrections=dark) is None
     repaired = CorrectionSet(dark=np.zeros((5, 6)), excluded_pixels=hot)
     assert tile_dtype(ds, [SumUDF()], corrections=repaired) == np.dtype("uint16")
-    assert tile_dtype(ds, [StdDevUDF()], corrections=repaired) is None
+    assert tile_dtype(ds, [StdDevUDF()], corrections=repaired) == np.dtype("uint16")
+    assert tile_dtype(ds, [MySum(), StdDevUDF()], corrections=repaired) is None
     assert tile_dtype(ds, [SumUDF(dtype="float64")]) == np.dtype("uint16")
     wide = raw_scan(tmp_path, np.ones((3, 4, 5, 6), dtype="<u4"))
     assert tile_dtype(wide, [SumUDF()]) is None  # (float32 does not hold every uint32)

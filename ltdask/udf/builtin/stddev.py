@@ -5,6 +5,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ltdask.corrections import RepairedMoments
 from ltdask.exceptions import UDFError
 from ltdask.kernels.sparse import csr_moments
 from ltdask.kernels.statistics import chan_merge, moments
@@ -103,8 +104,9 @@ class StdDevUDF(FlatTileUDF):
         # 8/16-bit tiles come as the file's integers: their sums of x and x * x are exact
         # in int64 (`IntegerMoments`), turned into float64 moments a partition at a time
         integer_tiles=True,
-        # a dark frame and gain map are applied to the moments, not to every tile
-        folds_corrections=frozenset({"dark", "gain"}),
+        # a dark frame and gain map are applied to the moments, not to every tile; the
+        # repaired pixels' moments are kept from their values frame by frame
+        folds_corrections=frozenset({"dark", "gain", "excluded"}),
         # frames stored with their pixels moved are reduced as stored, the moments moved
         # once
         folds_layout=True,
@@ -141,7 +143,7 @@ class StdDevUDF(FlatTileUDF):
         }
 
     def get_task_data(self):
-        return {"stats": {}, "work": None}
+        return {"stats": {}, "work": None, "repaired": {}}
 
     def _stats(self, px: int, complex_: bool) -> list:
         idx = self.meta.tiling_scheme_idx
@@ -161,6 +163,9 @@ class StdDevUDF(FlatTileUDF):
         stats[0] = add(rows, stats[0], stats[1], stats[2])
 
     def process_flat_tile(self, frames, p0, p1):
+        folded = self.tile_form.folded_corrections
+        if folded is not None and folded.has_excluded:
+            self._repaired(folded).add(frames, p0, p1)
         if integer_tiles(frames.dtype):
             stats = self.task_data.stats
             IntegerMoments.kept(stats, self.meta.tiling_scheme_idx, p1 - p0).add(frames, p0, p1)
@@ -174,6 +179,14 @@ class StdDevUDF(FlatTileUDF):
             if work is None:
                 work = self.task_data.work = moments_work()
             stats[0] = moments(frames, p0, p1, stats[0], stats[1], stats[2], stats[3], work)
+
+    def _repaired(self, folded) -> RepairedMoments:
+        repaired, idx = self.task_data.repaired, self.meta.tiling_scheme_idx
+        if idx not in repaired:
+            layout = self.tile_form.pixel_layout  # (raw frames: whole frames)
+            linear = folded.linear(None if layout else self.meta.sig_slice.get())
+            repaired[idx] = RepairedMoments(linear, None if layout is None else layout.index)
+        return repaired[idx]
 
     def process_shared_stats(self, stats):
         self.task_data.stats[self.meta.tiling_scheme_idx] = stats.moments
@@ -192,6 +205,8 @@ class StdDevUDF(FlatTileUDF):
             index = scheme[idx].get()
             if folded is not None:  # (new arrays: the state may be shared with SumUDF)
                 mean, m2 = folded.fold_moments(mean, m2, index)
+                if idx in self.task_data.repaired:
+                    self.task_data.repaired[idx].finish(mean, m2)
             view = self.results.sum[index]
             np.multiply(mean.reshape(view.shape), count, out=view)
             vs = self.results.varsum[index]
