@@ -252,3 +252,24 @@ def test_complex_scans_are_corrected_as_read():
     frames = data.reshape(-1, 5, 6) - dark
     frames[:, 2, 3] = (frames[:, 1:4, 2:5].sum((1, 2)) - frames[:, 2, 3]) / 8
     np.testing.assert_allclose(got, frames.sum(0), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "complex64"])
+def test_folded_masks_of_any_dtype(tmp_path, dtype):
+    """Integer and complex masks with folded corrections: the corrected masks keep their
+    fractional and imaginary parts (numpy's products with the corrected frames)."""
+    data, ds = _scan(tmp_path, "uint16")
+    rng = np.random.default_rng(9)
+    gain = rng.uniform(0.8, 1.2, SIG).astype(np.float32)
+    mask = excluded_mask("random-1")
+    cs = CorrectionSet(dark=np.full(SIG, 7, np.float32), gain=gain, excluded_pixels=mask)
+    masks = rng.integers(-3, 4, (2, *SIG)).astype(dtype)
+    if dtype.startswith("complex"):
+        masks = masks + 1j * rng.integers(-3, 4, (2, *SIG))
+        masks = masks.astype(dtype)
+    udf = ApplyMasksUDF(mask_factories=lambda: masks)
+    assert _folds(ds, [udf], corrections=cs)
+    got = udf.compute(ds, corrections=cs)["intensity"].values.reshape(-1, 2)
+    frames = corrected(data.reshape(-1, *SIG), np.full(SIG, 7), gain, mask)
+    want = frames.reshape(len(frames), -1) @ masks.reshape(2, -1).T
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-2)

@@ -122,12 +122,12 @@ class MaskContainer:
                 part = self._stack[:, index[sig_slice.get()].reshape(-1)]
             if self.folded is not None:
                 # products with uncorrected frames through corrected masks (float64 as
-                # worked out; dense ones stored in the masks' dtype)
+                # worked out; dense ones stored in the masks' dtype, at least float32)
                 linear = self.folded.linear(sig_slice.get())
                 part = linear.adjoint(part)
                 self._offsets[sig_slice] = linear.offsets(part)
                 if not self.use_sparse:
-                    part = part.astype(self.dtype)
+                    part = part.astype(np.result_type(self.dtype, np.float32))
             if self.use_sparse:
                 import scipy.sparse
 
