@@ -184,7 +184,7 @@ class StdDevUDF(FlatTileUDF):
         repaired, idx = self.task_data.repaired, self.meta.tiling_scheme_idx
         if idx not in repaired:
             layout = self.tile_form.pixel_layout  # (raw frames: whole frames)
-            linear = folded.linear(None if layout else self.meta.sig_slice.get())
+            linear = folded.linear(self.meta.sig_slice.get() if layout is None else None)
             repaired[idx] = RepairedMoments(linear, None if layout is None else layout.index)
         return repaired[idx]
 
