@@ -125,7 +125,9 @@ class RepairedMoments:
         repaired = plan.counts > 0
         #: the repaired pixels (flat, in the slice)
         self.excluded = plan.excluded[repaired]
-        counts = plan.counts[repaired][:, None]
+        #: each repaired pixel's number of sources
+        self.counts = plan.counts[repaired]
+        counts = self.counts[:, None]
         sources = plan.sources[repaired]
         used = np.arange(sources.shape[1])[None, :] < counts
         gain = linear.gain[sources] if linear.gain.size else np.ones(sources.shape)
@@ -142,7 +144,16 @@ class RepairedMoments:
         """Add the frames of the flat tile ``frames[:, p0:p1]`` (uncorrected)."""
         first = self.frames == 0
         add_repaired_moments(
-            frames, p0, p1, self.sources, self.weights, first, self.shift, self.s1, self.s2
+            frames,
+            p0,
+            p1,
+            self.sources,
+            self.weights,
+            self.counts,
+            first,
+            self.shift,
+            self.s1,
+            self.s2,
         )
         self.frames += frames.shape[0]
 
