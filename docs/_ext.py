@@ -1,5 +1,6 @@
 """Pages generated from the code itself at build time: the command-line reference (from the
-click commands) and the list of formats (from the format registry)."""
+click commands), the list of formats and the API reference's list of openers (from the format
+registry)."""
 
 from __future__ import annotations
 
@@ -102,11 +103,21 @@ def format_pages() -> dict[str, str]:
     return pages
 
 
+def api_openers() -> str:
+    """The autosummary of the built-in formats' openers for the API reference (``api.rst``
+    includes it): the registry's list, which ``ltdask`` exports."""
+    from ltdask.io.formats import _openers
+
+    names = "".join(f"   {name}\n" for name in _openers.__all__)
+    return f".. autosummary::\n   :toctree: api/generated\n\n{names}"
+
+
 def write_generated(folder: Path) -> None:
     """Write the generated pages into `folder` (only when their text changed, so that
     Sphinx's incremental builds stay incremental)."""
     (folder / "formats").mkdir(parents=True, exist_ok=True)
-    for name, text in {"cli.md": cli_reference(), **format_pages()}.items():
+    pages = {"cli.md": cli_reference(), "api-openers.rst": api_openers(), **format_pages()}
+    for name, text in pages.items():
         path = folder / name
         if not path.exists() or path.read_text() != text:
             path.write_text(text)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import ltdask
 from ltdask.common import Shape, Slice
 from ltdask.io.formats.k2is import open_k2is
-from ltdask.io.formats.k2is_kernels import decode_k2is, unpack12
+from ltdask.io.formats.k2is.kernels import decode_k2is, unpack12
 from ltdask.io.tiling import TilingScheme
 
 N = 5
@@ -126,7 +126,7 @@ def test_tiles_follow_blocks(scan, frames):
 def test_sum_from_the_decoder(scan, frames, settings, roi, monkeypatch):
     """SumUDF alone takes each tile's sums from the decoder (unpacked and added in one pass,
     four frames at a time, no tile): equal to numpy, and the tiles are never unpacked."""
-    from ltdask.io.formats.k2is import K2ISDecoder
+    from ltdask.io.formats.k2is.dataset import K2ISDecoder
 
     roi = {None: None, "some": np.array([1, 0, 1, 1, 1], bool), "one": np.eye(1, 5, 3)[0] > 0}.get(
         roi, np.zeros(5, bool)

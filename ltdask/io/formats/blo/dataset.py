@@ -23,7 +23,6 @@ from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
 from ltdask.io.fileset import File, FileSet
 from ltdask.io.formats.records import frame_shape, whole_records
-from ltdask.io.registry import Format
 
 BLO_MAGIC = b"IMGBLO"
 #: 8-bit files; newer ones (that may say 16 bits in their note)
@@ -287,14 +286,3 @@ def open_blo(
     True
     """
     return BloDataSet(path, nav_shape, sig_shape, sync_offset, dims)
-
-
-FORMAT = Format(
-    name="blo",
-    opener=open_blo,
-    description=".blo (NanoMEGAS block file)",
-    suffixes=(".blo",),
-    magic=(BLO_MAGIC,),
-    keywords=("nav_shape", "sig_shape", "sync_offset", "dims"),
-    engine_suffixes=(".blo",),
-)

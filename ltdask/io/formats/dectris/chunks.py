@@ -27,8 +27,8 @@ import numpy as np
 
 from ltdask.exceptions import DataSetError
 from ltdask.io.checks import Signature, changed_error, same_version, signature_of
-from ltdask.io.formats.chunk_codecs import decode_bitshuffle, decode_lz4
-from ltdask.io.formats.hdf5 import import_h5py
+from ltdask.io.formats.dectris.codecs import decode_bitshuffle, decode_lz4
+from ltdask.io.formats.hdf5.dataset import import_h5py
 from ltdask.io.maps import map_file
 
 #: decoded chunks a reader keeps for the tiles that cut them (several signal slices)

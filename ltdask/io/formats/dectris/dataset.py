@@ -4,7 +4,7 @@ A series is a master file ``<base>_master.h5`` whose ``/entry/data/data_NNNNNN``
 links to the data files ``<base>_data_NNNNNN.h5``; each holds ``/entry/data/data`` of shape
 ``(frames, y, x)``, chunked by whole frames and usually compressed with bitshuffle + LZ4
 (HDF5 filter 32008) or LZ4 (32004). Opening reads the master and the data files' headers;
-tasks decompress the chunks themselves (:mod:`ltdask.io.formats.dectris_chunks`).
+tasks decompress the chunks themselves (:mod:`ltdask.io.formats.dectris.chunks`).
 
 The master holds no scan shape. ARINA software writes ``<base>.h5`` with a ``STEM Metadata``
 group (``NumPixelsX``, ``NumPixelsY``, ``Pixel Size`` in nm): where it is there and fits the
@@ -27,9 +27,8 @@ from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError, MetadataWarning, PerformanceWarning, warn
 from ltdask.io.checks import check_dtype, check_file, check_shape, signature_of
 from ltdask.io.chunked import ChunkedArrayDataSet
-from ltdask.io.formats.dectris_chunks import DATA_KEY, ChunkReader, DataFile, codec_of
-from ltdask.io.formats.hdf5 import check_filters, import_h5py, is_hdf5, open_h5
-from ltdask.io.registry import Format
+from ltdask.io.formats.dectris.chunks import DATA_KEY, ChunkReader, DataFile, codec_of
+from ltdask.io.formats.hdf5.dataset import check_filters, import_h5py, is_hdf5, open_h5
 
 DETECTOR = "/entry/instrument/detector"
 #: detector fields copied into ``metadata`` (name in the file -> name in the dict)
@@ -437,13 +436,3 @@ def open_dectris(
     if calibration:
         ds.calibrate(**calibration)
     return ds
-
-
-FORMAT = Format(
-    name="dectris",
-    opener=open_dectris,
-    description="DECTRIS ARINA/ELA/SELUN series (*_master.h5 and its *_data_NNNNNN.h5)",
-    claims=claims_series,
-    keywords=("nav_shape", "sync_offset", "dims"),
-    aliases=("arina", "ela", "selun"),
-)

@@ -1,6 +1,6 @@
 """Gatan DigitalMicrograph ``.dm3`` / ``.dm4`` files holding 4-D scans or stacks of frames.
 
-The tag tree is parsed by :mod:`ltdask.io.formats.dm_tags`. The scan is the largest image
+The tag tree is parsed by :mod:`ltdask.io.formats.dm.tags`. The scan is the largest image
 of the ``ImageList`` that is not a thumbnail; its ``ImageData`` gives
 
 * ``Data``: the pixels, an array tag whose bytes are mapped straight from the file;
@@ -35,8 +35,7 @@ from ltdask.io.checks import check_file, check_shape
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
 from ltdask.io.fileset import File, FileSet
-from ltdask.io.formats.dm_tags import ArrayTag, DMFile, TagGroup, finite, read_dm
-from ltdask.io.registry import Format
+from ltdask.io.formats.dm.tags import ArrayTag, DMFile, TagGroup, finite, read_dm
 
 #: ImageData/DataType -> dtype (without byte order)
 DATA_TYPES = {
@@ -403,15 +402,3 @@ def is_dm(path: str) -> bool:
         return False
     at = 8 if head[3] == 3 else 12
     return head[at : at + 3] == b"\0\0\0" and all(b in (0, 1) for b in head[at + 3 : at + 6])
-
-
-FORMAT = Format(
-    name="dm",
-    opener=open_dm,
-    description=".dm3/.dm4, or their header (Gatan DigitalMicrograph)",
-    suffixes=(".dm3", ".dm4"),
-    sniff=is_dm,
-    keywords=("nav_shape", "sync_offset", "dims", "force_c_order"),
-    aliases=("dm3", "dm4"),
-    engine_suffixes=(".dm3", ".dm4"),
-)

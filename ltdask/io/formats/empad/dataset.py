@@ -22,7 +22,6 @@ from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
 from ltdask.io.fileset import File, FileSet
 from ltdask.io.formats.records import frame_shape, whole_records
-from ltdask.io.registry import Format
 
 #: the detector's frame, and the rows stored per frame (two rows of metadata)
 EMPAD_SIG = (128, 128)
@@ -344,13 +343,3 @@ def open_empad(
     np.float32(5.0)
     """
     return EMPADDataSet(path, nav_shape, sig_shape, sync_offset, dims)
-
-
-FORMAT = Format(
-    name="empad",
-    opener=open_empad,
-    description=".xml descriptor naming a .raw file (EMPAD)",
-    sniff=is_empad_xml,
-    keywords=("nav_shape", "sig_shape", "sync_offset", "dims"),
-    engine_suffixes=(".xml",),
-)

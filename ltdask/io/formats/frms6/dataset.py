@@ -2,7 +2,7 @@
 frames), ``NAME_001.frms6``, … (signal frames).
 
 Each raw frame holds the detector's two halves side by side, binned rows once each
-(:mod:`ltdask.io.formats.frms6_kernels` unfolds them in the read ranges and the decoder). The
+(:mod:`ltdask.io.formats.frms6.kernels` unfolds them in the read ranges and the decoder). The
 mean of the dark frames is the dataset's default dark correction, applied in the read path
 of UDF runs and ``to_dask()`` by the corrections machinery; a gain map is added when given.
 """
@@ -23,21 +23,19 @@ from ltdask.io.checks import check_file, check_shape
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
 from ltdask.io.fileset import File, FileSet
-from ltdask.io.formats.frms6_headers import (
+from ltdask.io.formats.frms6.headers import (
     FILE_HEADER_BYTES,
     FRAME_HEADER_BYTES,
-    FRMS6_MAGIC,
     read_file_header,
     read_hdr,
 )
-from ltdask.io.formats.frms6_kernels import (
+from ltdask.io.formats.frms6.kernels import (
     decode_frms6,
     frms6_read_ranges,
     unfold,
     unfold_index,
 )
 from ltdask.io.layout import PixelLayout
-from ltdask.io.registry import Format
 
 
 def frms6_files(path: str) -> tuple[str, list[str]]:
@@ -384,22 +382,3 @@ def open_frms6(
     return Frms6DataSet(
         path, nav_shape, sig_shape, sync_offset, dims, enable_offset_correction, gain_map_path
     )
-
-
-FORMAT = Format(
-    name="frms6",
-    opener=open_frms6,
-    description=".frms6/.hdr (PNDetector pnCCD)",
-    suffixes=(".frms6",),
-    magic=(FRMS6_MAGIC,),
-    sniff=is_frms6_hdr,
-    keywords=(
-        "nav_shape",
-        "sig_shape",
-        "sync_offset",
-        "dims",
-        "enable_offset_correction",
-        "gain_map_path",
-    ),
-    engine_suffixes=(".frms6",),
-)

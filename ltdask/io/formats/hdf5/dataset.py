@@ -6,7 +6,7 @@ Which read path a dataset takes depends on how HDF5 stores it:
   raw file (memory map, straight views, numba decoders) with a one-entry `FileSet`;
 * **chunked without filters, whole frames per chunk**: every chunk is a run of frames at its
   own offset (``dataset.id.chunk_iter``); read like a raw file whose `FileSet` lists one
-  entry per run of frames (both: :mod:`ltdask.io.formats.hdf5_mapped`);
+  entry per run of frames (both: :mod:`ltdask.io.formats.hdf5.mapped`);
 * anything else (compression, chunks that cut frames, unallocated chunks, external or
   virtual storage): through h5py, chunk aligned (:class:`~ltdask.io.chunked.ChunkedArrayDataSet`),
   with a chunk cache large enough for the chunks a task reads in turn.
@@ -46,8 +46,7 @@ from ltdask.io.checks import (
 )
 from ltdask.io.chunked import ChunkedArrayDataSet
 from ltdask.io.fileset import File
-from ltdask.io.formats.hdf5_mapped import HDF5MappedDataSet, chunk_runs
-from ltdask.io.registry import Format
+from ltdask.io.formats.hdf5.mapped import HDF5MappedDataSet, chunk_runs
 
 #: HDF5 chunk cache per open file in a task: at least / at most
 MIN_CACHE = 1 << 20
@@ -422,15 +421,3 @@ def open_hdf5(
     return HDF5DataSet(
         path, key, shape, dtype, sig_dims, chunks, kind, **common, signature=signature
     )
-
-
-FORMAT = Format(
-    name="hdf5",
-    opener=open_hdf5,
-    description=".h5/.hdf5/.hdf/.nxs/.emd/.cxi (key= names the dataset)",
-    suffixes=HDF5_SUFFIXES,
-    magic=(HDF5_MAGIC,),
-    sniff=is_hdf5,
-    keywords=("key", "sig_dims", "sync_offset", "dims", "nav_shape", "mmap"),
-    aliases=("h5",),
-)

@@ -2,9 +2,9 @@
 ``NAME8.bin``.
 
 Each sector file is a stream of fixed-size blocks, each a header and 930 x 16 pixels of one
-frame packed in 12 bits (:mod:`ltdask.io.formats.k2is_kernels`). The sectors are
+frame packed in 12 bits (:mod:`ltdask.io.formats.k2is.kernels`). The sectors are
 synchronised from their block headers when the dataset is opened
-(:mod:`ltdask.io.formats.k2is_sync`); tiles follow the block shape (the base shape of the
+(:mod:`ltdask.io.formats.k2is.sync`); tiles follow the block shape (the base shape of the
 tiling negotiation), and the read ranges of a tile point at its blocks, which the decoder
 unpacks straight into the tile.
 """
@@ -24,8 +24,8 @@ from ltdask.io.checks import check_file, check_shape
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
 from ltdask.io.fileset import File, FileSet
-from ltdask.io.formats.k2is_gtg import read_tags, scan_shape
-from ltdask.io.formats.k2is_kernels import (
+from ltdask.io.formats.k2is.gtg import read_tags, scan_shape
+from ltdask.io.formats.k2is.kernels import (
     BLOCK_BYTES,
     BLOCK_COLS,
     BLOCK_ROWS,
@@ -36,8 +36,7 @@ from ltdask.io.formats.k2is_kernels import (
     k2is_read_ranges,
     sum_k2is,
 )
-from ltdask.io.formats.k2is_sync import SYNC_BYTES, SyncResult, is_k2is_sector, sync_sectors
-from ltdask.io.registry import Format
+from ltdask.io.formats.k2is.sync import SyncResult, sync_sectors
 
 
 def k2is_files(path: str) -> tuple[str | None, list[str]]:
@@ -306,15 +305,3 @@ def open_k2is(
     >>> ds = ltdask.open_k2is("/data/scan.gtg")  # doctest: +SKIP
     """
     return K2ISDataSet(path, nav_shape, sig_shape, sync_offset, dims)
-
-
-FORMAT = Format(
-    name="k2is",
-    opener=open_k2is,
-    description=".gtg/.bin (Gatan K2 IS raw: 8 sector files)",
-    suffixes=(".gtg",),
-    magic=(SYNC_BYTES,),
-    # sector files are .bin, which would otherwise be read as raw
-    content=is_k2is_sector,
-    keywords=("nav_shape", "sig_shape", "sync_offset", "dims"),
-)

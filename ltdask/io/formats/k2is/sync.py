@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ltdask.exceptions import DataSetError
-from ltdask.io.formats.k2is_kernels import BLOCK_BYTES, BLOCK_HEADER_BYTES, BLOCKS_PER_FRAME
+from ltdask.io.formats.k2is.kernels import BLOCK_BYTES, BLOCK_HEADER_BYTES, BLOCKS_PER_FRAME
 
 SYNC_WORD = 0xFFFF0055
 SYNC_BYTES = SYNC_WORD.to_bytes(4, "big")

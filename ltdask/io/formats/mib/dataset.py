@@ -1,10 +1,10 @@
 """Quantum Detectors Merlin ``.mib`` files (with their optional ``.hdr`` acquisition header).
 
 Every frame of a ``.mib`` file is an ASCII header followed by the pixels
-(:mod:`ltdask.io.formats.mib_headers` parses the headers). The integer modes are plain
+(:mod:`ltdask.io.formats.mib.headers` parses the headers). The integer modes are plain
 big-endian pixels; raw mode packs the counters in 64-bit words and interleaves the chips of
-a quad (:mod:`ltdask.io.formats.mib_layout`, with the numba kernels of
-:mod:`ltdask.io.formats.mib_kernels`). Opening one file of an acquisition opens them all.
+a quad (:mod:`ltdask.io.formats.mib.layout`, with the numba kernels of
+:mod:`ltdask.io.formats.mib.kernels`). Opening one file of an acquisition opens them all.
 """
 
 from __future__ import annotations
@@ -22,22 +22,20 @@ from ltdask.io.checks import check_file, check_shape
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
 from ltdask.io.fileset import FileSet
-from ltdask.io.formats.mib_headers import (
+from ltdask.io.formats.mib.headers import (
     COUNTER_DEPTHS,
-    MIB_MAGIC,
     describe_difference,
     hdr_int,
     nav_shape_from_hdr,
     read_hdr,
     read_mib_header,
 )
-from ltdask.io.formats.mib_layout import (
+from ltdask.io.formats.mib.layout import (
     MibRawDecoder,
     MibRawFileSet,
     files_for_headers,
     geometry,
 )
-from ltdask.io.registry import Format
 
 
 # -- finding the files -------------------------------------------------------------------------
@@ -287,15 +285,3 @@ def open_mib(
     True
     """
     return MibDataSet(path, nav_shape, sig_shape, sync_offset, dims, disable_glob)
-
-
-FORMAT = Format(
-    name="mib",
-    opener=open_mib,
-    description=".mib/.hdr (Quantum Detectors Merlin)",
-    suffixes=(".mib",),
-    # a Merlin .hdr starts with "HDR,"; FRMS6 acquisitions have .hdr files too (INI text)
-    magic=(MIB_MAGIC, b"HDR,"),
-    keywords=("nav_shape", "sig_shape", "sync_offset", "dims", "disable_glob"),
-    engine_suffixes=(".mib",),
-)

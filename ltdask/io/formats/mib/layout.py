@@ -1,6 +1,6 @@
 """How Merlin frames are stored: the geometry a frame header describes, the files' frame
 counts, and for raw (``R64``) frames the file set and decoder over the numba read ranges and
-kernels of :mod:`ltdask.io.formats.mib_kernels`. Integer modes are plain big-endian pixels
+kernels of :mod:`ltdask.io.formats.mib.kernels`. Integer modes are plain big-endian pixels
 after each frame header: a `FileSet` with a frame header and the byte-swapping `Decoder`."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from ltdask import scratch
 from ltdask.exceptions import DataSetError
 from ltdask.io.decode import Decoder, sum_swapped16, used_files
 from ltdask.io.fileset import File, FileSet
-from ltdask.io.formats.mib_headers import MIB_MAGIC, PIXEL_TYPES, MibHeader
-from ltdask.io.formats.mib_kernels import (
+from ltdask.io.formats.mib.headers import MIB_MAGIC, PIXEL_TYPES, MibHeader
+from ltdask.io.formats.mib.kernels import (
     LITTLE_ENDIAN,
     decode_raw,
     raw_read_ranges,
@@ -138,7 +138,7 @@ def files_for_headers(headers: Sequence[MibHeader], geom: MibGeometry) -> list[F
 
 
 class MibRawFileSet(FileSet):
-    """Raw (R64) frames: packed 64-bit words, read through :mod:`ltdask.io.formats.mib_kernels`."""
+    """Raw (R64) frames: packed 64-bit words, read through :mod:`ltdask.io.formats.mib.kernels`."""
 
     def __init__(self, files, sig_shape, dtype, frame_header_bytes, geom: MibGeometry):
         super().__init__(

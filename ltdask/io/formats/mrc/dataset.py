@@ -28,7 +28,6 @@ from ltdask.io.checks import Signature, check_file, signature_of
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
 from ltdask.io.fileset import File, FileSet
-from ltdask.io.registry import Format
 
 HEADER_BYTES = 1024
 #: mode -> dtype (MRC2014; mode 0 is signed, as mrcfile reads it, RosettaSciIO reads uint8)
@@ -405,14 +404,3 @@ def is_mrc(path: str) -> bool:
             return f.read(3) == b"MAP"
     except OSError:
         return False
-
-
-FORMAT = Format(
-    name="mrc",
-    opener=open_mrc,
-    description=".mrc/.mrcs, or MAP at byte 208 (MRC2014 stacks: Velox, mrcfile)",
-    suffixes=(".mrc", ".mrcs"),
-    sniff=is_mrc,
-    keywords=("nav_shape", "sync_offset", "dims"),
-    engine_suffixes=(".mrc", ".mrcs"),
-)

@@ -23,7 +23,6 @@ from ltdask.io.checks import (
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
 from ltdask.io.fileset import File, FileSet
-from ltdask.io.registry import Format
 
 NPY_MAGIC = b"\x93NUMPY"
 
@@ -185,14 +184,3 @@ def open_npy(
         nav_shape=nav_shape,
         sig_shape=sig_shape,
     )
-
-
-FORMAT = Format(
-    name="npy",
-    opener=open_npy,
-    description=".npy",
-    suffixes=(".npy",),
-    magic=(NPY_MAGIC,),
-    keywords=("sig_dims", "sync_offset", "dims", "nav_shape", "sig_shape"),
-    engine_suffixes=(".npy",),
-)

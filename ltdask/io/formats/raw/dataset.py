@@ -19,7 +19,6 @@ from ltdask.io.checks import (
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
 from ltdask.io.fileset import File, FileSet
-from ltdask.io.registry import Format
 
 
 def files_with_frames(
@@ -168,22 +167,3 @@ def open_raw(
         sync_offset,
         dims,
     )
-
-
-FORMAT = Format(
-    name="raw",
-    opener=open_raw,
-    description=".raw/.bin/.dat, with nav_shape=, sig_shape= and dtype=",
-    suffixes=(".raw", ".bin", ".dat"),
-    keywords=(
-        "nav_shape",
-        "sig_shape",
-        "dtype",
-        "file_header_bytes",
-        "frame_header_bytes",
-        "frame_footer_bytes",
-        "sync_offset",
-        "dims",
-    ),
-    required=("nav_shape", "sig_shape", "dtype"),
-)

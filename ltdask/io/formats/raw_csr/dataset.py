@@ -20,8 +20,8 @@ A TOML descriptor names three raw files that hold one CSR matrix of shape
 File names are relative to the descriptor's directory. Tiles are whole frames, delivered
 dense (the default, and what UDFs get) or as ``scipy.sparse.csr_matrix`` of shape
 ``(frames, frame pixels)`` with ``iter_tiles(..., array_backend="scipy.sparse.csr_matrix")``.
-:mod:`~ltdask.io.formats.raw_csr_descriptor` reads the descriptor, and the numba kernels that
-densify or gather rows are in :mod:`~ltdask.io.formats.raw_csr_kernels`.
+:mod:`~ltdask.io.formats.raw_csr.descriptor` reads the descriptor, and the numba kernels that
+densify or gather rows are in :mod:`~ltdask.io.formats.raw_csr.kernels`.
 """
 
 from __future__ import annotations
@@ -44,15 +44,14 @@ from ltdask.io.checks import (
     stat_regular_file,
 )
 from ltdask.io.dataset import DataSet
-from ltdask.io.formats.raw_csr_descriptor import is_raw_csr, read_descriptor
-from ltdask.io.formats.raw_csr_kernels import (
+from ltdask.io.formats.raw_csr.descriptor import read_descriptor
+from ltdask.io.formats.raw_csr.kernels import (
     csr_densify,
     csr_densify_reference,
     csr_gather,
     numba_cannot,
 )
 from ltdask.io.maps import map_file
-from ltdask.io.registry import Format
 from ltdask.io.tiling import TilingScheme
 
 BACKEND_NUMPY = "numpy"
@@ -416,14 +415,3 @@ def open_raw_csr(
     True
     """
     return RawCSRDataSet(path, nav_shape, sig_shape, sync_offset, dims)
-
-
-FORMAT = Format(
-    name="raw_csr",
-    opener=open_raw_csr,
-    description=".toml descriptor with filetype = 'raw_csr'",
-    suffixes=(".toml",),
-    sniff=is_raw_csr,
-    keywords=("nav_shape", "sig_shape", "sync_offset", "dims"),
-    engine_suffixes=(".toml",),
-)

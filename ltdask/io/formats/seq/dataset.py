@@ -1,7 +1,7 @@
 """Direct Electron StreamPix ``.seq`` acquisitions (DE-16, DE-64 ... cameras).
 
 The frames are plain little-endian pixels in slots of ``true_image_size`` bytes after the
-header (:mod:`ltdask.io.formats.seq_headers`): a `FileSet` with a file header and a frame
+header (:mod:`ltdask.io.formats.seq.headers`): a `FileSet` with a file header and a frame
 footer, read as views of the file where nothing needs converting. Dark and gain references
 stored next to the ``.seq`` are the dataset's default corrections.
 """
@@ -22,15 +22,13 @@ from ltdask.io.checks import check_file, check_shape
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
 from ltdask.io.fileset import File, FileSet
-from ltdask.io.formats.seq_headers import (
+from ltdask.io.formats.seq.headers import (
     METADATA_FIELDS,
-    SEQ_MAGIC_BYTES,
     read_bad_pixels,
     read_metadata,
     read_mrc_reference,
     read_seq_header,
 )
-from ltdask.io.registry import Format
 
 
 def seq_basename(path: str) -> str:
@@ -295,14 +293,3 @@ def open_seq(
     True
     """
     return SeqDataSet(path, nav_shape, sig_shape, sync_offset, dims, dark, gain, excluded_pixels)
-
-
-FORMAT = Format(
-    name="seq",
-    opener=open_seq,
-    description=".seq (Direct Electron StreamPix)",
-    suffixes=(".seq",),
-    magic=(SEQ_MAGIC_BYTES,),
-    keywords=("nav_shape", "sig_shape", "sync_offset", "dims", "dark", "gain", "excluded_pixels"),
-    engine_suffixes=(".seq",),
-)

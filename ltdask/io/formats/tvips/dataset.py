@@ -6,7 +6,7 @@ records, a frame header followed by the pixels (uint8 or little-endian uint16). 
 started when one reaches its size cap, so frames continue across the files; they are read
 straight from them, the frame headers skipped. Where the scan software filled the frame
 headers' scan positions (or rotator index), the scan shape and the lead-in frames before the
-scan are found from them (:mod:`ltdask.io.formats.tvips_scan`).
+scan are found from them (:mod:`ltdask.io.formats.tvips.scan`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
 from ltdask.io.fileset import File, FileSet
 from ltdask.io.formats.records import frame_shape, whole_records
-from ltdask.io.formats.tvips_scan import detect_scan, first_frame_header
-from ltdask.io.registry import Format
+from ltdask.io.formats.tvips.scan import detect_scan, first_frame_header
 
 SERIES_HEADER_BYTES = 256
 #: frame header bytes of version 1 files (version 2 files say in their series header)
@@ -269,13 +268,3 @@ def open_tvips(
     True
     """
     return TVIPSDataSet(path, nav_shape, sig_shape, sync_offset, dims)
-
-
-FORMAT = Format(
-    name="tvips",
-    opener=open_tvips,
-    description=".tvips series (TVIPS cameras, EM-Menu recorder)",
-    suffixes=(".tvips",),
-    keywords=("nav_shape", "sig_shape", "sync_offset", "dims"),
-    engine_suffixes=(".tvips",),
-)

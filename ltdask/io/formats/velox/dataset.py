@@ -35,9 +35,8 @@ from ltdask.io.checks import (
     stat_regular_file,
 )
 from ltdask.io.fileset import File
-from ltdask.io.formats.hdf5 import HDF5DataSet, check_filters, import_h5py, is_hdf5, open_h5
-from ltdask.io.formats.hdf5_mapped import MAX_RUNS, HDF5MappedDataSet
-from ltdask.io.registry import Format
+from ltdask.io.formats.hdf5.dataset import HDF5DataSet, check_filters, import_h5py, is_hdf5, open_h5
+from ltdask.io.formats.hdf5.mapped import MAX_RUNS, HDF5MappedDataSet
 
 #: (unit in the file) -> (factor, unit ltdask reports)
 UNITS = {"m": (1e9, "nm"), "1/m": (1e-9, "1/nm"), "rad": (1e3, "mrad")}
@@ -434,14 +433,3 @@ def _read_layout(path: str, dataset: str | None, signature) -> tuple:
         files = frame_runs(dset, path, signature)
         chunks = None if dset.chunks is None else tuple(int(c) for c in dset.chunks)
         return chosen["json"], key, chosen["shape"], dtype, files, chunks, _version(f)
-
-
-FORMAT = Format(
-    name="velox",
-    opener=open_emd,
-    description=".emd (Thermo Fisher Velox; dataset= names the image series)",
-    claims=is_velox,
-    keywords=("dataset", "nav_shape", "sync_offset", "dims"),
-    aliases=("emd",),
-    keyword_aliases=(("key", "dataset"),),
-)

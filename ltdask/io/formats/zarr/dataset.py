@@ -25,7 +25,6 @@ from ltdask.io.checks import (
     stat_regular_file,
 )
 from ltdask.io.chunked import ChunkedArrayDataSet
-from ltdask.io.registry import Format
 
 #: names of the metadata documents that mark a Zarr node
 ZARR_METADATA = ("zarr.json", ".zarray", ".zgroup", ".zattrs")
@@ -363,16 +362,3 @@ def open_zarr(
     # a store object (not a path or URL): the opened array travels with the tasks
     task_store = store if isinstance(store, str) else None
     return ZarrDataSet(node, task_store, path or "", where, sig_dims, nav_shape, sync_offset, dims)
-
-
-FORMAT = Format(
-    name="zarr",
-    opener=open_zarr,
-    description=".zarr directories, zarr.json/.zarray (path= or key= names the array)",
-    suffixes=(".zarr",),
-    sniff=is_zarr,
-    directory=True,
-    claims=claims_target,
-    keywords=("path", "sig_dims", "dims", "sync_offset", "nav_shape"),
-    keyword_aliases=(("key", "path"),),
-)
