@@ -27,12 +27,19 @@ next by up to 2x (float32 SumUDF, which followed it: 15 against 35 GB/s).
 
 The table gives each method's GB/s, its ratio to the dask expression of the same reduction
 (sums only), and its ratio to the limit of that reduction.
+
+``--against REV`` runs every ltdask method a second time on git revision REV, imported
+beside this tree in the same process (``revision.py``), interleaved in the same rounds, and
+prints, per method, the median over rounds of the per-round speed ratio this tree / REV:
+the before/after comparison of a change (issue 32 asks that every such ratio stay within
+5 %).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -57,9 +64,9 @@ from bench_read import (  # noqa: E402
     write_scan,
 )
 from bench_udfs import ring_masks  # noqa: E402
+from revision import load_revision  # noqa: E402
 
 import ltdask  # noqa: E402
-from ltdask.udf import ApplyMasksUDF, CoMUDF, StdDevUDF, SumSigUDF, SumUDF  # noqa: E402
 
 
 @numba.njit(nogil=True, cache=True)
@@ -202,20 +209,38 @@ def best_dask(path, dtype, nav, axis, nbytes, expr="sum") -> tuple[str, object]:
     return str(best[1]), best[2]
 
 
-def methods_for(path, dtype, nav, nbytes, pool) -> tuple[dict, dict]:
-    """The methods of one scan, and for each the reduction it does ('nav', 'sig' or None)."""
+def ltdask_methods(lt, path, dtype, nav) -> dict:
+    """The methods that run ltdask (`lt`: this package or `revision.load_revision`'s)."""
+    udfs = lt.udf
 
     def open_ds():
-        return ltdask.open_raw(path, nav_shape=nav, sig_shape=SIG, dtype=dtype)
+        return lt.open_raw(path, nav_shape=nav, sig_shape=SIG, dtype=dtype)
 
     def udf(*make):
-        return lambda: ltdask.compute(open_ds(), [m() for m in make])
+        return lambda: lt.compute(open_ds(), [m() for m in make])
 
-    def to_dask(axis):
-        return lambda: open_ds().to_dask().sum(axis=axis, dtype=np.float32).compute()
+    def to_dask(axis, **kwargs):
+        return lambda: open_ds().to_dask(**kwargs).sum(axis=axis, dtype=np.float32).compute()
 
     ring = ring_masks(1)
     dense16 = np.random.default_rng(0).random((16, *SIG)).astype(np.float32)
+    out = {f"to_dask sum/{red}": to_dask(axis) for red, axis in AXES.items()}
+    if np.dtype(dtype).kind != "f":  # float32 chunks decoded from the integers
+        out["to_dask(f32) sum/nav"] = to_dask(AXES["nav"], dtype="float32")
+    out["SumUDF"] = udf(udfs.SumUDF)
+    out["SumSigUDF"] = udf(udfs.SumSigUDF)
+    out["StdDevUDF"] = udf(udfs.StdDevUDF)
+    out["ApplyMasks (1 ring)"] = udf(lambda: udfs.ApplyMasksUDF(lambda: ring))
+    out["ApplyMasks (16 dense)"] = udf(lambda: udfs.ApplyMasksUDF(lambda: dense16))
+    out["CoMUDF"] = udf(lambda: udfs.CoMUDF.with_params(cy=SIG[0] / 2, cx=SIG[1] / 2, r=SIG[0] / 4))
+    out["Sum+SumSig+StdDev"] = udf(udfs.SumUDF, udfs.SumSigUDF, udfs.StdDevUDF)
+    return out
+
+
+def methods_for(path, dtype, nav, nbytes, pool, against=None) -> tuple[dict, dict]:
+    """The methods of one scan, and for each the reduction it does ('nav', 'sig' or None);
+    with `against` (a revision's package), each ltdask method once more on that revision,
+    named ``"<method> @<revision>"``."""
     out, kind = {}, {}
     for red, axis in AXES.items():
         out[f"limit sum/{red}"] = limit_method(path, dtype, nav, axis, pool)
@@ -225,23 +250,19 @@ def methods_for(path, dtype, nav, nbytes, pool) -> tuple[dict, dict]:
         label, fn = best_dask(path, dtype, nav, axis, nbytes)
         out[f"dask sum/{red}"] = fn
         log(f"  best dask expression over {red}: chunks {label}")
-        out[f"to_dask sum/{red}"] = to_dask(axis)
         kind.update({f"{m} sum/{red}": red for m in ("limit", "dask", "to_dask")})
     label, out["dask std/nav"] = best_dask(path, dtype, nav, AXES["nav"], nbytes, "std")
     log(f"  best dask std over nav: chunks {label}")
-    if np.dtype(dtype).kind != "f":  # float32 chunks decoded from the integers
+    if np.dtype(dtype).kind != "f":
         label, out["dask astype/nav"] = best_dask(path, dtype, nav, AXES["nav"], nbytes, "astype")
         log(f"  best dask astype(float32).sum() over nav: chunks {label}")
-        out["to_dask(f32) sum/nav"] = lambda: (
-            open_ds().to_dask(dtype="float32").sum(axis=AXES["nav"]).compute()
-        )
-    out["SumUDF"] = udf(SumUDF)
-    out["SumSigUDF"] = udf(SumSigUDF)
-    out["StdDevUDF"] = udf(StdDevUDF)
-    out["ApplyMasks (1 ring)"] = udf(lambda: ApplyMasksUDF(lambda: ring))
-    out["ApplyMasks (16 dense)"] = udf(lambda: ApplyMasksUDF(lambda: dense16))
-    out["CoMUDF"] = udf(lambda: CoMUDF.with_params(cy=SIG[0] / 2, cx=SIG[1] / 2, r=SIG[0] / 4))
-    out["Sum+SumSig+StdDev"] = udf(SumUDF, SumSigUDF, StdDevUDF)
+    mine = ltdask_methods(ltdask, path, dtype, nav)
+    out.update(mine)
+    if against is not None:
+        rev = against.__name__.partition("_")[2]
+        for name, fn in ltdask_methods(against, path, dtype, nav).items():
+            out[f"{name} @{rev}"] = fn
+            kind[f"{name} @{rev}"] = kind.get(name, "sig" if name == "SumSigUDF" else "nav")
     for name in out:
         kind.setdefault(name, "sig" if name == "SumSigUDF" else "nav")
     return out, kind
@@ -259,7 +280,7 @@ BASELINE = {
 
 
 def report(dtype, times: dict, kind: dict, nbytes: int) -> None:
-    rate = {name: gbps(nbytes, ts) for name, ts in times.items()}
+    rate = {name: gbps(nbytes, ts) for name, ts in times.items() if " @" not in name}
     print(f"\n{np.dtype(dtype)} scan, {nbytes / 2**30:.0f} GiB, threads x{THREADS}, medians")
     print(f"{'method':<24} {'GB/s':>7} {'/ dask':>7} {'/ limit':>8}")
     for name, r in rate.items():
@@ -270,13 +291,33 @@ def report(dtype, times: dict, kind: dict, nbytes: int) -> None:
         print(f"{name:<24} {r:7.2f} {vs_dask} {r / limit:8.2f}")
 
 
+def report_revision(times: dict) -> None:
+    """Each ltdask method against its twin on the other revision: the median over rounds of
+    the per-round ratio of their speeds (this tree / the revision), and its spread."""
+    twins = {name.partition(" @")[0]: name for name in times if " @" in name}
+    if not twins:
+        return
+    rev = next(iter(twins.values())).partition(" @")[2]
+    print(f"\nthis tree / {rev}, per-round speed ratios: median [min, max]")
+    for name, twin in twins.items():
+        ratios = sorted(t_rev / t for t, t_rev in zip(times[name], times[twin], strict=True))
+        mid = statistics.median(ratios)
+        print(f"{name:<24} {mid:7.3f}  [{ratios[0]:.3f}, {ratios[-1]:.3f}]")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", default="/tmp/ltdask-bench-read")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--small", action="store_true", help="nav 32x32, for a quick check")
     parser.add_argument("--dtypes", nargs="*", default=["float32", "uint16"])
+    parser.add_argument(
+        "--against",
+        metavar="REV",
+        help="also run every ltdask method on git revision REV, interleaved (revision.py)",
+    )
     args = parser.parse_args(argv)
+    against = load_revision(args.against) if args.against else None
     nav = (32, 32) if args.small else (128, 128)
     os.makedirs(args.dir, exist_ok=True)
     dask.config.set(scheduler="threads", num_workers=THREADS)
@@ -289,12 +330,13 @@ def main(argv=None) -> None:
             cache_file(path)
             nbytes = os.path.getsize(path)
             log(f"{dtype}: {path}")
-            methods, kind = methods_for(path, dtype, nav, nbytes, pool)
+            methods, kind = methods_for(path, dtype, nav, nbytes, pool, against)
             ref = methods["limit sum/nav"]()
             got = methods["SumUDF"]()[0]["intensity"].values
             assert np.allclose(got, ref, rtol=1e-3), "SumUDF differs from the limit's sum"
             times, load, rounds = measure(methods, args.repeats, nbytes, settle=True)
             report(dtype, times, kind, nbytes)
+            report_revision(times)
             print(f"(other processes used {load:.0%} of the CPUs in the kept rounds of {rounds})")
 
 

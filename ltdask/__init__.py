@@ -3,13 +3,14 @@
 import os as _os
 from typing import TYPE_CHECKING
 
-# _config first: importing it registers the ltdask.* dask config defaults
-from ltdask import _config  # noqa: F401  # isort: skip
-from ltdask import plot, udf
-from ltdask._lazy import lazy_exports
+# runtime first: importing it registers the ltdask.* dask config defaults, and the kernel
+# cache's listener that announces a first compile
+from ltdask.runtime import kernel_cache as _kernel_cache  # noqa: F401  # isort: skip
+from ltdask import udf
 from ltdask._version import __version__
 from ltdask.beam import find_beam
 from ltdask.common import Shape, Slice
+from ltdask.common._lazy import lazy_exports
 from ltdask.corrections import CorrectionSet
 from ltdask.exceptions import (
     ConversionError,
@@ -23,36 +24,39 @@ from ltdask.exceptions import (
     UDFError,
     UseDiscouragedWarning,
 )
-from ltdask.interop import to_hyperspy
 from ltdask.io import DataSet, Negotiator, TilingPreferences, TilingScheme, from_array
 from ltdask.io import open_dataset as open  # noqa: A004  (the documented name)
 from ltdask.io import registry as _registry
 from ltdask.io.formats import _openers
-from ltdask.kernel_cache import warmup
-from ltdask.live import live
 from ltdask.store import StoreReplaceError, to_zarr, write_dataset
 from ltdask.udf import UDF
 from ltdask.udf.api import compute, lazy
 from ltdask.udf.api import iter_results as iter
 from ltdask.udf.builtin import map
 from ltdask.udf.explain import explain
+from ltdask.udf.warmup import warmup
+from ltdask.views import plot
+from ltdask.views.hyperspy import to_hyperspy
+from ltdask.views.live import live
 
 if TYPE_CHECKING:
     from ltdask import analysis as analysis
     from ltdask import compat, masks
-    from ltdask import viz as viz
     from ltdask.io.formats._openers import *  # noqa: F403
     from ltdask.io.scan_array import mean_scan as mean
     from ltdask.io.scan_array import sum_scan as sum  # noqa: A004  (the documented name)
+    from ltdask.views import viz as viz
 
-#: imported when first used, not by ``import ltdask`` (see `ltdask._lazy`): the format
+#: imported when first used, not by ``import ltdask`` (see `ltdask.common._lazy`): the format
 #: openers (each format's module), the LiberTEM compatibility layer and its Analysis API,
 #: the masks (which need ``sparse`` and ``scipy.sparse``) and the live plots
 _LAZY = {
     # each built-in format's opener (the registry's list, see ltdask.io); plug-ins' openers
     # are found in the registry (the fallback)
     **_openers.NAMES,
-    **{name: f"ltdask.{name}" for name in ("analysis", "compat", "masks", "viz")},
+    **{name: f"ltdask.{name}" for name in ("analysis", "compat", "masks")},
+    # LiberTEM's live plot classes (``libertem.viz``), under their name there
+    "viz": "ltdask.views.viz",
     # the kernels' sums of any dask array (the route to them under dask's array-expr)
     "sum": "ltdask.io.scan_array:sum_scan",
     "mean": "ltdask.io.scan_array:mean_scan",
@@ -75,7 +79,7 @@ if _os.environ.get("LTDASK_ALIAS_LIBERTEM", "").strip().lower() not in (
 # package, which imports both, gives datasets their ``to_zarr`` method (``self`` is the
 # dataset that `write_dataset` takes first).
 DataSet.to_zarr = write_dataset
-# and ``ds.to_hyperspy(...)``: `to_hyperspy` with the dataset first (ltdask.interop)
+# and ``ds.to_hyperspy(...)``: `to_hyperspy` with the dataset first (ltdask.views.hyperspy)
 DataSet.to_hyperspy = to_hyperspy
 
 __all__ = [

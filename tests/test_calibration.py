@@ -1,4 +1,4 @@
-"""Physical calibrations: `ltdask.calibration.axes`, `DataSet.calibrate`, and the
+"""Physical calibrations: `ltdask.io.calibration.axes`, `DataSet.calibrate`, and the
 coordinates `to_xarray` gives calibrated dims."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from helpers.formatfiles import FORMAT_PARAMS
 
 import ltdask
 from ltdask import DataSetError
-from ltdask.calibration import Axis, axes
+from ltdask.io.calibration import Axis, axes
 from ltdask.udf import SumSigUDF, SumUDF
 
 
@@ -38,7 +38,7 @@ def test_axes_forms(value, expected):
         ((0, "nm"), "scale=0"),
         ((np.nan, "nm"), "must be finite"),
         (("a", "nm"), "is not a number"),
-        ("nm", "expected an ltdask.calibration.Axis"),
+        ("nm", "expected an ltdask.io.calibration.Axis"),
     ],
 )
 def test_axes_errors(value, message):

@@ -26,7 +26,7 @@ import xarray as xr
 import zarr
 
 import ltdask
-from ltdask.synthetic import synthetic_scan
+from ltdask.io.synthetic import synthetic_scan
 
 NAV = (6, 8)
 SIG = (16, 16)

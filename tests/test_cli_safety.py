@@ -174,7 +174,7 @@ def test_demo_failing_midway_cleans_up_only_its_own(tmp_path, monkeypatch, fault
     """An error while the demo runs (writing the results; drawing, after some pictures are
     written) leaves neither its scratch scan nor partial results, and all else as it was."""
     import ltdask
-    import ltdask.plot
+    import ltdask.views.plot
 
     setup(tmp_path)
     if out_exists:

@@ -150,7 +150,7 @@ def test_runs_on_a_cluster_take_no_extra_round_trips(client, scan):
 
 def test_workers_freeze_their_objects_after_a_partition_task(client, scan):
     """``ltdask.worker-gc-freeze`` (on by default): every worker that ran a partition task
-    has frozen the garbage collector's objects once (see `ltdask.worker_gc`)."""
+    has frozen the garbage collector's objects once (see `ltdask.runtime.worker_gc`)."""
     import gc
 
     _, raw, _ = scan

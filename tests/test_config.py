@@ -9,25 +9,25 @@ import numpy as np
 import pytest
 
 import ltdask
-from ltdask import _config
 from ltdask.exceptions import ConfigError
+from ltdask.runtime import settings
 
 GOOD = [
-    ("partition-bytes", "1KiB", _config.partition_bytes, 1024),
-    ("partition-bytes", 4096, _config.partition_bytes, 4096),
-    ("min-partitions", "3", _config.min_partitions, 3),
-    ("min-partitions", 7, _config.min_partitions, 7),
-    ("tile-bytes", "16KiB", _config.tile_bytes, 16384),
-    ("view-chunk-partitions", 2, _config.view_chunk_partitions, 2),
-    ("iter-updates", "25", _config.iter_updates, 25),
-    ("map-cache-bytes", 0, _config.map_cache_bytes, 0),
-    ("map-cache-bytes", "1MiB", _config.map_cache_bytes, 2**20),
-    ("worker-map-fraction", 0, _config.worker_map_fraction, 0.0),
-    ("worker-map-fraction", "0.25", _config.worker_map_fraction, 0.25),
-    ("cluster-partition-bytes", "64MiB", _config.cluster_partition_bytes, 64 * 2**20),
-    ("run-partition-bytes", "96MiB", _config.run_partition_bytes, 96 * 2**20),
-    ("worker-gc-freeze", "off", _config.worker_gc_freeze, False),
-    ("worker-gc-freeze", True, _config.worker_gc_freeze, True),
+    ("partition-bytes", "1KiB", settings.partition_bytes, 1024),
+    ("partition-bytes", 4096, settings.partition_bytes, 4096),
+    ("min-partitions", "3", settings.min_partitions, 3),
+    ("min-partitions", 7, settings.min_partitions, 7),
+    ("tile-bytes", "16KiB", settings.tile_bytes, 16384),
+    ("view-chunk-partitions", 2, settings.view_chunk_partitions, 2),
+    ("iter-updates", "25", settings.iter_updates, 25),
+    ("map-cache-bytes", 0, settings.map_cache_bytes, 0),
+    ("map-cache-bytes", "1MiB", settings.map_cache_bytes, 2**20),
+    ("worker-map-fraction", 0, settings.worker_map_fraction, 0.0),
+    ("worker-map-fraction", "0.25", settings.worker_map_fraction, 0.25),
+    ("cluster-partition-bytes", "64MiB", settings.cluster_partition_bytes, 64 * 2**20),
+    ("run-partition-bytes", "96MiB", settings.run_partition_bytes, 96 * 2**20),
+    ("worker-gc-freeze", "off", settings.worker_gc_freeze, False),
+    ("worker-gc-freeze", True, settings.worker_gc_freeze, True),
 ]
 
 
@@ -66,7 +66,7 @@ def test_bad_values_name_the_setting(key, value, expected):
     message = rf"the setting ltdask\.{key} is {value!r}; expected {expected}"
     with dask.config.set({f"ltdask.{key}": value}):
         with pytest.raises(ConfigError, match=message):
-            getattr(_config, key.replace("-", "_"))()
+            getattr(settings, key.replace("-", "_"))()
         run = ltdask.compute
         if key == "iter-updates":  # read by iterated runs only
             run = lambda ds, udfs: list(ltdask.iter(ds, udfs))  # noqa: E731
@@ -77,7 +77,7 @@ def test_bad_values_name_the_setting(key, value, expected):
 
 
 def fake_worker(limit, spill=0.7, pause=0.8):
-    """What `_config` reads of a ``distributed.Worker``: its memory manager."""
+    """What `settings` reads of a ``distributed.Worker``: its memory manager."""
     manager = SimpleNamespace(
         memory_limit=limit, memory_spill_fraction=spill, memory_pause_fraction=pause
     )
@@ -101,27 +101,27 @@ def test_worker_map_budget(monkeypatch, worker, fraction, budget):
     where distributed spills, pauses or restarts it; `auto` keeps maps by that budget in
     such a worker (as many files as the RAM), none where the fraction is 0, and half the
     RAM in any other process."""
-    monkeypatch.setattr(_config, "current_worker", lambda: worker)
+    monkeypatch.setattr(settings, "current_worker", lambda: worker)
     # distributed's default terminate fraction (its config is there once it is imported)
     config = {"ltdask.worker-map-fraction": fraction, "distributed.worker.memory.terminate": 0.95}
     with dask.config.set(config):
-        assert _config.worker_map_budget() == budget
-        expected = _config.total_memory() // 2
+        assert settings.worker_map_budget() == budget
+        expected = settings.total_memory() // 2
         if worker is not None and worker.memory_manager.memory_limit:
-            expected = _config.total_memory() if budget else 0
-        assert _config.map_cache_bytes() == expected
+            expected = settings.total_memory() if budget else 0
+        assert settings.map_cache_bytes() == expected
 
 
 def test_resident_bytes_is_what_psutil_measures():
     psutil = pytest.importorskip("psutil")
-    rss = _config.resident_bytes()
+    rss = settings.resident_bytes()
     assert rss is not None
     assert abs(rss - psutil.Process().memory_info().rss) < 16 * 2**20
 
 
 @pytest.mark.parametrize(
     "read, auto",
-    [(_config.run_partition_bytes, 512 * 2**20), (_config.cluster_partition_bytes, 2**30)],
+    [(settings.run_partition_bytes, 512 * 2**20), (settings.cluster_partition_bytes, 2**30)],
 )
 def test_run_partitions_follow_partition_bytes_when_set(read, auto):
     """``auto``: 512 MiB (1 GiB on a cluster) where ``ltdask.partition-bytes`` is the
@@ -136,7 +136,7 @@ def test_run_partitions_follow_partition_bytes_when_set(read, auto):
 
 def test_cluster_partitions_follow_run_partitions():
     with dask.config.set({"ltdask.run-partition-bytes": "256MiB"}):
-        assert _config.cluster_partition_bytes() == 256 * 2**20
+        assert settings.cluster_partition_bytes() == 256 * 2**20
         with dask.config.set({"ltdask.cluster-partition-bytes": "1GiB"}):
-            assert _config.cluster_partition_bytes() == 2**30
-            assert _config.run_partition_bytes() == 256 * 2**20
+            assert settings.cluster_partition_bytes() == 2**30
+            assert settings.run_partition_bytes() == 256 * 2**20

@@ -264,7 +264,7 @@ def test_hot_pixels_of_single_frames():
 def test_sparse_sample_reads_few_frames():
     """The default 64 frames of a 32×32 scan: an 8×8 grid over it, ends included; a ROI
     samples only its positions."""
-    from ltdask.synthetic import synthetic_scan
+    from ltdask.io.synthetic import synthetic_scan
 
     scan, shifts = synthetic_scan((32, 32), (64, 64))
     ds = ltdask.from_array(scan)

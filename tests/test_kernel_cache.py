@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import ltdask
-from ltdask import kernel_cache
+from ltdask.runtime import kernel_cache
 
 PACKAGE = Path(ltdask.__file__).parent
 #: numba's decorators that compile (and so take ``cache=``)
@@ -109,7 +109,7 @@ def test_loaded_kernels_have_a_cache():
 # -- the first-compile notice, in new processes with their own cache ---------------------------
 COMPILE_ONE = """
 import numpy as np
-from ltdask import kernel_cache
+from ltdask.runtime import kernel_cache
 from ltdask.io import read_ranges
 read_ranges.tile_table(5, 2, 1)
 read_ranges.tile_table(np.int32(5), 2, 1)  # a second signature: compiled, not announced
@@ -161,7 +161,7 @@ def test_user_kernels_are_not_announced(tmp_path):
 REALISTIC_RUN = """
 import numpy as np, ltdask
 from ltdask import masks
-from ltdask.kernel_cache import compiled_kernels
+from ltdask.runtime.kernel_cache import compiled_kernels
 from ltdask.udf import ApplyMasksUDF, CoMUDF, StdDevUDF, SumSigUDF, SumUDF
 nav, sig = (16, 24), (64, 64)
 roi = np.zeros(nav, bool); roi[3:11, 1::3] = True

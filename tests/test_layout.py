@@ -10,7 +10,7 @@ import ltdask
 
 PACKAGE = Path(ltdask.__file__).parent
 #: modules that are collections of numba kernels, allowed to be long
-KERNEL_MODULES = {"ltdask.udf.kernels.statistics", "ltdask.udf.builtin._kernels"}
+KERNEL_MODULES = {"ltdask.kernels.statistics", "ltdask.udf.builtin._kernels"}
 MAX_LINES = 450
 
 

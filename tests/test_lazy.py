@@ -1,5 +1,5 @@
 """A new process's ``import ltdask`` and first run import only what they use
-(`ltdask._lazy`), and every public name still resolves as before."""
+(`ltdask.common._lazy`), and every public name still resolves as before."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import ltdask
-from ltdask._progress import local_scheduler
+from ltdask.runtime.schedulers import local_scheduler
 
 #: imported by some uses only, never by ``import ltdask``
 NOT_ON_IMPORT = [
@@ -34,7 +34,7 @@ NOT_ON_IMPORT = [
     "ltdask.compat",
     "ltdask.analysis",
     "ltdask.masks",
-    "ltdask.viz",
+    "ltdask.views.viz",
     "ltdask.io.formats.raw",
     "ltdask.io.formats.hdf5",
 ]
@@ -101,7 +101,7 @@ def test_names_shared_with_modules_keep_their_meaning():
     # ``ltdask.live`` is the function, also once its module is imported by name; and
     # ``ltdask.io.formats`` the registry's function, also once a format module is imported
     import ltdask.io.formats.mrc  # noqa: F401
-    import ltdask.live  # noqa: F401
+    import ltdask.views.live  # noqa: F401
 
     assert callable(ltdask.live) and not isinstance(ltdask.live, types.ModuleType)
     assert ltdask.io.formats is ltdask.io.registry.formats

@@ -9,7 +9,7 @@ import pytest
 
 import ltdask
 from ltdask.udf import SumSigUDF, SumUDF
-from ltdask.viz import MPLLive2DPlot
+from ltdask.views.viz import MPLLive2DPlot
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

@@ -12,8 +12,8 @@ from matplotlib.figure import Figure
 from mpl_toolkits.axes_grid1.anchored_artists import AnchoredSizeBar
 
 import ltdask
-from ltdask import plot
 from ltdask.udf import ApplyMasksUDF, CoMUDF, SumSigUDF
+from ltdask.views import plot
 
 NAV = (6, 8)
 SIG = (10, 12)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ltdask
-from ltdask import _progress
+from ltdask.runtime import progress
 from ltdask.udf import SumSigUDF, SumUDF
 
 
@@ -55,10 +55,10 @@ def _tmp_store(capsys):
 
 
 def test_default_bar_waits_for_a_slow_run(ds, capsys, monkeypatch):
-    monkeypatch.setattr(_progress, "_watched", lambda: True)
+    monkeypatch.setattr(progress, "_watched", lambda: True)
     SumUDF().compute(ds)  # quicker than PROGRESS_DELAY: nothing
     assert capsys.readouterr().err == ""
-    monkeypatch.setattr(_progress, "PROGRESS_DELAY", 0.0)
+    monkeypatch.setattr(progress, "PROGRESS_DELAY", 0.0)
     SumUDF().compute(ds)
     assert _bar_counts(capsys.readouterr().err)[-1] == (6, 6)
     SumUDF().compute(ds, progress=False)
@@ -74,23 +74,23 @@ def test_to_zarr_and_plain_dask_computes_show_tasks(ds, capsys, tmp_path):
 
 
 def test_notice_goes_above_the_bar_on_its_own_line(capsys):
-    bar = _progress.PartitionBar(delay=0.0)
+    bar = progress.PartitionBar(delay=0.0)
     graph = {("ltdask-udf-x", 0): 1, ("ltdask-udf-x", 1): 2, ("other", 0): 3}
     bar._start_state(graph, {})
     bar._posttask(("ltdask-udf-x", 0), None, graph, {}, 0)
-    _progress.write_line("ltdask: compiling kernels, once")
+    progress.write_line("ltdask: compiling kernels, once")
     bar._posttask(("other", 0), None, graph, {}, 0)  # not a partition: not counted
     bar._finish(graph, {}, False)
-    _progress.write_line("after")
+    progress.write_line("after")
     err = capsys.readouterr().err
     assert re.search(r"(^|[\r\n])ltdask: compiling kernels, once\n", err), repr(err)
     assert _bar_counts(err)[-1] == (1, 2)
     assert err.endswith("after\n")
-    assert _progress._ACTIVE == []
+    assert progress._ACTIVE == []
 
 
 def test_synthetic_scan_shows_its_rows(capsys):
-    from ltdask.synthetic import synthetic_scan
+    from ltdask.io.synthetic import synthetic_scan
 
     quiet, _ = synthetic_scan((3, 2), (8, 8), seed=1)
     assert capsys.readouterr().err == ""

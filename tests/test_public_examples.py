@@ -20,17 +20,18 @@ PUBLIC_MODULES = [
     "ltdask.udf",
     "ltdask.masks",
     "ltdask.compat",
-    "ltdask.plot",
+    "ltdask.views.plot",
     "ltdask.corrections",
-    "ltdask.synthetic",
+    "ltdask.io.synthetic",
     "ltdask.beam",
     "ltdask.analysis",
     "ltdask.common",
-    "ltdask.calibration",
-    "ltdask.kernel_cache",
+    "ltdask.io.calibration",
+    "ltdask.runtime.kernel_cache",
+    "ltdask.udf.warmup",
     "ltdask.store",
     "ltdask.io",
-    "ltdask.interop",
+    "ltdask.views.hyperspy",
 ]
 
 #: a numpydoc ``Examples`` heading, then a ``>>>`` line in that section (before the next

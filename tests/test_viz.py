@@ -11,7 +11,7 @@ import ltdask
 from ltdask import UDF
 from ltdask.compat import Context
 from ltdask.udf import SumSigUDF, SumUDF
-from ltdask.viz import Dummy2DPlot, Live2DPlot, MPLLive2DPlot, plottable_channels
+from ltdask.views.viz import Dummy2DPlot, Live2DPlot, MPLLive2DPlot, plottable_channels
 
 
 class Recorder(Dummy2DPlot):

@@ -1,4 +1,4 @@
-"""`ltdask.worker_gc`: one ``gc.freeze()`` in a distributed worker after its first partition
+"""`ltdask.runtime.worker_gc`: one ``gc.freeze()`` in a distributed worker after its first partition
 task, as ``ltdask.worker-gc-freeze`` says (the real cluster: ``tests/test_cluster.py``)."""
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 
 import ltdask
-from ltdask import _config, worker_gc
 from ltdask.exceptions import ConfigError
+from ltdask.runtime import settings, worker_gc
 from ltdask.udf import SumUDF
 
 
 @pytest.fixture
 def fake_worker(monkeypatch):
     """This process seen as a worker that has not frozen anything yet; unfrozen after."""
-    monkeypatch.setattr(_config, "current_worker", lambda: object())
+    monkeypatch.setattr(settings, "current_worker", lambda: object())
     monkeypatch.setattr(worker_gc, "_FROZEN_IN", [])
     yield
     gc.unfreeze()

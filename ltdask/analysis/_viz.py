@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ltdask.plot import field_colours
+from ltdask.views.plot import field_colours
 
 __all__ = ["scaled_image", "vector_image"]
 

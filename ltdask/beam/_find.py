@@ -259,7 +259,7 @@ def find_beam(dataset, frames: int = 64, *, roi=None, corrections=None) -> Beam:
     Examples
     --------
     >>> import numpy as np, ltdask
-    >>> from ltdask.synthetic import synthetic_scan
+    >>> from ltdask.io.synthetic import synthetic_scan
     >>> scan, shifts = synthetic_scan((16, 16), (64, 64))  # r = 8 around (32, 32) + shifts
     >>> beam = ltdask.find_beam(ltdask.from_array(scan))
     >>> round(beam.cy), round(beam.cx), round(beam.r)

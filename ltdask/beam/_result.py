@@ -126,7 +126,7 @@ class Beam:
         """
         import xarray as xr
 
-        from ltdask import plot
+        from ltdask.views import plot
 
         ax = plot._axes(ax)  # first: its error names what to install
         from matplotlib.colors import LogNorm

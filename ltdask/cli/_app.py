@@ -66,7 +66,7 @@ def run_context(ctx: click.Context) -> Iterator[Any]:
 
 
 def _precompile(client) -> None:
-    from ltdask.kernel_cache import warmup
+    from ltdask.udf.warmup import warmup
 
     reports = [warmup()]
     if client is not None:

@@ -13,8 +13,8 @@ import click
 from ltdask.cli._app import run_context
 from ltdask.cli._options import parse_shape
 from ltdask.cli._pictures import save_picture
-from ltdask.plot import field_colours
-from ltdask.synthetic import synthetic_scan
+from ltdask.io.synthetic import synthetic_scan
+from ltdask.views.plot import field_colours
 
 #: the pictures ``ltdask demo`` draws: file name -> title
 PICTURES = {
@@ -85,7 +85,7 @@ def _draw(out_dir: str, store: str) -> list[str]:
     """The PNGs of the results in `store` (with `ltdask.plot`); their paths."""
     import xarray as xr
 
-    from ltdask import plot
+    from ltdask.views import plot
 
     vd = xr.open_zarr(store, group="virtual_detectors")["intensity"].compute()
     com = xr.open_zarr(store, group="com").compute()

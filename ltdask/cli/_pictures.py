@@ -51,7 +51,7 @@ def result_pictures(result, nav_dims: tuple[str, ...], sig_dims: tuple[str, ...]
     for every variable that is an image on the scan's (`nav_dims`) or the detector's
     (`sig_dims`) two dims, and ``field``, the CoM field in colours, where the result has
     ``field_y`` and ``field_x``."""
-    from ltdask import plot
+    from ltdask.views import plot
 
     pairs = [dims for dims in (tuple(nav_dims), tuple(sig_dims)) if len(dims) == 2]
     pictures: dict[str, Picture] = {}

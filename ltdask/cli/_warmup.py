@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ltdask.kernel_cache import WARMUP_DTYPES
+from ltdask.udf.warmup import WARMUP_DTYPES
 
 
 def _dtypes(ctx, param, values):
@@ -31,7 +31,7 @@ def _dtypes(ctx, param, values):
 def warmup(dtypes):
     """Compile the kernels of the shipped analyses and readers into numba's cache, so that
     later processes (and cluster workers that share the cache folder) start warm."""
-    from ltdask.kernel_cache import warmup as compile_kernels
+    from ltdask.udf.warmup import warmup as compile_kernels
 
     report = compile_kernels(dtypes, verbose=True)
     what = (

@@ -138,9 +138,9 @@ LIBERTEM_MODULES: dict[str, tuple[str, ...]] = {
     "libertem.analysis.radialfourier": ("ltdask.analysis.radial",),
     "libertem.analysis.fem": ("FEMAnalysis=ltdask.analysis.rings:FEMAnalysis",),
     "libertem.analysis.apply_fft_mask": ("ApplyFFTMask=ltdask.analysis.rings:ApplyFFTMask",),
-    "libertem.viz": ("ltdask.viz",),
-    "libertem.viz.base": ("ltdask.viz",),
-    "libertem.viz.mpl": ("MPLLive2DPlot=ltdask.viz:MPLLive2DPlot",),
+    "libertem.viz": ("ltdask.views.viz",),
+    "libertem.viz.base": ("ltdask.views.viz",),
+    "libertem.viz.mpl": ("MPLLive2DPlot=ltdask.views.viz:MPLLive2DPlot",),
 }
 
 

@@ -30,7 +30,7 @@ from ltdask.exceptions import DataSetError, ExecutorSpecException
 from ltdask.udf.api import RunControl, compute, compute_datasets, iter_steps
 from ltdask.udf.builtin.pick import AutoUDF
 from ltdask.udf.roi import normalize_roi
-from ltdask.viz import MPLLive2DPlot
+from ltdask.views.viz import MPLLive2DPlot
 
 _IGNORED_LOAD_KEYS = ("num_partitions", "io_backend", "tileshape", "enable_direct")
 #: file type -> {LiberTEM's ``Context.load`` keyword: the ``open_*`` keyword it is}

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ltdask.calibration import calibrated
 from ltdask.compat.executors import refuse
 from ltdask.io._memory import ArrayDataSet
+from ltdask.io.calibration import calibrated
 
 __all__ = ["MemoryDataSet"]
 

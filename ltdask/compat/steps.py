@@ -8,7 +8,7 @@ import asyncio
 from ltdask.compat.results import UDFResults, dry_run
 from ltdask.exceptions import warn
 from ltdask.udf.api import RunControl
-from ltdask.viz import plottable_channels
+from ltdask.views.viz import plottable_channels
 
 
 class ResultGenerator:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 # the formats subpackage before the registry's `formats` function, which takes the name
 # here: a subpackage imported later (a format's first use) would put itself in its place
 from ltdask.io import formats as _formats_package  # noqa: F401  # isort: skip
-from ltdask._lazy import lazy_exports
+from ltdask.common._lazy import lazy_exports
 from ltdask.io import registry
 from ltdask.io._memory import ArrayDataSet, from_array
 from ltdask.io.chunked import ChunkedArrayDataSet

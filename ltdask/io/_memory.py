@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ltdask.calibration import takes_calibration
 from ltdask.common import Slice
 from ltdask.exceptions import DataSetError
+from ltdask.io.calibration import takes_calibration
 from ltdask.io.checks import check_shape, check_sig_dims
 from ltdask.io.dataset import DataSet, flat_of
 from ltdask.io.tiling import TilingScheme

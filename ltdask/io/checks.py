@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ltdask import _config
 from ltdask._types import PathLike
 from ltdask.exceptions import DataSetError
+from ltdask.runtime import settings
 
 # -- values ----------------------------------------------------------------------------------
 
@@ -92,7 +92,7 @@ def check_fits_memory(shape: Sequence[int], dtype, where: str) -> None:
     data of a few entries can stand for dense frames of any size), naming `where`."""
     dt = np.dtype(dtype)
     nbytes = math.prod(shape) * dt.itemsize
-    memory = _config.total_memory()
+    memory = settings.total_memory()
     if nbytes > memory:
         raise DataSetError(
             f"{where}: dense frames of shape {tuple(shape)} as {dt} need "

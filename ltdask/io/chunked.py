@@ -19,7 +19,6 @@ paths and shapes.
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 from collections.abc import Callable, Iterator, Sequence
 
@@ -28,7 +27,7 @@ import numpy as np
 from ltdask.common import Slice
 from ltdask.io.checks import check_shape, check_sig_dims
 from ltdask.io.dataset import DataSet
-from ltdask.io.partition import nav_grid
+from ltdask.io.partition import Sizing, nav_grid
 from ltdask.io.tiling import TilingScheme
 
 #: how much larger than the default a partition may grow to start on chunk boundaries
@@ -38,7 +37,10 @@ Reader = Callable[[tuple, np.ndarray], None]
 
 
 def aligned_nav_grid(
-    nav_shape: Sequence[int], frame_bytes: int, align: Sequence[int] | None
+    nav_shape: Sequence[int],
+    frame_bytes: int,
+    align: Sequence[int] | None,
+    sizing: Sizing | None = None,
 ) -> tuple[tuple[int, ...], ...]:
     """The partition grid of :func:`~ltdask.io.partition.nav_grid`, with blocks that start
     on the boundaries of storage chunks of nav shape `align`.
@@ -50,7 +52,7 @@ def aligned_nav_grid(
     ones, the default grid is kept (and tasks share some chunks).
     """
     nav = tuple(int(n) for n in nav_shape)
-    default = nav_grid(nav, frame_bytes)
+    default = nav_grid(nav, frame_bytes, sizing=sizing)
     if align is None or len(align) != len(nav):
         return default
     target = math.prod(c[0] for c in default)
@@ -231,10 +233,9 @@ class ChunkedArrayDataSet(DataSet):
     def need_decode(self, read_dtype, roi=None) -> bool:
         return True
 
-    @functools.cached_property
-    def nav_chunks(self) -> tuple[tuple[int, ...], ...]:
+    def partition_grid(self, sizing: Sizing) -> tuple[tuple[int, ...], ...]:
         frame_bytes = math.prod(self.sig_shape) * max(4, self.dtype.itemsize)
-        return aligned_nav_grid(self.nav_shape, frame_bytes, self.get_nav_alignment())
+        return aligned_nav_grid(self.nav_shape, frame_bytes, self.get_nav_alignment(), sizing)
 
     # -- reading (in tasks) ------------------------------------------------------------------
     def _read(

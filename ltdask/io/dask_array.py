@@ -61,13 +61,31 @@ def _chunks_of(ds: DataSet, dtype: np.dtype, chunks):
 COPY_CHUNK_BYTES = 16 << 20
 
 
+def dask_nav_chunks(ds: DataSet, dtype) -> tuple[tuple[int, ...], ...]:
+    """Nav chunks of ``to_dask()``: the partitions, or, where chunks are views of the page
+    cache (which cost no memory), blocks of ``ltdask.view-chunk-partitions`` partitions:
+    fewer, larger tasks make dask reductions faster."""
+    from ltdask.io.partition import nav_grid
+    from ltdask.runtime import settings
+
+    frame_bytes = math.prod(ds.sig_shape) * max(4, ds.dtype.itemsize)
+    if not ds.hands_out_views(dtype):
+        # dense chunks: partitions of sparse data would be too large for them
+        if ds.partition_frame_bytes() < frame_bytes:
+            return nav_grid(ds.nav_shape, frame_bytes)
+        return ds.nav_chunks
+    target = settings.view_chunk_partitions() * settings.partition_bytes() // frame_bytes
+    target = min(max(1, target), max(1, ds.num_frames // settings.min_partitions()))
+    return nav_grid(ds.nav_shape, frame_bytes, target_frames=target)
+
+
 def _copy_nav_chunks(ds: DataSet, dtype: np.dtype, sig_chunks) -> tuple:
-    """`DataSet.dask_nav_chunks`, cut finer where the chunks are copies of whole frames
-    larger than `COPY_CHUNK_BYTES` (where the frame is cut into signal chunks, a finer nav
-    grid would multiply their number)."""
+    """`dask_nav_chunks`, cut finer where the chunks are copies of whole frames larger than
+    `COPY_CHUNK_BYTES` (where the frame is cut into signal chunks, a finer nav grid would
+    multiply their number)."""
     from ltdask.io.partition import nav_grid
 
-    nav = ds.dask_nav_chunks(dtype)
+    nav = dask_nav_chunks(ds, dtype)
     if ds.hands_out_views(dtype) or any(len(c) > 1 for c in sig_chunks):
         return nav
     frame_bytes = math.prod(ds.sig_shape) * dtype.itemsize

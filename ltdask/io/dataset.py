@@ -9,13 +9,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ltdask import _config
-from ltdask.calibration import Calibrated
 from ltdask.common import Shape, Slice
 from ltdask.common.shape import RoiBuilder
 from ltdask.exceptions import DataSetError, MissingFramesWarning, UDFError, warn
+from ltdask.io.calibration import Calibrated
 from ltdask.io.checks import SUPPORTED_DTYPES, check_dtype, check_shape, unsupported
-from ltdask.io.partition import Partition, nav_grid, partitions_for_grid
+from ltdask.io.partition import Partition, Sizing, nav_grid, partitions_for_grid
 from ltdask.io.tiling import Negotiator, TilingPreferences, TilingScheme, flat_of
 
 #: partitions without any frame (a nav shape far beyond the files) that planning accepts
@@ -200,8 +199,16 @@ class DataSet(Calibrated):
 
     @functools.cached_property
     def nav_chunks(self) -> tuple[tuple[int, ...], ...]:
-        """The partition grid: chunk sizes per nav dim."""
-        chunks = nav_grid(self.nav_shape, self.partition_frame_bytes())
+        """The partition grid (chunk sizes per nav dim) for the settings when first asked."""
+        return self.checked_grid(Sizing.from_settings())
+
+    def partition_grid(self, sizing: Sizing) -> tuple[tuple[int, ...], ...]:
+        """The partition grid for `sizing` (chunked formats align it to their chunks)."""
+        return nav_grid(self.nav_shape, self.partition_frame_bytes(), sizing=sizing)
+
+    def checked_grid(self, sizing: Sizing) -> tuple[tuple[int, ...], ...]:
+        """`partition_grid`; a `DataSetError` where most partitions would hold no frame."""
+        chunks = self.partition_grid(sizing)
         self._check_empty_partitions(chunks)
         return chunks
 
@@ -227,20 +234,6 @@ class DataSet(Calibrated):
     def hands_out_views(self, dtype) -> bool:
         """Whether reading as `dtype` gives views of the files rather than copies."""
         return False
-
-    def dask_nav_chunks(self, dtype) -> tuple[tuple[int, ...], ...]:
-        """Nav chunks of :meth:`to_dask`: the partitions, or, where chunks are views of the
-        page cache (which cost no memory), blocks of ``ltdask.view-chunk-partitions``
-        partitions: fewer, larger tasks make dask reductions faster."""
-        frame_bytes = math.prod(self.sig_shape) * max(4, self.dtype.itemsize)
-        if not self.hands_out_views(dtype):
-            # dense chunks: partitions of sparse data would be too large for them
-            if self.partition_frame_bytes() < frame_bytes:
-                return nav_grid(self.nav_shape, frame_bytes)
-            return self.nav_chunks
-        target = _config.view_chunk_partitions() * _config.partition_bytes() // frame_bytes
-        target = min(max(1, target), max(1, self.num_frames // _config.min_partitions()))
-        return nav_grid(self.nav_shape, frame_bytes, target_frames=target)
 
     def negotiate(
         self,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ltdask import scratch
+from ltdask.runtime import scratch
 
 
 @numba.njit(nogil=True, cache=True)

@@ -13,12 +13,12 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ltdask import scratch
 from ltdask.common import Slice
 from ltdask.io.dataset import DataSet
 from ltdask.io.decode import Decoder
 from ltdask.io.fileset import FileSet, MappedFiles
 from ltdask.io.tiling import TilingScheme, flat_of
+from ltdask.runtime import scratch
 
 
 class FileDataSet(DataSet):

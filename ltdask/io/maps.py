@@ -16,9 +16,9 @@ import threading
 
 import numpy as np
 
-from ltdask import _config
 from ltdask.exceptions import DataSetError
 from ltdask.io.checks import Signature, changed_error, file_kind, same_version, signature_of
+from ltdask.runtime import settings
 
 #: whether maps made in this context go into the `MapCache` (see `keeping_maps`)
 _KEEP_MAPS: contextvars.ContextVar[bool] = contextvars.ContextVar("ltdask_keep_maps", default=False)
@@ -127,7 +127,7 @@ class MapCache:
             return entry[0]
 
     def put(self, key, buf: np.ndarray, mm: mmap.mmap | None = None) -> np.ndarray:
-        limit = _config.map_cache_bytes()
+        limit = settings.map_cache_bytes()
         if limit <= 0 or buf.nbytes > limit:
             return buf
         with self._lock:
@@ -142,7 +142,7 @@ class MapCache:
 
     def trim(self) -> None:
         """In a ``distributed`` worker with a memory limit: give back pages of kept maps
-        until the process's RSS is within ``_config.worker_map_budget`` -- the least
+        until the process's RSS is within ``settings.worker_map_budget`` -- the least
         recently used map first, each from its start, `RELEASE_BYTES` at a time. The maps
         stay kept (their pages fault in again when read). Releasing from the start keeps
         the end of a map resident, so scans over more than the budget still find that
@@ -151,17 +151,17 @@ class MapCache:
         """
         if not self._maps:
             return
-        budget = _config.worker_map_budget()
+        budget = settings.worker_map_budget()
         if budget is None:
             return
         with self._lock:
-            rss = _config.resident_bytes()
+            rss = settings.resident_bytes()
             if rss is None or rss <= budget:
                 return
             for buf, mm in self._maps.values():
                 for start in range(0, buf.nbytes, RELEASE_BYTES):
                     _release(mm, start, min(RELEASE_BYTES, buf.nbytes - start))
-                    rss = _config.resident_bytes()
+                    rss = settings.resident_bytes()
                     if rss is None or rss <= budget:
                         return
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 
-from ltdask.calibration import CALIBRATION_KEYWORDS, calibrated
 from ltdask.exceptions import DataSetError
+from ltdask.io.calibration import CALIBRATION_KEYWORDS, calibrated
 from ltdask.io.checks import is_regular_file, stat_regular_file
 from ltdask.io.dataset import DataSet
 from ltdask.io.registry import (

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ltdask import _config
 from ltdask.common import Shape, Slice
+from ltdask.runtime import settings
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,26 @@ class Partition:
         )
 
 
+@dataclass(frozen=True)
+class Sizing:
+    """How large partitions are: about `partition_bytes` each (frames counted as float32
+    pixels), and at least `min_partitions` of them where the scan has the frames.
+
+    A dataset's own grid (`ltdask.io.dataset.DataSet.nav_chunks`) takes the settings
+    (`from_settings`) when it is first asked for; a run's grid is made for its scheduler
+    (`for_run`) with a `Sizing` given explicitly, so that planning changes no global state
+    and two threads can plan at once.
+    """
+
+    partition_bytes: int
+    min_partitions: int
+
+    @classmethod
+    def from_settings(cls) -> Sizing:
+        """``ltdask.partition-bytes`` and ``ltdask.min-partitions``."""
+        return cls(settings.partition_bytes(), settings.min_partitions())
+
+
 #: frames a partition of frames of at least LARGE_FRAME bytes holds at least (`nav_grid`)
 MIN_FRAMES = 32
 LARGE_FRAME = 2**20
@@ -57,19 +77,26 @@ LARGE_FRAME = 2**20
 RUN_MIN_FRAMES = 64
 
 
-def nav_grid(nav_shape: Sequence[int], frame_bytes: int, target_frames: int | None = None):
+def nav_grid(
+    nav_shape: Sequence[int],
+    frame_bytes: int,
+    target_frames: int | None = None,
+    sizing: Sizing | None = None,
+):
     """Chunk sizes per nav dim such that every block is one contiguous flat-nav range.
 
-    Trailing dims stay whole as long as a block of them fits ``ltdask.partition-bytes``
-    (counted as float32 pixels; for frames of 1 MiB or more, up to 4x that for `MIN_FRAMES`
-    frames); the next dim is cut into pieces of one size (the last may
-    be smaller, as Zarr chunks), leading dims into pieces of one. There are at least
-    ``ltdask.min-partitions`` blocks where the scan has that many frames.
+    Trailing dims stay whole as long as a block of them fits the `sizing`'s partition bytes
+    (default: the settings, `Sizing.from_settings`; counted as float32 pixels; for frames
+    of 1 MiB or more, up to 4x that for `MIN_FRAMES` frames); the next dim is cut into
+    pieces of one size (the last may be smaller, as Zarr chunks), leading dims into pieces
+    of one. There are at least the sizing's ``min_partitions`` blocks where the scan has
+    that many frames.
     """
     nav = tuple(int(n) for n in nav_shape)
     total = math.prod(nav)
     if target_frames is None:
-        budget = _config.partition_bytes()
+        sizing = sizing or Sizing.from_settings()
+        budget = sizing.partition_bytes
         target_frames = max(1, budget // max(1, frame_bytes))
         if frame_bytes >= LARGE_FRAME:
             # at least MIN_FRAMES where that stays within 4x the budget (a partition's
@@ -77,7 +104,7 @@ def nav_grid(nav_shape: Sequence[int], frame_bytes: int, target_frames: int | No
             # partitions of K2 frames spent more on those than on their frames)
             target_frames = max(target_frames, min(MIN_FRAMES, 4 * budget // frame_bytes))
         # rounding down: ceil(12 / 5) = 3 frames would give 4 partitions, not at least 5
-        target_frames = min(target_frames, max(1, total // _config.min_partitions()))
+        target_frames = min(target_frames, max(1, total // sizing.min_partitions))
     target_frames = max(1, int(target_frames))
     chunks: list[tuple[int, ...]] = []
     # find the split dim: the first dim whose trailing block fits the target
@@ -122,22 +149,21 @@ def partitions_for_grid(nav_chunks: Sequence[Sequence[int]]) -> list[Partition]:
     return parts
 
 
-def regridded(dataset, settings: dict):
-    """A shallow copy of `dataset` whose partition grid is made under the ltdask `settings`
-    (its own grid, file chunk alignment and all), or `dataset` where that grid cannot be
-    made."""
-    import dask
-
+def regridded(dataset, sizing: Sizing):
+    """A shallow copy of `dataset` whose partition grid is its own grid made for `sizing`
+    (file chunk alignment and all, `ltdask.io.dataset.DataSet.partition_grid`), or
+    `dataset` where that grid cannot be made or is the one it has."""
     from ltdask.exceptions import DataSetError
 
+    try:
+        chunks = dataset.checked_grid(sizing)
+    except DataSetError:  # far more partitions without frames than planning accepts
+        return dataset
+    if chunks == dataset.nav_chunks:
+        return dataset
     other = object.__new__(type(dataset))
     other.__dict__.update(dataset.__dict__)
-    other.__dict__.pop("nav_chunks", None)  # the cached grid
-    with dask.config.set(settings):
-        try:
-            other.nav_chunks  # noqa: B018  (made and cached under these settings)
-        except DataSetError:  # far more partitions without frames than planning accepts
-            return dataset
+    other.__dict__["nav_chunks"] = chunks  # (the cached property's slot)
     return other
 
 
@@ -156,10 +182,10 @@ def for_run(dataset):
     (synchronous, processes) keep the dataset's partitions, and so does a dataset whose
     partitions were made under other settings than the current ones
     (``ltdask.partition-bytes`` set when it was opened)."""
-    from ltdask._progress import cluster_client, cluster_workers
+    from ltdask.runtime.schedulers import cluster_client, cluster_workers
 
-    local_size = _config.run_partition_bytes()  # (both checked on every run)
-    cluster_size = _config.cluster_partition_bytes()
+    local_size = settings.run_partition_bytes()  # (both checked on every run)
+    cluster_size = settings.cluster_partition_bytes()
     client = cluster_client()
     if client is not None:
         size = cluster_size
@@ -177,7 +203,7 @@ def for_run(dataset):
         threads = _local_threads()
         if threads is None:
             return dataset
-        nthreads, shares = [threads], [_config.total_memory() // threads]
+        nthreads, shares = [threads], [settings.total_memory() // threads]
     threads = sum(nthreads)
     frame_bytes = math.prod(dataset.sig_shape) * 4  # (counted as float32, as partitions are)
     if frame_bytes >= LARGE_FRAME:
@@ -186,10 +212,11 @@ def for_run(dataset):
     if shares:
         size = min(size, min(shares) // 8)
     have = len(dataset.get_partitions())
-    if have <= 2 * threads or regridded(dataset, {}).nav_chunks != dataset.nav_chunks:
+    configured = Sizing.from_settings()
+    if have <= 2 * threads or dataset.partition_grid(configured) != dataset.nav_chunks:
         return dataset
-    minimum = max(2 * threads, _config.min_partitions())
-    coarse = regridded(dataset, {"ltdask.partition-bytes": size, "ltdask.min-partitions": minimum})
+    minimum = max(2 * threads, configured.min_partitions)
+    coarse = regridded(dataset, Sizing(size, minimum))
     return coarse if len(coarse.get_partitions()) < have else dataset
 
 
@@ -219,4 +246,6 @@ def with_min_partitions(dataset, count: int):
     """
     if len(dataset.get_partitions()) >= min(count, dataset.num_frames):
         return dataset
-    return regridded(dataset, {"ltdask.min-partitions": max(count, _config.min_partitions())})
+    configured = Sizing.from_settings()
+    count = max(count, configured.min_partitions)
+    return regridded(dataset, Sizing(configured.partition_bytes, count))

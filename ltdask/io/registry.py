@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Any
 
-from ltdask.calibration import CALIBRATION_KEYWORDS
 from ltdask.exceptions import DataSetError, warn
+from ltdask.io.calibration import CALIBRATION_KEYWORDS
 
 if TYPE_CHECKING:
     from ltdask.io.dataset import DataSet

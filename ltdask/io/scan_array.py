@@ -188,7 +188,7 @@ def chunk_sum(x, axis=None, keepdims=True, dtype=None, computing_meta=False):
     acc_dtype = None if flat is None else _sum_dtype(x.dtype, dtype, flat[1])
     if acc_dtype is None:
         return np.sum(x, axis=axis, dtype=dtype, keepdims=keepdims)
-    from ltdask.udf.kernels.statistics import sum_frames, sum_pixels
+    from ltdask.kernels.statistics import sum_frames, sum_pixels
 
     frames, per_pixel = flat
     if per_pixel:

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from ltdask import _config
 from ltdask.common import Shape, Slice
+from ltdask.runtime import settings
 
 if TYPE_CHECKING:
     from ltdask.io.dataset import DataSet
@@ -193,7 +193,7 @@ class Negotiator:
     """
 
     def __init__(self, tile_bytes: int | None = None):
-        self.tile_bytes = int(tile_bytes) if tile_bytes is not None else _config.tile_bytes()
+        self.tile_bytes = int(tile_bytes) if tile_bytes is not None else settings.tile_bytes()
 
     def get_scheme(
         self,

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 from dask.utils import format_bytes
 
-from ltdask import _config
 from ltdask.exceptions import LtdaskError, PerformanceWarning, warn
+from ltdask.runtime import settings
 
 
 def regular_chunks(chunks: Sequence[Sequence[int]]) -> bool:
@@ -75,7 +75,7 @@ def zarr_aligned(arr, what: str = "a dask array", avoid: str | None = None):
         target = tuple(max(c) if c else 1 for c in arr.chunks)
         before = arr.chunks
         arr = arr.rechunk(target)
-        if arr.nbytes >= _config.partition_bytes():
+        if arr.nbytes >= settings.partition_bytes():
             _warn_rechunk(arr, what, before, target, avoid)
     chunks = tuple(max(c[0], 1) if c else 1 for c in arr.chunks)
     check_alignment(arr.chunks, chunks)

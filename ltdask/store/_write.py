@@ -6,8 +6,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ltdask._progress import compute
 from ltdask._version import __version__
+from ltdask.runtime.progress import compute
 from ltdask.store._chunks import check_alignment, zarr_aligned
 from ltdask.store._convert import checked_astype, needs_check
 from ltdask.store._replace import atomic_store

@@ -211,12 +211,12 @@ def roi_for(nav_shape: Sequence[int], seed: int = 1) -> np.ndarray:
 
 def _sums(ds: DataSet, reference: np.ndarray, roi, scheduler: Any = None) -> None:
     """SumSigUDF and SumUDF over `ds` (with `roi`) against numpy's sums of the reference."""
-    import ltdask
-    from ltdask.udf import SumSigUDF, SumUDF
+    from ltdask.udf.api import compute
+    from ltdask.udf.builtin import SumSigUDF, SumUDF
 
     config = SMALL_PARTITIONS if scheduler is None else {**SMALL_PARTITIONS, "scheduler": scheduler}
     with dask.config.set(config):
-        sig_sums, sums = ltdask.compute(ds, [SumSigUDF(), SumUDF()], roi=roi)
+        sig_sums, sums = compute(ds, [SumSigUDF(), SumUDF()], roi=roi)
     truth = reference.astype("float64")
     axes = tuple(range(len(ds.nav_shape), reference.ndim))
     selected = np.ones(ds.nav_shape, bool) if roi is None else roi

@@ -88,12 +88,12 @@ class FormatTests:
             return opener
         if self.format is None:
             raise TypeError(f"{type(self).__name__}: set `format` or `opener`")
-        import ltdask
+        from ltdask.io.open import open_dataset
 
         name = self.format
 
         def open_format(target, **keywords):
-            return ltdask.open(target, format=name, **keywords)
+            return open_dataset(target, format=name, **keywords)
 
         open_format.__name__ = f"ltdask.open(format={name!r})"
         return open_format

@@ -18,7 +18,7 @@ Shared by them: :mod:`~ltdask.udf.interface` (`UDFBase`, what the engine calls; 
 :mod:`~ltdask.udf.base` adds the run methods), :mod:`~ltdask.udf.buffers`,
 :mod:`~ltdask.udf.meta`, :mod:`~ltdask.udf.roi` (the ROI, normalised once),
 :mod:`~ltdask.udf.bind` (the one place a UDF instance is bound to a run),
-:mod:`~ltdask.udf.tasks` (hand-written graph layers), :mod:`~ltdask.udf.kernels` (numba
+:mod:`~ltdask.udf.tasks` (hand-written graph layers), :mod:`~ltdask.kernels` (numba
 kernels the engine shares). The shipped UDFs (:mod:`~ltdask.udf.builtin`) use only the
 public interface.
 """

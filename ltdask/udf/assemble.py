@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ltdask._progress import compute as run_compute
-from ltdask._progress import on_a_cluster, partition_bar
 from ltdask._version import __version__
 from ltdask.exceptions import UDFError
+from ltdask.runtime.progress import compute as run_compute
+from ltdask.runtime.progress import partition_bar
+from ltdask.runtime.schedulers import on_a_cluster
 from ltdask.udf.buffers import BufferSpec, valid_names
 from ltdask.udf.graph import PartitionGraph
 from ltdask.udf.merge import merged

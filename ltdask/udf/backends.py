@@ -48,7 +48,7 @@ def gpu_available() -> bool:
     """Whether the run's scheduler can use a CUDA device: on a `distributed` cluster, a
     worker started with a ``GPU`` resource (``dask worker --resources GPU=1``, or
     dask-cuda's workers); on the local schedulers, CuPy finding a device here."""
-    from ltdask._progress import cluster_client, cluster_workers
+    from ltdask.runtime.schedulers import cluster_client, cluster_workers
 
     client = cluster_client()
     if client is not None:
@@ -59,7 +59,7 @@ def gpu_available() -> bool:
 def on_cluster() -> bool:
     """Whether computations go to a `distributed` Client (the configured scheduler or the
     default Client)."""
-    from ltdask._progress import cluster_client
+    from ltdask.runtime.schedulers import cluster_client
 
     return cluster_client() is not None
 

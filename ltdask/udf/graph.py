@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ltdask._progress import PARTITION_TASKS
 from ltdask.common import Slice
+from ltdask.runtime.progress import PARTITION_TASKS
 from ltdask.udf.backends import on_cluster
 from ltdask.udf.buffers import expand_nav, filled
 from ltdask.udf.plan import RunPlan, plan_run

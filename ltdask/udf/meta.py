@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ltdask.calibration import Axis
 from ltdask.common import Shape, Slice
+from ltdask.io.calibration import Axis
 from ltdask.io.layout import PixelLayout
 
 
@@ -37,7 +37,7 @@ class UDFMeta:
         ltdask extension: an id of the run, fresh for each run, while its partitions are
         processed (None elsewhere): a key for per-process caches of what a UDF derives from
         its parameters (so nothing leaks into a later run).
-    nav_calibration, sig_calibration : tuple of ltdask.calibration.Axis
+    nav_calibration, sig_calibration : tuple of ltdask.io.calibration.Axis
         ltdask extension: the dataset's physical calibration of each nav and signal dim.
 
     Made by the engine (:func:`ltdask.udf.bind.make_meta`), one per UDF instance. Made by

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ltdask import _config
 from ltdask.common import Shape, Slice
 from ltdask.exceptions import MergeNotImplementedError, UDFError
 from ltdask.io.dataset import DataSet
 from ltdask.io.partition import Partition
 from ltdask.io.tiling import TilingPreferences, TilingScheme
+from ltdask.runtime import settings
 from ltdask.udf.backends import NUMPY as BACKEND_NUMPY
 from ltdask.udf.backends import plan_backends
 from ltdask.udf.bind import RunContext, bind
@@ -163,7 +163,7 @@ def plan_run(
     for template, main in zip(udfs, mains, strict=True):
         template.meta = main.meta  # as LiberTEM: the instance given knows the run
     specs = [declared_buffers(m) for m in mains]
-    memory = _config.total_memory()
+    memory = settings.total_memory()
     for declared in specs:
         for name, spec in declared.items():
             # results come back to this process, nav ones at the full nav size
@@ -333,7 +333,7 @@ def _cluster_nonce() -> str | None:
     the scheduler is still releasing, and the client then gathers them before they are
     computed again ("Couldn't gather keys ... rescheduling", logged as errors; 3-10 in 60
     back-to-back SumUDF runs)."""
-    from ltdask._progress import cluster_client
+    from ltdask.runtime.schedulers import cluster_client
 
     return uuid.uuid4().hex if cluster_client() is not None else None
 

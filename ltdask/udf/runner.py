@@ -14,13 +14,13 @@ from typing import Any
 import numpy as np
 from dask.sizeof import sizeof
 
-from ltdask import scratch, worker_gc
 from ltdask.common import Shape, Slice
 from ltdask.exceptions import UDFError
 from ltdask.io.dataset import DataSet
 from ltdask.io.maps import keeping_maps
 from ltdask.io.partition import Partition
 from ltdask.io.tiling import TilingScheme, flat_of
+from ltdask.runtime import scratch, worker_gc
 from ltdask.udf.backends import NUMPY as BACKEND_NUMPY
 from ltdask.udf.backends import TileForms, on_device, to_host
 from ltdask.udf.bind import PartitionPlace, RunContext, bind, partition_params

@@ -10,11 +10,11 @@ three times (each kernel alone is bound by memory or by its arithmetic; one fuse
 is as fast as the slowest of them).
 
 ``stats.moments`` is the running ``[count, mean, m2, shift]`` of the partition's frames
-so far in the current signal slice (see :func:`ltdask.udf.kernels.statistics.moments`;
+so far in the current signal slice (see :func:`ltdask.kernels.statistics.moments`;
 the same list object for the whole partition, updated in place), so ``"pixel_sums"``
 are ``mean * count``; ``stats.frame_sums`` is the current tile's sum of each frame over
 the slice (float64). On 8/16-bit integer tiles the pass is exact
-(:mod:`ltdask.udf.kernels.integer_moments`): ``stats.moments`` is an `IntegerMoments`
+(:mod:`ltdask.kernels.integer_moments`): ``stats.moments`` is an `IntegerMoments`
 (`finished_moments` gives the list; its ``pixel_sums`` are the exact int64 sums) and
 ``stats.frame_sums`` are int64.
 """
@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ltdask import scratch
-from ltdask.udf.kernels.integer_moments import MAX_FRAMES, add_integer_sums, flush_integer_sums
-from ltdask.udf.kernels.statistics import BLOCK, moments_frame_sums
+from ltdask.kernels.integer_moments import MAX_FRAMES, add_integer_sums, flush_integer_sums
+from ltdask.kernels.statistics import BLOCK, moments_frame_sums
+from ltdask.runtime import scratch
 
 #: statistics the runner can share
 STATS = frozenset({"moments", "pixel_sums", "frame_sums"})
@@ -33,7 +33,7 @@ STATS = frozenset({"moments", "pixel_sums", "frame_sums"})
 
 def moments_state(px: int, dtype=np.float64) -> list:
     """A new running ``[count, mean, m2, shift]`` of the `moments` kernel over `px` pixels
-    (`mean` in `dtype`), in task scratch (`ltdask.scratch`): whoever keeps the
+    (`mean` in `dtype`), in task scratch (`ltdask.runtime.scratch`): whoever keeps the
     statistics copies them out in ``postprocess``."""
     return [0, scratch.zeros(px, dtype), scratch.zeros(px), scratch.zeros(px)]
 
@@ -57,7 +57,7 @@ _NO_SUMS = np.zeros(0, np.int64)
 class IntegerMoments:
     """Running per-pixel moments of 8/16-bit integer frames over `px` pixels: exact int64
     sums of ``x`` and ``x * x`` since the last flush (no per-pixel float work per tile; see
-    :mod:`ltdask.udf.kernels.integer_moments`), flushed into float64 ``[count, mean, m2,
+    :mod:`ltdask.kernels.integer_moments`), flushed into float64 ``[count, mean, m2,
     shift]`` (as `moments_state`; shift unused) before they hold more than ``MAX_FRAMES``
     frames and by `finished`; `pixel_sums` gathers the exact sums flushed. Task scratch."""
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ltdask import _config
-from ltdask._progress import local_scheduler
 from ltdask.exceptions import UDFError
 from ltdask.io.dataset import DataSet
 from ltdask.io.partition import with_min_partitions
+from ltdask.runtime import settings
+from ltdask.runtime.schedulers import local_scheduler
 from ltdask.udf.assemble import to_datasets
 from ltdask.udf.buffers import filled
 from ltdask.udf.graph import PartitionGraph, Run
@@ -56,9 +56,9 @@ def iter_steps(
 
     if isinstance(udfs, UDFBase):
         udfs = [udfs]
-    step = max(1, _config.min_partitions())
+    step = max(1, settings.min_partitions())
     # one step computes `step` partitions (one per core): enough of them for the updates
-    dataset = with_min_partitions(dataset, step * _config.iter_updates())
+    dataset = with_min_partitions(dataset, step * settings.iter_updates())
     run = Run(dataset, list(udfs), roi, corrections, backends)
     initial = _initial_states(run.plan, unprocessed)
     n = len(run.partitions)

@@ -172,7 +172,7 @@ def compute_arrays(arrays: Sequence, remote: str | None = None) -> list:
     from dask.core import flatten
     from dask.highlevelgraph import HighLevelGraph
 
-    from ltdask._progress import cluster_client, local_scheduler
+    from ltdask.runtime.schedulers import cluster_client, local_scheduler
 
     graph = HighLevelGraph.merge(*(a.__dask_graph__() for a in arrays))
     nested = [a.__dask_keys__() for a in arrays]

@@ -86,7 +86,7 @@ def test_delayed_and_pipelined_run_on_the_active_scheduler(data, executor):
 
 @pytest.mark.slow  # a LocalCluster
 def test_dask_executor_make_local_and_connect(data, monkeypatch):
-    # the worker runs in this process: no gc.freeze() here (ltdask.worker_gc)
+    # the worker runs in this process: no gc.freeze() here (ltdask.runtime.worker_gc)
     monkeypatch.setitem(dask.config.config["ltdask"], "worker-gc-freeze", False)
     executor = DaskJobExecutor.make_local(
         cluster_kwargs=dict(n_workers=1, threads_per_worker=1, processes=False)

@@ -38,7 +38,9 @@ def test_second_udf_run_keeps_maps(tmp_path, setting):
     data = np.arange(6 * 5 * 4, dtype=np.float32).reshape(6, 5, 4)
     data.tofile(path)
     MAPS.clear()
-    value = ltdask._config.DEFAULTS["ltdask"]["map-cache-bytes"] if setting == "default" else 0
+    value = (
+        ltdask.runtime.settings.DEFAULTS["ltdask"]["map-cache-bytes"] if setting == "default" else 0
+    )
     config = {"ltdask.map-cache-bytes": value, "scheduler": "sync"}
     with keeping_maps(False), dask.config.set(config):
         for run in range(3):
@@ -99,7 +101,7 @@ def test_truncated_after_open_is_an_error_not_a_crash(tmp_path):
 
 MIB = 2**20
 needs_rss = pytest.mark.skipif(
-    ltdask._config.resident_bytes() is None or not hasattr(mmap, "MADV_DONTNEED"),
+    ltdask.runtime.settings.resident_bytes() is None or not hasattr(mmap, "MADV_DONTNEED"),
     reason="needs /proc/self/statm and madvise(MADV_DONTNEED)",
 )
 
@@ -120,9 +122,9 @@ def test_evicted_maps_give_their_pages_back(tmp_path):
     MAPS.clear()
     with dask.config.set({"ltdask.map-cache-bytes": 40 * MIB}):
         first = touched_map(tmp_path / "a.raw", 32 * MIB)
-        before = ltdask._config.resident_bytes()
+        before = ltdask.runtime.settings.resident_bytes()
         second = touched_map(tmp_path / "b.raw", 32 * MIB)  # evicts the first
-        after = ltdask._config.resident_bytes()
+        after = ltdask.runtime.settings.resident_bytes()
     assert [key[0] for key in MAPS._maps] == [str(tmp_path / "b.raw")]
     assert after - before < 8 * MIB  # the second's 32 MiB came, the first's went
     np.testing.assert_array_equal(
@@ -139,11 +141,11 @@ def test_trim_keeps_a_worker_within_its_budget(tmp_path, monkeypatch):
     MAPS.clear()
     with dask.config.set({"ltdask.map-cache-bytes": "1GiB"}):
         buf = touched_map(tmp_path / "scan.raw", 96 * MIB)
-    rss = ltdask._config.resident_bytes()
+    rss = ltdask.runtime.settings.resident_bytes()
     budget = rss - 40 * MIB
-    monkeypatch.setattr(ltdask._config, "worker_map_budget", lambda: budget)
+    monkeypatch.setattr(ltdask.runtime.settings, "worker_map_budget", lambda: budget)
     MAPS.trim()
-    after = ltdask._config.resident_bytes()
+    after = ltdask.runtime.settings.resident_bytes()
     assert after <= budget
     # released 32 MiB at a time: two such pieces were enough; the last third stayed
     assert after > rss - 72 * MIB
@@ -155,9 +157,9 @@ def test_trim_keeps_a_worker_within_its_budget(tmp_path, monkeypatch):
 def test_trim_is_a_no_op_outside_workers(tmp_path):
     MAPS.clear()
     touched_map(tmp_path / "scan.raw", 16 * MIB)
-    rss = ltdask._config.resident_bytes()
+    rss = ltdask.runtime.settings.resident_bytes()
     MAPS.trim()  # no worker: no budget
-    assert ltdask._config.resident_bytes() > rss - 8 * MIB
+    assert ltdask.runtime.settings.resident_bytes() > rss - 8 * MIB
 
 
 def _vm_flags(address: int) -> set[str]:

@@ -16,8 +16,8 @@ from helpers.formatfiles import FORMATS, TOO_LARGE_FOR_TABLE
 
 import ltdask
 from ltdask import DataSetError
-from ltdask.calibration import CALIBRATION_KEYWORDS
 from ltdask.io import registry
+from ltdask.io.calibration import CALIBRATION_KEYWORDS
 from ltdask.io.registry import BUILTIN, Format, FormatPluginError, get_format
 
 

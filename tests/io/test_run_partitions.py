@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import ltdask
-from ltdask import _config, _progress
 from ltdask.io.partition import for_run
+from ltdask.runtime import schedulers, settings
 
 #: frames of 16 x 16 float32 (1 KiB each): 128 MiB default partitions hold 131072 of them
 SIG = (16, 16)
@@ -26,7 +26,7 @@ class FakeClient:
 
 
 def on_cluster(monkeypatch, *workers):
-    monkeypatch.setattr(_progress, "cluster_client", lambda: FakeClient(list(workers)))
+    monkeypatch.setattr(schedulers, "cluster_client", lambda: FakeClient(list(workers)))
 
 
 @pytest.fixture
@@ -65,9 +65,9 @@ def test_threaded_runs_take_larger_partitions(monkeypatch, scheduler):
             assert partitions(coarse) == 4  # 2 threads: at least 4 (not the 2 of 2048 frames)
             with dask.config.set(num_workers=1):
                 assert partitions(for_run(ds)) == 2  # 1 thread: 2048 frames each
-            monkeypatch.setattr(_config, "total_memory", lambda: 2 * 8 * 1024 * FRAME)
+            monkeypatch.setattr(settings, "total_memory", lambda: 2 * 8 * 1024 * FRAME)
             assert partitions(for_run(ds)) == 4  # 8 MiB of RAM per thread: 1024 frames
-            monkeypatch.setattr(_config, "total_memory", lambda: 2 * 8 * 512 * FRAME)
+            monkeypatch.setattr(settings, "total_memory", lambda: 2 * 8 * 512 * FRAME)
             assert partitions(for_run(ds)) == 8
             res = ltdask.udf.SumSigUDF().compute(ds)
     np.testing.assert_array_equal(res["intensity"].values, data.sum(axis=(2, 3)))
@@ -83,8 +83,8 @@ def test_other_local_schedulers_keep_the_partitions(scheduler):
 
 def test_larger_partitions_at_least_two_per_thread(monkeypatch, scan):
     on_cluster(monkeypatch, {"nthreads": 1}, {"nthreads": 1})
-    settings = {"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}
-    with dask.config.set({**settings, "ltdask.cluster-partition-bytes": 2048 * FRAME}):
+    overrides = {"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}
+    with dask.config.set({**overrides, "ltdask.cluster-partition-bytes": 2048 * FRAME}):
         coarse = for_run(scan)
         assert partitions(coarse) == 4  # 2 threads: at least 4 (not the 2 of 2048 frames)
         on_cluster(monkeypatch, {"nthreads": 1})
@@ -98,8 +98,8 @@ def test_larger_partitions_at_least_two_per_thread(monkeypatch, scan):
 
 def test_memory_limit_caps_the_partitions(monkeypatch, scan):
     """A thread's share of its worker's memory limit, an eighth of it per partition."""
-    settings = {"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}
-    with dask.config.set({**settings, "ltdask.cluster-partition-bytes": 2048 * FRAME}):
+    overrides = {"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}
+    with dask.config.set({**overrides, "ltdask.cluster-partition-bytes": 2048 * FRAME}):
         on_cluster(monkeypatch, {"nthreads": 1, "memory_limit": 8 * 1024 * FRAME})
         assert partitions(for_run(scan)) == 4  # 1024 frames each
         on_cluster(monkeypatch, {"nthreads": 2, "memory_limit": 8 * 1024 * FRAME})
@@ -112,8 +112,8 @@ def test_unknown_clusters_and_other_settings_keep_the_partitions(monkeypatch, sc
     opened) stay."""
     on_cluster(monkeypatch)
     big = {"ltdask.cluster-partition-bytes": 2048 * FRAME}
-    settings = {"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}
-    with dask.config.set({**settings, **big}):
+    overrides = {"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}
+    with dask.config.set({**overrides, **big}):
         assert for_run(scan) is scan
     on_cluster(monkeypatch, {"nthreads": 1})
     with dask.config.set(big):  # (the defaults: 128 MiB partitions, not the scan's)
@@ -132,14 +132,14 @@ def test_cluster_workers_asks_the_scheduler_once_a_second(monkeypatch):
             return super().scheduler_info()
 
     one, two = Counting([{"nthreads": 2}]), Counting([{"nthreads": 3}, {"nthreads": 1}])
-    assert [w["nthreads"] for w in _progress.cluster_workers(one)] == [2]
-    assert [w["nthreads"] for w in _progress.cluster_workers(one)] == [2]
+    assert [w["nthreads"] for w in schedulers.cluster_workers(one)] == [2]
+    assert [w["nthreads"] for w in schedulers.cluster_workers(one)] == [2]
     assert calls == [one]
-    assert [w["nthreads"] for w in _progress.cluster_workers(two)] == [3, 1]
+    assert [w["nthreads"] for w in schedulers.cluster_workers(two)] == [3, 1]
     assert calls == [one, two]
-    monkeypatch.setattr(_progress, "WORKERS_TTL", 0.0)
+    monkeypatch.setattr(schedulers, "WORKERS_TTL", 0.0)
     one.workers = [{"nthreads": 5}]
-    assert [w["nthreads"] for w in _progress.cluster_workers(one)] == [5]
+    assert [w["nthreads"] for w in schedulers.cluster_workers(one)] == [5]
     assert calls == [one, two, one]
 
 
@@ -153,8 +153,8 @@ def test_runs_of_large_frames_hold_more_of_them(monkeypatch):
     n = 4 * RUN_MIN_FRAMES + 3
     data = np.zeros((n, *sig), np.uint16)
     data[:, 0, 0] = np.arange(n)
-    settings = {"ltdask.partition-bytes": "16MiB", "ltdask.min-partitions": 1}
-    with dask.config.set({**settings, "ltdask.run-partition-bytes": "32MiB"}):
+    overrides = {"ltdask.partition-bytes": "16MiB", "ltdask.min-partitions": 1}
+    with dask.config.set({**overrides, "ltdask.run-partition-bytes": "32MiB"}):
         ds = ltdask.from_array(data)
         assert max(p.num_frames for p in ds.get_partitions()) < RUN_MIN_FRAMES
         with dask.config.set(scheduler="threads", num_workers=2):
@@ -163,8 +163,32 @@ def test_runs_of_large_frames_hold_more_of_them(monkeypatch):
             with dask.config.set(num_workers=1):
                 frames = [p.num_frames for p in for_run(ds).get_partitions()]
                 assert min(frames[:-1]) >= RUN_MIN_FRAMES and len(frames) >= 2
-            monkeypatch.setattr(_config, "total_memory", lambda: 2 * 8 * 40 * 2**20)
+            monkeypatch.setattr(settings, "total_memory", lambda: 2 * 8 * 40 * 2**20)
             frames = [p.num_frames for p in for_run(ds).get_partitions()]
             assert max(frames) <= 40  # the memory cap: 40 MiB per thread's eighth
             res = ltdask.udf.SumSigUDF().compute(ds)
     np.testing.assert_array_equal(res["intensity"].values, np.arange(n))
+
+
+def test_planning_changes_no_global_setting(monkeypatch):
+    """Cutting a dataset finer for one run (`with_min_partitions`, as ``ltdask.iter`` does)
+    reads no setting that it changed: while the finer grid is made, the process's
+    settings are the user's (planning once set ``ltdask.min-partitions`` for the whole
+    process meanwhile, so a dataset another thread opened then got the run's grid)."""
+    from ltdask.io import dataset as dataset_module
+    from ltdask.io.partition import with_min_partitions
+
+    seen = []
+    real = dataset_module.nav_grid
+
+    def spy(*args, **kwargs):
+        seen.append(dask.config.get("ltdask.min-partitions"))
+        return real(*args, **kwargs)
+
+    data = np.zeros((32, 32, *SIG), np.float32)
+    with dask.config.set({"ltdask.partition-bytes": 128 * FRAME, "ltdask.min-partitions": 1}):
+        base = ltdask.from_array(data)
+        assert len(base.get_partitions()) == 8
+        monkeypatch.setattr(dataset_module, "nav_grid", spy)
+        assert len(with_min_partitions(base, 1024).get_partitions()) == 1024
+    assert seen and set(seen) == {1}

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import ltdask
 from ltdask.io.scan_array import ScanArray
-from ltdask.udf.kernels import statistics
+from ltdask.kernels import statistics
 
 INT_DTYPES = ["uint8", "uint16", "uint32", "int8", "int16", "int32"]
 #: the reductions of a (nav, nav, sig, sig) array: per pixel, per frame, whole, and axes

@@ -1,5 +1,5 @@
 """The exact moments of 8/16-bit integer tiles (`ltdask.udf.shared.IntegerMoments`, the
-kernels of :mod:`ltdask.udf.kernels.integer_moments`) against numpy, and through the UDFs
+kernels of :mod:`ltdask.kernels.integer_moments`) against numpy, and through the UDFs
 that use them (StdDev alone, and Sum + SumSig + StdDev sharing one pass)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ltdask
-from ltdask import scratch
+from ltdask.runtime import scratch
 from ltdask.udf import StdDevUDF, SumSigUDF, SumUDF, shared
 from ltdask.udf.shared import IntegerMoments
 

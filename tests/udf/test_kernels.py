@@ -9,6 +9,15 @@ import scipy.sparse
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ltdask.kernels.statistics import (
+    BLOCK,
+    add_rows,
+    chan_merge,
+    moments,
+    moments_frame_sums,
+    sum_frames,
+    sum_pixels,
+)
 from ltdask.udf.builtin._kernels import (
     MASK_BLOCK,
     dot_mask,
@@ -19,15 +28,6 @@ from ltdask.udf.builtin._kernels import (
 )
 from ltdask.udf.builtin._kernels import row_intervals as _row_intervals
 from ltdask.udf.builtin.apply_masks import _runs
-from ltdask.udf.kernels.statistics import (
-    BLOCK,
-    add_rows,
-    chan_merge,
-    moments,
-    moments_frame_sums,
-    sum_frames,
-    sum_pixels,
-)
 
 
 def tiles(seed, n, px, dtype=np.float32, offset=0.0):

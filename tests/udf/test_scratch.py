@@ -1,4 +1,4 @@
-"""Scratch arrays of partition tasks (`ltdask.scratch`): recycled within a thread,
+"""Scratch arrays of partition tasks (`ltdask.runtime.scratch`): recycled within a thread,
 zeroed when handed out again, new outside a task, bounded."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import threading
 
 import numpy as np
 
-from ltdask import scratch
+from ltdask.runtime import scratch
 
 
 def test_arrays_come_back_zeroed_in_the_next_task():

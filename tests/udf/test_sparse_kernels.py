@@ -1,4 +1,4 @@
-"""The numba CSR kernels (`ltdask.udf.kernels.sparse`) against scipy on random matrices."""
+"""The numba CSR kernels (`ltdask.kernels.sparse`) against scipy on random matrices."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import scipy.sparse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ltdask.udf.kernels.sparse import (
+from ltdask.kernels.sparse import (
     csr_col_sums,
     csr_dot_dense,
     csr_dot_single,

@@ -7,7 +7,7 @@ the imports; at run time each name is imported when it is first used.
 
 from typing import TYPE_CHECKING
 
-from ltdask._lazy import lazy_exports
+from ltdask.common._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ltdask.io.formats.blo import open_blo

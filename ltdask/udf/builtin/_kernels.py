@@ -1,7 +1,7 @@
 """numba kernels of single shipped UDFs on flat tiles: centre of mass (`CoMUDF`) and mask
 products (`ApplyMasksUDF`).
 
-See :mod:`ltdask.udf.kernels` for what a flat tile is and for the statistics kernels that
+See :mod:`ltdask.kernels` for what a flat tile is and for the statistics kernels that
 the engine shares.
 """
 
@@ -13,7 +13,7 @@ import numba
 import numpy as np
 
 from ltdask.io.tiling import flat_of
-from ltdask.udf.kernels import FASTMATH
+from ltdask.kernels import FASTMATH
 
 #: pixels per block in `dot_masks`: 4 masks × 4096 float32 pixels stay in L2
 MASK_BLOCK = 4096

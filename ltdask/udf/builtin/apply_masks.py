@@ -11,17 +11,17 @@ import numpy as np
 
 from ltdask.common import Slice
 from ltdask.exceptions import UDFError
+from ltdask.kernels.sparse import csr_dot_dense, csr_dot_single, csr_dot_sparse
 from ltdask.udf.base import FlatTileUDF
 from ltdask.udf.builtin._kernels import dot_mask, dot_masks, dot_runs
 from ltdask.udf.builtin.sums import SUM_BACKENDS, csr_parts, dense_backend
 from ltdask.udf.interface import UDFBase
-from ltdask.udf.kernels.sparse import csr_dot_dense, csr_dot_single, csr_dot_sparse
 
 if TYPE_CHECKING:
     import scipy.sparse
 
 # scipy.sparse is imported where masks are made, not with this module: ``import ltdask``
-# imports the shipped UDFs and should not import scipy (see `ltdask._lazy`)
+# imports the shipped UDFs and should not import scipy (see `ltdask.common._lazy`)
 
 
 def _is_sparse(m) -> bool:

@@ -6,12 +6,12 @@ import numba
 import numpy as np
 
 from ltdask.exceptions import UDFError
+from ltdask.kernels.sparse import csr_moments
+from ltdask.kernels.statistics import chan_merge, moments
 from ltdask.udf.backends import to_host
 from ltdask.udf.base import FlatTileUDF
 from ltdask.udf.builtin.sums import csr_parts, dense_backend
 from ltdask.udf.interface import UDFBase
-from ltdask.udf.kernels.sparse import csr_moments
-from ltdask.udf.kernels.statistics import chan_merge, moments
 from ltdask.udf.shared import (
     IntegerMoments,
     finished_moments,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ltdask import scratch
+from ltdask.kernels.sparse import csr_col_sums, csr_row_sums
+from ltdask.kernels.statistics import add_rows, sum_frames, sum_pixels
+from ltdask.runtime import scratch
 from ltdask.udf.base import FlatTileUDF
 from ltdask.udf.interface import UDFBase
-from ltdask.udf.kernels.sparse import csr_col_sums, csr_row_sums
-from ltdask.udf.kernels.statistics import add_rows, sum_frames, sum_pixels
 from ltdask.udf.shared import IntegerMoments, moved_moments
 
 #: what the sums process: numpy first (the numba kernels), sparse tiles as they are read

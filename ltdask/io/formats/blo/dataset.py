@@ -16,8 +16,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from ltdask._types import PathLike
-from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError
+from ltdask.io.calibration import takes_calibration
 from ltdask.io.checks import check_file, signature_of, stat_regular_file
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet
@@ -269,7 +269,7 @@ def open_blo(
     Examples
     --------
     >>> import numpy as np, ltdask, tempfile, os
-    >>> from ltdask.io.formats.blo import HEADER_DTYPE
+    >>> from ltdask.io.formats.blo.dataset import HEADER_DTYPE
     >>> frames = np.arange(6 * 16, dtype=np.uint8).reshape(6, 4, 4)
     >>> header = np.zeros(1, HEADER_DTYPE)
     >>> header[["id", "magic", "vbf_offset", "data_offset", "dp_size", "nx", "ny"]] = (

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from ltdask._types import PathLike
-from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError, MetadataWarning, PerformanceWarning, warn
+from ltdask.io.calibration import takes_calibration
 from ltdask.io.checks import check_dtype, check_file, check_shape, signature_of
 from ltdask.io.chunked import ChunkedArrayDataSet
 from ltdask.io.formats.dectris.chunks import DATA_KEY, ChunkReader, DataFile, codec_of

@@ -15,8 +15,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from ltdask._types import PathLike
-from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError
+from ltdask.io.calibration import takes_calibration
 from ltdask.io.checks import check_file, is_regular_file, signature_of, stat_regular_file
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet

@@ -30,8 +30,8 @@ import stat
 from collections.abc import Sequence
 
 from ltdask._types import PathLike
-from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError
+from ltdask.io.calibration import takes_calibration
 from ltdask.io.checks import (
     Signature,
     changed_error,

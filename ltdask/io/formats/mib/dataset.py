@@ -16,8 +16,8 @@ import re
 from collections.abc import Sequence
 
 from ltdask._types import PathLike
-from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError
+from ltdask.io.calibration import takes_calibration
 from ltdask.io.checks import check_file, check_shape
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet

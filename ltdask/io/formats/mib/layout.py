@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ltdask import scratch
 from ltdask.exceptions import DataSetError
 from ltdask.io.decode import Decoder, sum_swapped16, used_files
 from ltdask.io.fileset import File, FileSet
@@ -23,6 +22,7 @@ from ltdask.io.formats.mib.kernels import (
     raw_read_ranges,
     sum_raw12,
 )
+from ltdask.runtime import scratch
 
 #: raw mode: bits of one pixel's field in the 64-bit words, and the decoded dtype
 RAW_FIELD_BITS = {1: 1, 6: 8, 12: 16, 24: 16}

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ltdask._types import PathLike
-from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError
+from ltdask.io.calibration import takes_calibration
 from ltdask.io.checks import Signature, check_file, signature_of
 from ltdask.io.decode import Decoder
 from ltdask.io.file_dataset import FileDataSet

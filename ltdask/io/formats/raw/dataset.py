@@ -6,8 +6,8 @@ import os
 from collections.abc import Sequence
 
 from ltdask._types import PathLike
-from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError
+from ltdask.io.calibration import takes_calibration
 from ltdask.io.checks import (
     check_bytes,
     check_dtype,

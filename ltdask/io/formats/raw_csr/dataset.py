@@ -32,9 +32,9 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from ltdask._types import PathLike
-from ltdask.calibration import takes_calibration
 from ltdask.common import Slice
 from ltdask.exceptions import DataSetError
+from ltdask.io.calibration import takes_calibration
 from ltdask.io.checks import (
     Signature,
     check_file,

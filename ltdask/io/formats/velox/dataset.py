@@ -24,8 +24,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from ltdask._types import PathLike
-from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError
+from ltdask.io.calibration import takes_calibration
 from ltdask.io.checks import (
     KeptByVersion,
     check_dtype,

@@ -13,8 +13,8 @@ import stat
 import sys
 from collections.abc import Sequence
 
-from ltdask.calibration import takes_calibration
 from ltdask.exceptions import DataSetError, MetadataWarning, warn
+from ltdask.io.calibration import takes_calibration
 from ltdask.io.checks import (
     changed_error,
     check_dtype,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ltdask._progress import progress_over
+from ltdask.runtime.progress import progress_over
 
 __all__ = ["synthetic_scan"]
 
@@ -22,7 +22,7 @@ def synthetic_scan(
 
     Examples
     --------
-    >>> from ltdask.synthetic import synthetic_scan
+    >>> from ltdask.io.synthetic import synthetic_scan
     >>> scan, shifts = synthetic_scan((4, 6), (16, 16))
     >>> scan.shape, scan.dtype, shifts.shape
     ((4, 6, 16, 16), dtype('uint16'), (4, 6, 2))

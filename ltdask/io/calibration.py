@@ -27,7 +27,7 @@ class Axis:
 
     Examples
     --------
-    >>> from ltdask.calibration import Axis
+    >>> from ltdask.io.calibration import Axis
     >>> Axis(scale=0.5, origin=-1.0, units="nm").coordinate(4).tolist()
     [-1.0, -0.5, 0.0, 0.5]
     >>> Axis().calibrated
@@ -82,7 +82,7 @@ def _one(value, what: str) -> Axis:
         origin = value[1] if len(value) == 3 else 0.0
         return Axis(scale=value[0], origin=origin, units=value[-1])
     raise DataSetError(
-        f"{what}={value!r}: expected an ltdask.calibration.Axis, a dict with scale, origin "
+        f"{what}={value!r}: expected an ltdask.io.calibration.Axis, a dict with scale, origin "
         "and units, a (scale, units) or (scale, origin, units) tuple, or a number (the scale)"
     )
 
@@ -105,7 +105,7 @@ def axes(value, ndim: int, what: str) -> tuple[Axis, ...]:
 
     Examples
     --------
-    >>> from ltdask.calibration import axes
+    >>> from ltdask.io.calibration import axes
     >>> [a.units for a in axes((2.0, "nm"), 2, "nav_calibration")]
     ['nm', 'nm']
     >>> [a.scale for a in axes([1.5, {"scale": 2, "units": "mrad"}], 2, "sig_calibration")]
@@ -148,7 +148,7 @@ class Calibrated:
     --------
     >>> import ltdask, numpy as np
     >>> ds = ltdask.from_array(np.zeros((2, 3, 4, 4), np.float32), nav_calibration=(0.5, "nm"))
-    >>> isinstance(ds, ltdask.calibration.Calibrated), ds.nav_calibration[1].units
+    >>> isinstance(ds, ltdask.io.calibration.Calibrated), ds.nav_calibration[1].units
     (True, 'nm')
     >>> ds.to_xarray().coords["scan_x"].values.tolist()
     [0.0, 0.5, 1.0]
@@ -171,7 +171,7 @@ class Calibrated:
 
     def calibrate(self, nav=None, sig=None):
         """Set the physical calibration of the nav and/or signal dims (in place; returns
-        the dataset). Each is what :func:`ltdask.calibration.axes` takes: one calibration
+        the dataset). Each is what :func:`ltdask.io.calibration.axes` takes: one calibration
         for all dims of the kind or one per dim; None keeps what is set.
 
         Examples
@@ -196,14 +196,14 @@ class Calibrated:
 
     @property
     def nav_calibration(self) -> tuple[Axis, ...]:
-        """The physical calibration of each nav dim (`ltdask.calibration.Axis`)."""
+        """The physical calibration of each nav dim (`ltdask.io.calibration.Axis`)."""
         if self._calibration is None:
             return (Axis(),) * len(self.nav_shape)
         return self._calibration[0]
 
     @property
     def sig_calibration(self) -> tuple[Axis, ...]:
-        """The physical calibration of each signal dim (`ltdask.calibration.Axis`)."""
+        """The physical calibration of each signal dim (`ltdask.io.calibration.Axis`)."""
         if self._calibration is None:
             return (Axis(),) * len(self.sig_shape)
         return self._calibration[1]
@@ -235,7 +235,7 @@ CALIBRATION_KEYWORDS = ("nav_calibration", "sig_calibration")
 _CALIBRATION_DOC = """    nav_calibration, sig_calibration
         The physical calibration of the nav and of the signal dims, over what the file says:
         ``(scale, units)``, ``(scale, origin, units)``, an `Axis`, or one of those per dim
-        (see :func:`ltdask.calibration.axes`); None keeps the file's.
+        (see :func:`ltdask.io.calibration.axes`); None keeps the file's.
 """
 
 

@@ -1,5 +1,7 @@
 """ltdask's compiled kernels: where numba caches them, a one-line notice while they are
-compiled for the first time, and `warmup`, which compiles them ahead of time.
+compiled for the first time, and `warm_up`, which runs a workload and reports what it
+compiled (the shipped workload, `ltdask.warmup`, is in :mod:`ltdask.udf.warmup`: it runs the
+analyses, which this package, below the datasets and UDFs, does not import).
 
 Every numba kernel in ltdask is compiled with ``cache=True`` (``tests/test_kernel_cache.py``
 checks): the first process that needs a kernel for a dtype compiles it (seconds) and writes
@@ -21,20 +23,23 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import dask.config
+import numba
+import numpy as np
 from numba.core import config as numba_config
 from numba.core import event
 
-__all__ = ["cache_location", "compiled_kernels", "warmup"]
+__all__ = ["cache_location", "compiled_kernels", "warm_up"]
 
 #: seconds a first run spends compiling, measured with an empty cache on the development
 #: machine (2 cores; ``benchmarks/bench_first_run.py``): 2 s for SumUDF, 6 s for every shipped
 #: analysis over one dtype (`warmup`, over four dtypes, takes 10 s)
 FIRST_RUN_SECONDS = 5
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_HERE = os.path.dirname(os.path.abspath(__file__))
 _lock = threading.Lock()
 _state = {"noticed": False, "compiled": 0}
 
@@ -63,7 +68,7 @@ class _FirstCompile(event.Listener):
                 return
             _state["noticed"] = True
         if _notice_wanted():
-            from ltdask._progress import write_line
+            from ltdask.runtime.progress import write_line
 
             # on its own line, above a progress bar that is being drawn
             write_line(
@@ -87,7 +92,7 @@ def compiled_kernels() -> int:
     Examples
     --------
     >>> import numpy as np, ltdask
-    >>> from ltdask.kernel_cache import compiled_kernels
+    >>> from ltdask.runtime.kernel_cache import compiled_kernels
     >>> before = compiled_kernels()
     >>> _ = ltdask.udf.SumSigUDF().compute(ltdask.from_array(np.ones((2, 2, 4, 4), np.float32)))
     >>> compiled_kernels() - before >= 0  # 0 where every kernel came from the cache
@@ -102,7 +107,7 @@ def cache_location() -> str:
 
     Examples
     --------
-    >>> from ltdask.kernel_cache import cache_location
+    >>> from ltdask.runtime.kernel_cache import cache_location
     >>> where = cache_location()  # e.g. '__pycache__ folders in /.../site-packages/ltdask'
     >>> isinstance(where, str)
     True
@@ -110,70 +115,47 @@ def cache_location() -> str:
     configured = getattr(numba_config, "CACHE_DIR", "")
     if configured:
         return os.fspath(configured)
-    from ltdask.io import read_ranges
-
-    kernel = next(
-        (v for v in vars(read_ranges).values() if hasattr(v, "py_func") and hasattr(v, "_cache")),
-        None,
-    )
-    path = getattr(getattr(kernel, "_cache", None), "_cache_path", None)
+    # numba chooses one folder for every module of the package (the same writable check
+    # applies to each): `_probe`'s cache, never compiled, shows which
+    path = getattr(getattr(_probe, "_cache", None), "_cache_path", None)
     if not path:
         return "nowhere: numba cannot cache here (set NUMBA_CACHE_DIR to a writable folder)"
-    if os.path.abspath(path).startswith(_PACKAGE + os.sep):
-        return f"__pycache__ folders in {_PACKAGE}"
+    package = os.path.dirname(_HERE)
+    if os.path.abspath(path).startswith(package + os.sep):
+        return f"__pycache__ folders in {package}"
     return os.path.dirname(os.path.abspath(path))
 
 
-#: pixel dtypes that `warmup` compiles for by default (detectors' counts, and floats)
-WARMUP_DTYPES = ("uint8", "uint16", "uint32", "float32")
+@numba.njit(cache=True)
+def _probe():  # pragma: no cover  (never called: its cache location is what counts)
+    return 0
 
 
-def warmup(dtypes=WARMUP_DTYPES, verbose: bool = False) -> dict:
-    """Compile ltdask's kernels into numba's cache, so that later processes start warm.
-
-    Writes a tiny scan of each dtype to a temporary folder and runs the shipped analyses
-    over it (sums, standard deviation, masks, centre of mass; alone and in one pass; with
-    and without a ROI and detector corrections) on the synchronous scheduler in this
-    process. Kernels already in the cache are loaded, not compiled again, so a second call
-    takes about a second.
-
-    On a cluster whose workers share no cache folder, run it on every worker:
-    ``client.run(ltdask.warmup)``.
-
-    Parameters
-    ----------
-    dtypes
-        Pixel dtypes to compile for.
-    verbose
-        Print a line per dtype to stderr.
-
-    Returns
-    -------
-    dict
-        ``compiled`` (kernel signatures compiled rather than loaded), ``seconds``,
-        ``cache`` (where numba keeps them, see :func:`cache_location`) and ``dtypes``.
+def warm_up(workload: Callable[[str, np.dtype], None], dtypes, verbose: bool = False) -> dict:
+    """Run `workload(path, dtype)` once per dtype (`path`: a file name in a temporary folder
+    the workload may write) and report what it compiled: ``compiled`` (kernel signatures
+    compiled rather than loaded from the cache), ``seconds``, ``cache`` (see
+    `cache_location`) and ``dtypes``.
 
     Examples
     --------
-    >>> import ltdask
-    >>> report = ltdask.warmup(dtypes=["uint16"])
-    >>> sorted(report)
-    ['cache', 'compiled', 'dtypes', 'seconds']
+    >>> import numpy as np
+    >>> from ltdask.runtime.kernel_cache import warm_up
+    >>> warm_up(lambda path, dtype: np.zeros(3, dtype).tofile(path), ["uint8"])["compiled"]
+    0
     """
     import tempfile
 
-    import numpy as np
-
     t0 = time.perf_counter()
     before = compiled_kernels()
-    dtypes = tuple(np.dtype(d).name for d in dtypes)
+    names = tuple(np.dtype(d).name for d in dtypes)
     with tempfile.TemporaryDirectory(prefix="ltdask-warmup-") as folder:
-        for dtype in dtypes:
+        for name in names:
             t1 = time.perf_counter()
-            _run_analyses(os.path.join(folder, f"scan-{dtype}.raw"), np.dtype(dtype))
+            workload(os.path.join(folder, f"scan-{name}.raw"), np.dtype(name))
             if verbose:
                 print(
-                    f"ltdask warmup: {dtype} in {time.perf_counter() - t1:.1f} s",
+                    f"ltdask warmup: {name} in {time.perf_counter() - t1:.1f} s",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -181,55 +163,5 @@ def warmup(dtypes=WARMUP_DTYPES, verbose: bool = False) -> dict:
         "compiled": compiled_kernels() - before,
         "seconds": time.perf_counter() - t0,
         "cache": cache_location(),
-        "dtypes": list(dtypes),
+        "dtypes": list(names),
     }
-
-
-def _run_analyses(path: str, dtype) -> None:
-    """The shipped analyses over a tiny raw scan of `dtype` at `path`, as ``ltdask run``
-    and the API run them."""
-    import numpy as np
-
-    from ltdask.corrections import CorrectionSet
-    from ltdask.io import open_raw
-    from ltdask.masks import circular
-    from ltdask.udf import ApplyMasksUDF, CoMUDF, StdDevUDF, SumSigUDF, SumUDF
-    from ltdask.udf.api import compute
-
-    nav, sig = (4, 6), (16, 16)
-    rng = np.random.default_rng(0)
-    (rng.random((*nav, *sig)) * 100).astype(dtype).tofile(path)
-    ds = open_raw(path, nav_shape=nav, sig_shape=sig, dtype=dtype)
-    roi = np.zeros(nav, dtype=bool)
-    roi[1:3, ::2] = True  # frames apart: read through the read ranges, not as views
-    excluded = np.zeros(sig, dtype=bool)
-    excluded[3, 4] = True
-    corrections = CorrectionSet(dark=np.ones(sig), gain=np.full(sig, 2.0), excluded_pixels=excluded)
-    # (without excluded pixels, Sum, SumSig and StdDev fold a dark frame into their results)
-    folded = CorrectionSet(dark=np.ones(sig))
-
-    def udfs():
-        return [
-            SumUDF(),
-            SumSigUDF(),
-            StdDevUDF(),
-            ApplyMasksUDF([lambda: circular(8, 8, 16, 16, 4)]),
-            CoMUDF.with_params(cy=8, cx=8, r=6),
-        ]
-
-    # on this process's own threads even inside a distributed worker (``client.run``); in
-    # several partitions of several tiles, which read through the read ranges as large
-    # scans do, rather than as views of the file
-    settings = {
-        "scheduler": "synchronous",
-        "ltdask.partition-bytes": 8 * 1024,
-        "ltdask.min-partitions": 2,
-        "ltdask.tile-bytes": 2 * 1024,
-    }
-    with dask.config.set(settings):
-        for udf in udfs():
-            for kwargs in ({}, {"roi": roi}, {"corrections": corrections}, {"corrections": folded}):
-                compute(ds, [udf], **kwargs)
-        for kwargs in ({}, {"roi": roi}, {"corrections": corrections}):
-            compute(ds, udfs(), **kwargs)
-        ds.to_dask().sum().compute()

@@ -34,7 +34,7 @@ def lazy_exports(
 
     Examples
     --------
-    >>> from ltdask._lazy import lazy_exports
+    >>> from ltdask.common._lazy import lazy_exports
     >>> namespace = {}
     >>> getattr_, dir_ = lazy_exports("demo", namespace, {"join": "os.path:join", "json": "json"})
     >>> getattr_("join")("a", "b"), getattr_("json").__name__, dir_()

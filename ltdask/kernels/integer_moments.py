@@ -1,5 +1,5 @@
 """Per-pixel moments of 8- and 16-bit integer tiles, exactly: the integer counterpart of
-:func:`ltdask.udf.kernels.statistics.moments_frame_sums`.
+:func:`ltdask.kernels.statistics.moments_frame_sums`.
 
 Detector counts are small integers, so a tile's sums of ``x`` and ``x * x`` over its frames
 are exact in 64-bit integers: no conversion to float64, no shift, no rounding per pixel.
@@ -16,7 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ltdask.udf.kernels.statistics import BLOCK
+from ltdask.kernels.statistics import BLOCK
 
 #: frames per step of the kernel: ``n * s2`` stays below ``2**63`` for 16-bit pixels
 #: (``n**2 * 65535**2``, or ``32768**2`` per signed pixel squared) up to 46 000 frames

@@ -33,7 +33,7 @@ def field_colours(fy, fx, vmax: float | None = None) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> from ltdask.plot import field_colours
+    >>> from ltdask.views.plot import field_colours
     >>> field_colours(np.array([0.0, 0.0]), np.array([1.0, -0.5]), vmax=1).tolist()
     [[1.0, 0.0, 0.0], [0.0, 0.5, 0.5]]
     """
@@ -213,7 +213,7 @@ def virtual_image(
 
     Examples
     --------
-    >>> import numpy as np, ltdask, ltdask.plot
+    >>> import numpy as np, ltdask
     >>> from matplotlib.figure import Figure
     >>> ds = ltdask.from_array(np.ones((4, 6, 8, 8), np.float32), nav_calibration=(2.5, "nm"))
     >>> res = ltdask.udf.SumSigUDF().compute(ds)
@@ -280,7 +280,7 @@ def com_field(
 
     Examples
     --------
-    >>> import numpy as np, ltdask, ltdask.plot
+    >>> import numpy as np, ltdask
     >>> from matplotlib.figure import Figure
     >>> data = np.zeros((3, 4, 8, 8), np.float32); data[..., 4, 6] = 1  # 2 px along +x
     >>> ds = ltdask.from_array(data, sig_calibration=(0.5, "mrad"))
@@ -380,7 +380,7 @@ def frame(
 
     Examples
     --------
-    >>> import numpy as np, ltdask, ltdask.plot
+    >>> import numpy as np, ltdask
     >>> from matplotlib.figure import Figure
     >>> data = np.random.default_rng(0).random((2, 3, 16, 16)).astype(np.float32)
     >>> ds = ltdask.from_array(data, sig_calibration=(0.25, -2.0, "mrad"))

@@ -2,7 +2,7 @@
 
 `SumUDF`, `SumSigUDF` and `StdDevUDF` use them on their own; the runner's shared tile
 statistics (:mod:`ltdask.udf.shared`) run `moments_frame_sums` once per tile for all three
-when they share a run. See :mod:`ltdask.udf.kernels` for what a flat tile is.
+when they share a run. See :mod:`ltdask.kernels` for what a flat tile is.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ltdask.udf.kernels import FASTMATH
+from ltdask.kernels import FASTMATH
 
 #: pixels per block in `moments`: the block's float64 sums (2 x 128 KiB) stay in L2, and
 #: each frame's piece of the block (32 KiB of uint16, 64 KiB of float32) is long enough to

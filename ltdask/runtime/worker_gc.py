@@ -21,7 +21,7 @@ from __future__ import annotations
 import gc
 import os
 
-from ltdask import _config
+from ltdask.runtime import settings
 
 #: the process (pid) that has frozen its objects: a forked child starts anew
 _FROZEN_IN: list[int] = []
@@ -32,9 +32,9 @@ def after_task() -> None:
     collector's objects once (where ``ltdask.worker-gc-freeze`` is on); a cheap no-op
     after that and outside workers."""
     pid = os.getpid()
-    if pid in _FROZEN_IN or _config.current_worker() is None:
+    if pid in _FROZEN_IN or settings.current_worker() is None:
         return
-    freeze = _config.worker_gc_freeze()  # (a bad setting fails every task alike)
+    freeze = settings.worker_gc_freeze()  # (a bad setting fails every task alike)
     _FROZEN_IN[:] = [pid]
     if freeze:
         gc.freeze()

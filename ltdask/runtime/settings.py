@@ -49,10 +49,10 @@ fraction``                             kept maps give back their pages (``MADV_D
 freeze``                               after its first partition task: full garbage
                                        collections then skip the modules and kernels
                                        loaded so far (60-100 ms each otherwise, about
-                                       every other run; see :mod:`ltdask.worker_gc`)
+                                       every other run; see :mod:`ltdask.runtime.worker_gc`)
 ``ltdask.compile-notice``  True        print one line to stderr when a process first
                                        compiles ltdask's numba kernels (an empty cache;
-                                       see :mod:`ltdask.kernel_cache`); False: silent
+                                       see :mod:`ltdask.runtime.kernel_cache`); False: silent
 =========================  ==========  ==================================================
 
 Set them like any dask option: ``dask.config.set({"ltdask.partition-bytes": "256MiB"})``

@@ -7,7 +7,7 @@ reference in the tests. They run with ``fastmath`` re-association (`FASTMATH`) s
 loops vectorise, and loop over contiguous slices from 0 (absolute bounds or strided views
 keep LLVM from vectorising).
 
-* :mod:`ltdask.udf.kernels.statistics`: sums over frames and pixels and per-pixel moments,
+* :mod:`ltdask.kernels.statistics`: sums over frames and pixels and per-pixel moments,
   which the runner's shared tile statistics (:mod:`ltdask.udf.shared`) compute for several
   UDFs at once.
 

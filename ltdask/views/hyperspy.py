@@ -74,7 +74,7 @@ def to_hyperspy(
         The variable of a result Dataset to convert (required where it has several).
     signal_dims
         The dims that become the signal axes (the rest navigate), in place of the rules in
-        `ltdask.interop`.
+        `ltdask.views.hyperspy`.
     dtype, chunks, corrections
         For a dataset: as :meth:`ltdask.DataSet.to_dask` takes them.
 

@@ -53,17 +53,17 @@ def live(
     --------
     >>> import numpy as np, ltdask
     >>> from ltdask.udf import SumSigUDF
-    >>> from ltdask.viz import Dummy2DPlot  # draws nothing: matplotlib's is the default
+    >>> from ltdask.views.viz import Dummy2DPlot  # draws nothing: matplotlib's is the default
     >>> ds = ltdask.from_array(np.ones((8, 8, 4, 4), dtype=np.float32))
     >>> (res,) = ltdask.live(ds, [SumSigUDF()], plot_class=Dummy2DPlot)
     >>> float(res["intensity"].sum())
     1024.0
     """
     # here, not with the module: ``ltdask.live`` is imported by ``import ltdask``, and the
-    # compatibility layer and the plots are not (see `ltdask._lazy`)
+    # compatibility layer and the plots are not (see `ltdask.common._lazy`)
     from ltdask.compat.results import Damage, UDFResults, result_buffers
     from ltdask.compat.steps import prepare_plots, update_plots
-    from ltdask.viz import MPLLive2DPlot
+    from ltdask.views.viz import MPLLive2DPlot
 
     udfs = [udfs] if isinstance(udfs, UDFBase) else list(udfs)
     roi_flat = normalize_roi(roi, dataset)
