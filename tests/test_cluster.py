@@ -328,3 +328,44 @@ def test_cluster_runs_take_larger_partitions(client, scan, tmp_path):
     assert " in 16 partition(s)" in str(ltdask.explain(raw, [SumUDF()]))
     with dask.config.set(PARTITIONS):  # (auto: partition-bytes as set)
         assert " in 16 partition(s)" in str(ltdask.explain(raw, [SumUDF()]))
+
+
+def _partition_tasks(result) -> int:
+    """The partition tasks in the graph of a lazy result."""
+    keys = result["intensity"].data.__dask_graph__().keys()
+    return sum(1 for k in keys if isinstance(k, tuple) and k[0].startswith("ltdask-udf-"))
+
+
+def test_lazy_results_compute_on_another_scheduler(client, scan):
+    """A lazy result keeps the partitions chosen where ``lazy`` was called: planned for
+    the threaded scheduler and computed on the cluster, planned for the cluster and
+    computed on threads, or planned for another scheduler with ``scheduler=`` -- the same
+    values in every case."""
+    data, raw, _ = scan
+    truth = data.astype(np.float64).sum(axis=(0, 1))
+    frame = PARTITIONS["ltdask.partition-bytes"] // 16
+    sizes = {
+        **PARTITIONS,  # 16 partitions of one scan row (12 frames) as opened
+        "ltdask.run-partition-bytes": 24 * frame,  # threads: 2 rows each, 8 partitions
+        "ltdask.cluster-partition-bytes": 48 * frame,  # cluster: 4 rows each, 4 partitions
+    }
+    with dask.config.set(sizes):
+        ds = ltdask.open_raw(raw.path, nav_shape=NAV, sig_shape=SIG, dtype="uint16")
+        with dask.config.set(scheduler="threads", num_workers=1):
+            (on_threads,) = ltdask.lazy(ds, [SumUDF()])
+            (for_cluster,) = ltdask.lazy(ds, [SumUDF()], scheduler=client)
+            (for_sync,) = ltdask.lazy(ds, [SumUDF()], scheduler="sync")
+        (on_cluster,) = ltdask.lazy(ds, [SumUDF()])  # the client is the active scheduler
+        (for_threads,) = ltdask.lazy(ds, [SumUDF()], scheduler="threads")
+        assert " in 4 partition(s)" in str(ltdask.explain(ds, [SumUDF()]))
+        with dask.config.set(num_workers=1):
+            text = str(ltdask.explain(ds, [SumUDF()], scheduler="threads"))
+            assert " in 8 partition(s)" in text, text
+    counts = [_partition_tasks(r) for r in (on_threads, for_cluster, for_sync, on_cluster)]
+    assert counts == [8, 4, 16, 4]
+    assert _partition_tasks(for_threads) >= 8  # (2 threads or more here: 2 per thread)
+    for result in (on_threads, for_cluster, for_sync, on_cluster, for_threads):
+        np.testing.assert_array_equal(result["intensity"].compute().values, truth)  # cluster
+        np.testing.assert_array_equal(sync(result["intensity"].compute).values, truth)
+        with dask.config.set(scheduler="threads"):
+            np.testing.assert_array_equal(result["intensity"].compute().values, truth)

@@ -32,7 +32,7 @@ import numpy as np
 import pytest
 
 import ltdask  # noqa: F401  (turns the alias on: LTDASK_ALIAS_LIBERTEM=1)
-from ltdask.compat.alias import LIBERTEM_MODULES, AliasModule, NotInLtdaskError
+from ltdask.compat.alias import LIBERTEM_MODULES, REMOVED_MODULES, AliasModule, NotInLtdaskError
 
 
 class _Absent:
@@ -77,10 +77,13 @@ class _AbsentModule(types.ModuleType):
 
 
 class _AbsentFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """``libertem.*`` modules that `LIBERTEM_MODULES` lacks, as `_AbsentModule` s."""
+    """``libertem.*`` modules that `LIBERTEM_MODULES` lacks, as `_AbsentModule` s (not
+    those LiberTEM removed: their import raises LiberTEM's message, `REMOVED_MODULES`)."""
 
     def find_spec(self, fullname, path=None, target=None):
         if not fullname.startswith("libertem.") or fullname in LIBERTEM_MODULES:
+            return None
+        if fullname in REMOVED_MODULES:
             return None
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 

@@ -8,7 +8,8 @@ corrections=None)``, which returns an `AnalysisResultSet` of `AnalysisResult` ob
 (``raw_data``, ``visualized``, ``title``, ``desc``, ``key``) with LiberTEM's keys, shapes,
 dtypes and values. Pictures (``visualized``) are made on first access; they need matplotlib
 for LiberTEM's colour maps (a grey ramp without it). LiberTEM's GUI analyses
-`FEMAnalysis` and `ApplyFFTMask` are made directly (``FEMAnalysis(dataset=ds,
+`FEMAnalysis`, `ApplyFFTMask`, `SDAnalysis`, `SumSigAnalysis`, `SumfftAnalysis` and
+`PickFFTFrameAnalysis` are made directly (``FEMAnalysis(dataset=ds,
 parameters={...})``) and run the same way.
 
 Examples
@@ -23,7 +24,12 @@ Examples
 
 from ltdask.analysis.base import Analysis
 from ltdask.analysis.com import COMAnalysis
-from ltdask.analysis.frames import PickFrameAnalysis, SumAnalysis
+from ltdask.analysis.frames import (
+    PickFFTFrameAnalysis,
+    PickFrameAnalysis,
+    SumAnalysis,
+    SumfftAnalysis,
+)
 from ltdask.analysis.masks import (
     BaseMasksAnalysis,
     DiskMaskAnalysis,
@@ -45,6 +51,7 @@ from ltdask.analysis.results import (
     SumResultSet,
 )
 from ltdask.analysis.rings import ApplyFFTMask, FEMAnalysis
+from ltdask.analysis.statistics import SDAnalysis, SumSigAnalysis
 
 __all__ = [
     "Analysis",
@@ -59,14 +66,18 @@ __all__ = [
     "FEMAnalysis",
     "MasksAnalysis",
     "MasksResultSet",
+    "PickFFTFrameAnalysis",
     "PickFrameAnalysis",
     "PickResultSet",
     "PointMaskAnalysis",
     "RadialFourierAnalysis",
     "RadialFourierResultSet",
     "RingMaskAnalysis",
+    "SDAnalysis",
     "SingleMaskAnalysis",
     "SingleMaskResultSet",
     "SumAnalysis",
     "SumResultSet",
+    "SumSigAnalysis",
+    "SumfftAnalysis",
 ]

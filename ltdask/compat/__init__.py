@@ -17,7 +17,8 @@ scheduler: `InlineJobExecutor`, `ConcurrentJobExecutor`, `DaskJobExecutor`,
 them: `ResultBuffer`, `Damage`, `UDFResults`, `dry_run`), ``steps`` (`ResultGenerator`, the
 steps of ``run_udf_iter``; `ResultAsyncGenerator` with ``sync=False``), ``container``
 (LiberTEM's `MaskContainer`), ``detector`` (`correct`), ``datasets`` (LiberTEM's
-``MemoryDataSet``), ``devices`` (``detect``, ``set_use_cuda``...), ``alias``
+``MemoryDataSet``), ``tiles`` (LiberTEM's `DataTile`), ``exceptions``
+(`JobCancelledError`, `UDFRunCancelled`), ``devices`` (``detect``, ``set_use_cuda``...), ``alias``
 (`alias_libertem`: ``import libertem`` resolved to ltdask). LiberTEM names that ltdask
 defines elsewhere are importable from here too (`CorrectionSet`, `UDF`,
 `ExecutorSpecException`).
@@ -29,6 +30,7 @@ from ltdask.compat.alias import AliasError, alias_libertem
 from ltdask.compat.container import MaskContainer
 from ltdask.compat.context import Context
 from ltdask.compat.detector import correct
+from ltdask.compat.exceptions import JobCancelledError, UDFRunCancelled
 from ltdask.compat.executors import (
     ConcurrentJobExecutor,
     DaskJobExecutor,
@@ -51,6 +53,7 @@ __all__ = [
     "DaskJobExecutor",
     "DelayedJobExecutor",
     "InlineJobExecutor",
+    "JobCancelledError",
     "JobExecutor",
     "MaskContainer",
     "PipelinedExecutor",
@@ -65,6 +68,7 @@ __all__ = [
     "UDF",
     "UDFInfo",
     "UDFResults",
+    "UDFRunCancelled",
     "UnsupportedError",
     "dry_run",
 ]

@@ -33,6 +33,7 @@ from ltdask.exceptions import LtdaskError
 __all__ = [
     "ENVIRONMENT_VARIABLE",
     "LIBERTEM_MODULES",
+    "REMOVED_MODULES",
     "AliasError",
     "AliasModule",
     "NotInLtdaskError",
@@ -52,7 +53,11 @@ _DOCS = "see 'Running LiberTEM packages unchanged' in ltdask's docs/coming-from-
 LIBERTEM_MODULES: dict[str, tuple[str, ...]] = {
     "libertem": (),
     "libertem.api": ("ltdask.compat",),
-    "libertem.udf": ("MaskContainer=ltdask.compat.container:MaskContainer", "ltdask.udf"),
+    "libertem.udf": (
+        "MaskContainer=ltdask.compat.container:MaskContainer",
+        "UDFRunCancelled=ltdask.compat.exceptions:UDFRunCancelled",
+        "ltdask.udf",
+    ),
     "libertem.udf.base": (
         "ltdask.udf.base",
         "ltdask.udf",
@@ -76,17 +81,23 @@ LIBERTEM_MODULES: dict[str, tuple[str, ...]] = {
     "libertem.common.exceptions": (
         "ExecutorSpecException=ltdask.exceptions:ExecutorSpecException",
         "UDFException=ltdask.exceptions:UDFError",
+        "UDFRunCancelled=ltdask.compat.exceptions:UDFRunCancelled",
     ),
+    "libertem.common.executor": ("JobCancelledError=ltdask.compat.exceptions:JobCancelledError",),
     "libertem.warnings": ("UseDiscouragedWarning=ltdask.exceptions:UseDiscouragedWarning",),
-    "libertem.exceptions": ("ExecutorSpecException=ltdask.exceptions:ExecutorSpecException",),
-    "libertem.common.buffers": ("InvalidMaskError=ltdask.exceptions:InvalidMaskError",),
+    "libertem.exceptions": (
+        "ExecutorSpecException=ltdask.exceptions:ExecutorSpecException",
+        "UDFRunCancelled=ltdask.compat.exceptions:UDFRunCancelled",
+    ),
+    "libertem.common.buffers": ("ltdask.compat.buffers",),
+    "libertem.common.math": ("ltdask.compat.math",),
     "libertem.common.udf": ("UDFMethod=ltdask.udf.base:UDFMethod",),
     "libertem.common.sparse": (
         "is_sparse=ltdask.masks:is_sparse",
         "to_dense=ltdask.masks:to_dense",
         "to_sparse=ltdask.masks:to_sparse",
     ),
-    "libertem.masks": ("ltdask.masks",),
+    "libertem.masks": ("ltdask.masks", "_make_circular_mask=ltdask.masks:circular"),
     "libertem.corrections": ("CorrectionSet=ltdask.corrections:CorrectionSet",),
     "libertem.corrections.corrset": ("CorrectionSet=ltdask.corrections:CorrectionSet",),
     "libertem.corrections.detector": ("ltdask.compat.detector",),
@@ -99,9 +110,12 @@ LIBERTEM_MODULES: dict[str, tuple[str, ...]] = {
         "DataSet=ltdask.io:DataSet",
         "TilingScheme=ltdask.io:TilingScheme",
         "Negotiator=ltdask.io:Negotiator",
+        "ltdask.compat.io_backends",
+        "DataTile=ltdask.compat.tiles:DataTile",
     ),
     "libertem.io.dataset.memory": ("MemoryDataSet=ltdask.compat.datasets:MemoryDataSet",),
     "libertem.utils": (),
+    "libertem.utils.generate": ("ltdask.compat.generate",),
     "libertem.utils.devices": (
         "detect=ltdask.compat.devices:detect",
         "has_cupy=ltdask.compat.devices:has_cupy",
@@ -135,12 +149,25 @@ LIBERTEM_MODULES: dict[str, tuple[str, ...]] = {
     "libertem.analysis.point": ("PointMaskAnalysis=ltdask.analysis.masks:PointMaskAnalysis",),
     "libertem.analysis.sum": ("SumAnalysis=ltdask.analysis:SumAnalysis",),
     "libertem.analysis.raw": ("PickFrameAnalysis=ltdask.analysis:PickFrameAnalysis",),
+    "libertem.analysis.rawfft": ("PickFFTFrameAnalysis=ltdask.analysis:PickFFTFrameAnalysis",),
+    "libertem.analysis.sumfft": ("SumfftAnalysis=ltdask.analysis:SumfftAnalysis",),
+    "libertem.analysis.sd": ("SDAnalysis=ltdask.analysis:SDAnalysis",),
+    "libertem.analysis.sumsig": ("SumSigAnalysis=ltdask.analysis:SumSigAnalysis",),
     "libertem.analysis.radialfourier": ("ltdask.analysis.radial",),
     "libertem.analysis.fem": ("FEMAnalysis=ltdask.analysis.rings:FEMAnalysis",),
     "libertem.analysis.apply_fft_mask": ("ApplyFFTMask=ltdask.analysis.rings:ApplyFFTMask",),
     "libertem.viz": ("ltdask.views.viz",),
     "libertem.viz.base": ("ltdask.views.viz",),
     "libertem.viz.mpl": ("MPLLive2DPlot=ltdask.views.viz:MPLLive2DPlot",),
+}
+
+#: LiberTEM modules that LiberTEM itself removed -> its message on import (an ImportError)
+REMOVED_MODULES: dict[str, str] = {
+    "libertem.udf.holography": (
+        "The holography implementation is removed from LiberTEM (since 0.15) and developed "
+        "in LiberTEM-holo (pip install libertem-holo; it runs on ltdask through this alias); "
+        "see https://github.com/LiberTEM/LiberTEM-holo"
+    ),
 }
 
 
@@ -225,6 +252,8 @@ class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname, path=None, target=None):
         if fullname != "libertem" and not fullname.startswith("libertem."):
             return None
+        if fullname in REMOVED_MODULES:
+            raise NotInLtdaskError(REMOVED_MODULES[fullname], name=fullname)
         if fullname not in LIBERTEM_MODULES:
             parent, _, name = fullname.rpartition(".")
             raise NotInLtdaskError(_missing(parent, name))

@@ -17,7 +17,7 @@ import numpy as np
 from ltdask.common import Slice
 from ltdask.exceptions import UDFError
 
-__all__ = ["SPARSE_FORMATS", "MaskContainer"]
+__all__ = ["SPARSE_FORMATS", "MaskContainer", "udf_masks"]
 
 #: the sparse formats `MaskContainer` gives (LiberTEM's names)
 SPARSE_FORMATS = (
@@ -114,7 +114,7 @@ class MaskContainer:
         self._dtype = None if dtype is None else np.dtype(dtype)
         self._use_sparse = default_sparse if use_sparse is True else use_sparse
         self._default_sparse = default_sparse
-        self._computed = None
+        self._computed_masks = None
         self._cache: dict = {}
 
     def __getstate__(self):
@@ -147,9 +147,9 @@ class MaskContainer:
     def computed_masks(self):
         """The stack ``(n, *sig)``: a pydata ``sparse.COO`` array where the masks are used
         sparse, else numpy."""
-        if self._computed is None:
-            self._computed = self._compute()
-        return self._computed
+        if self._computed_masks is None:
+            self._computed_masks = self._compute()
+        return self._computed_masks
 
     def _compute(self):
         from ltdask.masks import is_sparse, to_dense, to_sparse
@@ -263,6 +263,33 @@ class MaskContainer:
 
             return cupy.asarray(dense)
         return dense
+
+
+def udf_masks(params, meta=None) -> MaskContainer:
+    """The masks of an `ltdask.udf.ApplyMasksUDF` with parameters `params` as LiberTEM's
+    ``ApplyMasksUDF.masks`` gives them: a `MaskContainer` of its ``mask_factories``,
+    ``mask_dtype``, ``mask_count`` and ``use_sparse``, dense masks on the GPU where `meta`
+    (the UDF's ``self.meta``, if set) has a CuPy array backend. The factories are called
+    when masks are first cut, not here.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask import Shape, Slice
+    >>> from ltdask.udf import ApplyMasksUDF
+    >>> udf = ApplyMasksUDF([lambda: np.eye(4), lambda: np.ones((4, 4))], use_sparse=True)
+    >>> frame = Slice((0, 0, 0), Shape((1, 4, 4), sig_dims=2))
+    >>> udf.masks.get(frame, transpose=True).shape  # (pixels, masks), scipy.sparse
+    (16, 2)
+    """
+    backend = getattr(meta, "array_backend", None)
+    return MaskContainer(
+        params.mask_factories,
+        dtype=params.mask_dtype,
+        use_sparse=params.use_sparse,
+        count=params.mask_count,
+        backend="cupy" if backend in _CUPY_BACKENDS else "numpy",
+    )
 
 
 def _is_scipy(value) -> bool:

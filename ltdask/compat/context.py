@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 
 from ltdask.analysis import AnalysisMixin
 from ltdask.compat.datasets import MemoryDataSet
 from ltdask.compat.devices import has_cupy, run_backends
+from ltdask.compat.exceptions import JobCancelledError, UDFRunCancelled
 from ltdask.compat.executor_specs import executor_for_spec
 from ltdask.compat.executors import (
     DaskJobExecutor,
@@ -33,6 +35,8 @@ from ltdask.udf.roi import normalize_roi
 from ltdask.views.viz import MPLLive2DPlot
 
 _IGNORED_LOAD_KEYS = ("num_partitions", "io_backend", "tileshape", "enable_direct")
+#: of those, what `MemoryDataSet` honours
+_MEMORY_LOAD_KEYS = ("num_partitions", "tileshape")
 #: file type -> {LiberTEM's ``Context.load`` keyword: the ``open_*`` keyword it is}
 _RENAMED_LOAD_KEYS = {"hdf5": {"ds_path": "key"}}
 
@@ -58,6 +62,17 @@ def _as_executor(executor) -> JobExecutor:
         "DaskJobExecutor.make_local(), DelayedJobExecutor(), PipelinedExecutor()), an "
         "executor spec ('inline', 'threads', 'dask'), or None for the active dask scheduler"
     )
+
+
+@contextlib.contextmanager
+def _cancelled_as_lt(control: RunControl):
+    """`JobCancelledError` raised in a run becomes `UDFRunCancelled`, as in LiberTEM."""
+    try:
+        yield
+    except JobCancelledError as e:
+        raise UDFRunCancelled(
+            f"UDF run cancelled after {control.partitions_done} partitions"
+        ) from e
 
 
 def _check_run_arguments(where: str, corrections, backends) -> None:
@@ -146,9 +161,10 @@ class Context(AnalysisMixin):
         from ltdask.io.open import open_dataset
         from ltdask.io.registry import find_format, format_names
 
-        for key in _IGNORED_LOAD_KEYS:
-            kwargs.pop(key, None)
         kind = filetype.lower()
+        for key in _IGNORED_LOAD_KEYS:
+            if kind not in ("memory", "dask") or key not in _MEMORY_LOAD_KEYS:
+                kwargs.pop(key, None)
         for theirs, ours in _RENAMED_LOAD_KEYS.get(kind, {}).items():
             if theirs in kwargs:
                 if ours in kwargs:
@@ -160,7 +176,7 @@ class Context(AnalysisMixin):
         if kind == "auto":
             if not args and "path" in kwargs:
                 args = (kwargs.pop("path"),)  # ltdask.open takes the path positionally
-            return open_dataset(*args, **kwargs)
+            return _as_loaded(open_dataset(*args, **kwargs))
         if kind in ("memory", "dask"):
             return MemoryDataSet(*args, **kwargs)
         fmt = find_format(kind)
@@ -169,7 +185,7 @@ class Context(AnalysisMixin):
                 f"Context.load: unknown or unsupported file type {filetype!r}; expected one "
                 f"of {', '.join(format_names())}, memory, dask or auto"
             )
-        return fmt.open(*args, **kwargs)
+        return _as_loaded(fmt.open(*args, **kwargs))
 
     def run_udf(
         self,
@@ -244,7 +260,13 @@ class Context(AnalysisMixin):
     ):
         """Yield `UDFResults` as partitions finish (a `ResultGenerator`); with
         ``sync=False`` an async iterator (a `ResultAsyncGenerator`). ``plots`` as in
-        :meth:`run_udf`."""
+        :meth:`run_udf`.
+
+        As in LiberTEM, the steps go through the partitions of :meth:`run_udf` (a step's
+        results are bit for bit those of ``run_udf`` on the positions done): one partition
+        a step with `InlineJobExecutor`, all in one step with `DelayedJobExecutor`, one
+        per core with the others; partitions without ROI frames go with the next step.
+        `JobCancelledError` raised in the run ends it with `UDFRunCancelled`."""
         _check_run_arguments("Context.run_udf_iter", corrections, backends)
         backends = run_backends(backends)
         control = RunControl()
@@ -270,7 +292,9 @@ class Context(AnalysisMixin):
                 result_buffers(r, u, dataset, roi_flat) for r, u in zip(results, udfs, strict=True)
             )
 
-        with self._scheduler():
+        if control is None:
+            control = RunControl()
+        with self._scheduler(), _cancelled_as_lt(control):
             steps = iter_steps(
                 dataset,
                 udfs,
@@ -279,6 +303,9 @@ class Context(AnalysisMixin):
                 control=control,
                 corrections=corrections,
                 backends=backends,
+                # as in LiberTEM: run_udf's partitions, so results are bit-identical
+                partitions="run",
+                per_step=self._executor.partitions_per_step,
             )
             step = None
             for make, damage in steps:
@@ -323,3 +350,10 @@ class Context(AnalysisMixin):
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _as_loaded(ds):
+    """`ds` with LiberTEM's ``_path`` (the path it was opened from; LiberTEM's datasets keep
+    it there, and scripts and LiberTEM's tests read it) beside ltdask's ``path``."""
+    ds._path = str(ds.path)
+    return ds

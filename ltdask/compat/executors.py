@@ -79,6 +79,9 @@ class JobExecutor:
 
     #: the executor spec of ``Context.make_with`` this executor stands for
     spec = "dask"
+    #: the partitions a step of ``run_udf_iter`` computes, as LiberTEM's executor yields
+    #: them: None, one per core; 1, one by one; 0, all (one step: the whole run)
+    partitions_per_step: int | None = None
 
     def __init__(self) -> None:
         self.is_local = False
@@ -137,6 +140,7 @@ class InlineJobExecutor(JobExecutor):
     """
 
     spec = "inline"
+    partitions_per_step = 1
 
     def __init__(self, debug: bool = False, inline_threads: int | None = None) -> None:
         super().__init__()
@@ -378,6 +382,7 @@ class DelayedJobExecutor(JobExecutor):
     """
 
     spec = "delayed"
+    partitions_per_step = 0
 
 
 class PipelinedExecutor(JobExecutor):

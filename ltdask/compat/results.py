@@ -11,17 +11,21 @@ import functools
 
 import numpy as np
 
+from ltdask.compat.buffers import BufferWrapper, get_bbox_slice
 from ltdask.udf.api import compute_datasets, initial_datasets
 from ltdask.udf.buffers import valid_names
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.roi import normalize_roi
 
 
-class ResultBuffer:
-    """One result as LiberTEM's ``BufferWrapper`` shows it: ``data`` (nav-shaped, fill
-    values outside the ROI), ``raw_data`` (nav results flat and ROI-compressed, the shape
-    of the buffer: ``shape``), ``valid_mask`` (shaped as ``data``), ``masked_data``,
-    ``raw_masked_data``, ``valid_slice_bounding``, ``kind``, ``extra_shape``, ``dtype``.
+class ResultBuffer(BufferWrapper):
+    """One result as LiberTEM's ``BufferWrapper`` shows it (and a
+    `ltdask.compat.buffers.BufferWrapper`): ``data`` (nav-shaped, fill values outside the
+    ROI), ``raw_data`` (nav results flat and ROI-compressed, the shape of the buffer:
+    ``shape``), ``valid_mask`` (shaped as ``data``), ``masked_data``, ``raw_masked_data``,
+    ``valid_slice_bounding``, ``kind``, ``extra_shape``, ``dtype``; and LiberTEM's private
+    ``_valid_mask`` (shaped as ``raw_data``) and ``_roi`` (the run's ROI, flat, as it was
+    when the run started; None without one).
 
     Examples
     --------
@@ -41,21 +45,32 @@ class ResultBuffer:
     """
 
     def __init__(self, variable, valid, kind: str, roi_flat, nav_dims: int):
-        self.data = np.asarray(variable)
+        data = np.asarray(variable)
+        if kind in ("nav", "sig"):
+            extra = data.shape[nav_dims:]
+        else:
+            extra = data.shape if data.shape != (1,) else ()
+        super().__init__(kind=kind, extra_shape=extra, dtype=data.dtype)
+        self.data = data
         self.valid_mask = np.asarray(valid)
-        self.kind = kind
-        self._roi_flat = roi_flat
+        # a copy: the caller may change its ROI array after the run
+        self._roi = None if roi_flat is None else np.array(roi_flat, dtype=bool).reshape(-1)
         self._nav_dims = nav_dims
 
     def _raw(self, arr: np.ndarray) -> np.ndarray:
         if self.kind != "nav":
             return arr
         flat = arr.reshape((-1, *arr.shape[self._nav_dims :]))
-        return flat if self._roi_flat is None else flat[self._roi_flat]
+        return flat if self._roi is None else flat[self._roi]
 
     @property
     def raw_data(self) -> np.ndarray:
         return self._raw(self.data)
+
+    @property
+    def _valid_mask(self) -> np.ndarray:
+        """The valid mask shaped as ``raw_data`` (LiberTEM's private attribute)."""
+        return self._raw(self.valid_mask)
 
     @property
     def masked_data(self) -> np.ma.MaskedArray:
@@ -63,35 +78,17 @@ class ResultBuffer:
 
     @property
     def raw_masked_data(self) -> np.ma.MaskedArray:
-        return np.ma.masked_array(self.raw_data, mask=~self._raw(self.valid_mask))
+        return np.ma.masked_array(self.raw_data, mask=~self._valid_mask)
 
     @property
     def valid_slice_bounding(self) -> tuple[slice, ...]:
         """Per dim of ``data``, the slice from the first to the last valid element (for no
         valid element, LiberTEM's empty ``slice(size, 1)``)."""
-        out = []
-        for axis in range(self.valid_mask.ndim):
-            others = tuple(d for d in range(self.valid_mask.ndim) if d != axis)
-            hits = np.flatnonzero(self.valid_mask.any(axis=others))
-            size = self.valid_mask.shape[axis]
-            out.append(slice(int(hits[0]), int(hits[-1]) + 1) if hits.size else slice(size, 1))
-        return tuple(out)
-
-    @property
-    def extra_shape(self) -> tuple[int, ...]:
-        if self.kind == "nav":
-            return tuple(self.data.shape[self._nav_dims :])
-        if self.kind == "sig":
-            return tuple(self.data.shape[self._nav_dims :])
-        return tuple(self.data.shape) if self.data.shape != (1,) else ()
+        return get_bbox_slice(self.valid_mask)
 
     @property
     def shape(self):
         return self.raw_data.shape
-
-    @property
-    def dtype(self):
-        return self.data.dtype
 
     def __array__(self, dtype=None, copy=None):
         return self.data if dtype is None else self.data.astype(dtype)

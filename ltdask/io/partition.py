@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -12,6 +11,7 @@ import numpy as np
 
 from ltdask.common import Shape, Slice
 from ltdask.runtime import settings
+from ltdask.runtime.schedulers import RunTarget
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ def regridded(dataset, sizing: Sizing):
     return other
 
 
-def for_run(dataset):
+def for_run(dataset, target: RunTarget):
     """`dataset`, or a copy in fewer, larger partitions for a UDF run (``compute``, ``lazy``,
     ``explain``): every partition task costs the scheduler and the task's set-up some time
     (on the threaded scheduler about 0.3 ms of a thread, with the GIL; on a ``distributed``
@@ -178,39 +178,26 @@ def for_run(dataset):
     a partition. Always at least two per thread (the threaded scheduler's ``num_workers``,
     or the workers' threads), at most an eighth of a thread's share of the memory (the
     worker's memory limit; this machine's RAM: a task maps its partition's pages, which
-    count in the RSS), never more partitions than `dataset` has. Other schedulers
-    (synchronous, processes) keep the dataset's partitions, and so does a dataset whose
-    partitions were made under other settings than the current ones
-    (``ltdask.partition-bytes`` set when it was opened)."""
-    from ltdask.runtime.schedulers import cluster_client, cluster_workers
-
-    local_size = settings.run_partition_bytes()  # (both checked on every run)
-    cluster_size = settings.cluster_partition_bytes()
-    client = cluster_client()
-    if client is not None:
-        size = cluster_size
-        workers = cluster_workers(client)
-        if not workers:  # (an asynchronous client's cached view, or no worker yet: unknown)
-            return dataset
-        nthreads = [max(1, int(w.get("nthreads", 1))) for w in workers]
-        shares = [
-            w["memory_limit"] // n
-            for w, n in zip(workers, nthreads, strict=True)
-            if w.get("memory_limit")
-        ]
+    count in the RSS), never more partitions than `dataset` has. `target` (a
+    `ltdask.runtime.schedulers.RunTarget`, resolved where the run was asked for) says which
+    scheduler; the others (synchronous, processes) keep the dataset's partitions, and so do
+    a cluster that lists no worker yet and a dataset whose partitions were made under other
+    settings than the current ones (``ltdask.partition-bytes`` set when it was opened)."""
+    if target.kind == "cluster":
+        size = settings.cluster_partition_bytes()
+    elif target.kind == "threads":
+        size = settings.run_partition_bytes()
     else:
-        size = local_size
-        threads = _local_threads()
-        if threads is None:
-            return dataset
-        nthreads, shares = [threads], [settings.total_memory() // threads]
-    threads = sum(nthreads)
+        return dataset
+    threads = target.threads
+    if threads < 1:  # (a cluster without workers yet, or an asynchronous client's view)
+        return dataset
     frame_bytes = math.prod(dataset.sig_shape) * 4  # (counted as float32, as partitions are)
     if frame_bytes >= LARGE_FRAME:
         # a partition's per-pixel state and results are frame-sized, whatever its depth
         size = max(size, RUN_MIN_FRAMES * frame_bytes)
-    if shares:
-        size = min(size, min(shares) // 8)
+    if target.memory_shares:
+        size = min(size, min(target.memory_shares) // 8)
     have = len(dataset.get_partitions())
     configured = Sizing.from_settings()
     if have <= 2 * threads or dataset.partition_grid(configured) != dataset.nav_chunks:
@@ -218,16 +205,6 @@ def for_run(dataset):
     minimum = max(2 * threads, configured.min_partitions)
     coarse = regridded(dataset, Sizing(size, minimum))
     return coarse if len(coarse.get_partitions()) < have else dataset
-
-
-def _local_threads() -> int | None:
-    """The threads of the threaded scheduler where a run goes to it (the configured
-    scheduler, or none: dask's default for arrays), else None."""
-    import dask
-
-    if dask.config.get("scheduler", None) not in (None, "threads", "threading"):
-        return None
-    return int(dask.config.get("num_workers", None) or os.cpu_count() or 1)
 
 
 def with_min_partitions(dataset, count: int):

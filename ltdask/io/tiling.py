@@ -290,6 +290,8 @@ class Negotiator:
             # tile consumers they get the tile consumers' depth, in whole frames
             tileshape = self._scale(tileshape, (partition_frames, *sig), (1, *base), size_px)
         tileshape = list(dataset.adjust_tileshape(tuple(tileshape), roi))
+        if intent == "partition":
+            tileshape[0] = partition_frames  # a partition UDF gets its whole partition
         if excluded is not None and np.size(excluded):
             tileshape[1:] = avoid_excluded(tileshape[1:], sig, base, excluded)
         self._validate(tileshape, sig, base)

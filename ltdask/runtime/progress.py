@@ -16,7 +16,13 @@ import threading
 
 from dask.callbacks import Callback
 
-from ltdask.runtime.schedulers import NO_FUSION, default_client, local_scheduler, on_a_cluster
+from ltdask.runtime.schedulers import (
+    NO_FUSION,
+    client_for,
+    default_client,
+    local_scheduler,
+    on_a_cluster,
+)
 
 #: seconds a run takes before its bar appears, with ``progress=None``
 PROGRESS_DELAY = 2.0
@@ -25,16 +31,21 @@ PROGRESS_DELAY = 2.0
 PARTITION_TASKS = "ltdask-udf-"
 
 
-def compute(*collections, progress: bool | None = None) -> tuple:
-    """``dask.compute(*collections)`` (without low-level fusion, see `NO_FUSION`), showing
-    progress as `progress` asks (see the module's notes)."""
+def compute(*collections, progress: bool | None = None, scheduler=None) -> tuple:
+    """``dask.compute(*collections)`` (without low-level fusion, see `NO_FUSION`) on
+    `scheduler` (None: the active one), showing progress as `progress` asks (see the
+    module's notes)."""
     import dask
 
+    client = default_client() if scheduler is None and on_a_cluster() else None
+    if scheduler is not None:
+        client = client_for(scheduler)
+    how = local_scheduler(collections) if scheduler is None else {"scheduler": scheduler}
     with dask.config.set(NO_FUSION):
-        if progress and on_a_cluster():
-            return _on_cluster_with_progress(collections)
+        if progress and client is not None:
+            return _on_cluster_with_progress(collections, client)
         with partition_bar(progress):
-            return dask.compute(*collections, **local_scheduler(collections))
+            return dask.compute(*collections, **how)
 
 
 def _watched() -> bool:
@@ -130,11 +141,10 @@ class PartitionBar(Callback):
         self.bar = None
 
 
-def _on_cluster_with_progress(collections) -> tuple:
-    """The collections computed on the default Client, with distributed's progress bar."""
+def _on_cluster_with_progress(collections, client) -> tuple:
+    """The collections computed on `client`, with distributed's progress bar."""
     from distributed import progress as show
 
-    client = default_client()
     futures = client.compute(list(collections))
     show(futures)
     return tuple(client.gather(futures))

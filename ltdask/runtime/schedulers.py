@@ -8,30 +8,26 @@ run would otherwise pay 0.15-0.2 s for it).
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
+
+from ltdask.runtime import settings
+
 
 def default_client():
     """The default `distributed.Client`, or None (without importing distributed)."""
-    from ltdask.runtime.settings import from_distributed
-
-    return from_distributed("default_client")
+    return settings.from_distributed("default_client")
 
 
 def cluster_client():
     """The `distributed.Client` that ``dask.compute`` would run on now (the configured
     ``scheduler``, a Client or its ``get``, or else the default Client), or None."""
-    import sys
-
     import dask
 
     scheduler = dask.config.get("scheduler", None)
     if scheduler in (None, "dask.distributed", "distributed"):
         return default_client()
-    if "distributed" not in sys.modules:
-        return None
-    from distributed import Client
-
-    owner = getattr(scheduler, "__self__", scheduler)  # (a Client's ``get``)
-    return owner if isinstance(owner, Client) else None
+    return _client_of(scheduler)
 
 
 #: how long `cluster_workers` answers from what it last fetched, in seconds
@@ -97,3 +93,129 @@ def local_scheduler(collections) -> dict:
         return {}
     defaults = {c.__dask_scheduler__ for c in collections if dask.is_dask_collection(c)}
     return {"scheduler": defaults.pop()} if len(defaults) == 1 else {}
+
+
+#: ``scheduler=`` names of dask's local schedulers, by the kind of run they make
+_LOCAL_NAMES = {
+    "threads": "threads",
+    "threading": "threads",
+    "sync": "local",
+    "synchronous": "local",
+    "single-threaded": "local",
+    "processes": "local",
+    "multiprocessing": "local",
+}
+
+
+@dataclass(frozen=True)
+class RunTarget:
+    """The scheduler a run's graph is planned for, resolved once, where ``ltdask.lazy``,
+    ``compute`` or ``explain`` is called (`resolve`), and passed down: building the graph
+    reads no scheduler state. It decides the partition sizes (`ltdask.io.partition.for_run`),
+    fresh task keys for cluster runs, whether partition jobs travel inside the tasks, and
+    whether CUDA work is annotated for GPU workers. A graph planned for one scheduler
+    computes on any other with the same values.
+
+    `kind`: ``"threads"`` (dask's threaded scheduler), ``"cluster"`` (a
+    ``distributed.Client``) or ``"local"`` (the synchronous and process schedulers, which
+    keep the dataset's partitions). `threads`: the threads that run partition tasks (all
+    workers' on a cluster; 0 where the cluster lists no worker yet). `memory_shares`: the
+    memory of each thread's share, in bytes (per worker on a cluster, where it has a
+    limit). `gpu_workers`: a worker of the cluster has a ``GPU`` resource.
+    """
+
+    kind: str
+    threads: int = 1
+    memory_shares: tuple[int, ...] = ()
+    gpu_workers: bool = False
+
+    @property
+    def on_cluster(self) -> bool:
+        return self.kind == "cluster"
+
+    @classmethod
+    def resolve(cls, scheduler=None) -> RunTarget:
+        """The target for `scheduler`: None (the one ``dask.compute`` would use now), a
+        name of dask's local schedulers (``"threads"``, ``"sync"``, ``"processes"``, ...),
+        a ``distributed.Client`` (or its ``get``), or a `RunTarget` (returned as it is).
+
+        Examples
+        --------
+        >>> from ltdask.runtime.schedulers import RunTarget
+        >>> RunTarget.resolve("sync").kind
+        'local'
+        >>> RunTarget.resolve("threads").threads >= 1
+        True
+        """
+        import dask
+
+        if isinstance(scheduler, RunTarget):
+            return scheduler
+        if scheduler is None:
+            client = cluster_client()
+            if client is not None:
+                return cls._of_cluster(client)
+            configured = dask.config.get("scheduler", None)
+            if configured is not None and not isinstance(configured, str):
+                return cls("local")  # (a scheduler function: dask's get of its own)
+            scheduler = configured or "threads"
+        if isinstance(scheduler, str):
+            if scheduler in ("distributed", "dask.distributed"):
+                client = default_client()
+                if client is None:
+                    raise ValueError(
+                        f"scheduler={scheduler!r}: no distributed.Client is running; make "
+                        "one first (distributed.Client(...))"
+                    )
+                return cls._of_cluster(client)
+            kind = _LOCAL_NAMES.get(scheduler)
+            if kind is None:
+                raise ValueError(
+                    f"scheduler={scheduler!r}: expected one of {sorted(_LOCAL_NAMES)}, "
+                    "'distributed', a distributed.Client or None (the active scheduler)"
+                )
+            if kind == "local":
+                return cls("local")
+            threads = int(dask.config.get("num_workers", None) or os.cpu_count() or 1)
+            return cls("threads", threads, (settings.total_memory() // threads,))
+        client = _client_of(scheduler)
+        if client is None:
+            raise ValueError(
+                f"scheduler={scheduler!r}: expected a distributed.Client, the name of a "
+                "dask scheduler ('threads', 'sync', 'processes', 'distributed') or None"
+            )
+        return cls._of_cluster(client)
+
+    @classmethod
+    def _of_cluster(cls, client) -> RunTarget:
+        workers = cluster_workers(client)
+        nthreads = [max(1, int(w.get("nthreads", 1))) for w in workers]
+        shares = tuple(
+            w["memory_limit"] // n
+            for w, n in zip(workers, nthreads, strict=True)
+            if w.get("memory_limit")
+        )
+        gpu = any(w.get("resources", {}).get("GPU", 0) > 0 for w in workers)
+        return cls("cluster", sum(nthreads), shares, gpu)
+
+
+def client_for(scheduler=None):
+    """The `distributed.Client` that a compute with ``scheduler=`` `scheduler` runs on (None:
+    as `cluster_client`; ``"distributed"``: the default Client), or None."""
+    if scheduler is None:
+        return cluster_client()
+    if scheduler in ("distributed", "dask.distributed"):
+        return default_client()
+    return _client_of(scheduler)
+
+
+def _client_of(scheduler):
+    """`scheduler` as a `distributed.Client` (given as one or as its ``get``), or None."""
+    import sys
+
+    if "distributed" not in sys.modules:
+        return None
+    from distributed import Client
+
+    owner = getattr(scheduler, "__self__", scheduler)
+    return owner if isinstance(owner, Client) else None

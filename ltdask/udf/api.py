@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ltdask.io.dataset import DataSet
 from ltdask.io.partition import for_run
+from ltdask.runtime.schedulers import RunTarget
 from ltdask.udf.assemble import compute_datasets, to_datasets
 from ltdask.udf.graph import Run
 from ltdask.udf.interface import UDFBase
@@ -30,7 +31,12 @@ __all__ = [
 
 
 def lazy(
-    dataset: DataSet, udfs: list[UDFBase] | UDFBase, roi=None, corrections=None, backends=None
+    dataset: DataSet,
+    udfs: list[UDFBase] | UDFBase,
+    roi=None,
+    corrections=None,
+    backends=None,
+    scheduler=None,
 ) -> list:
     """Build the graph that runs `udfs` together on `dataset` (each tile read once).
 
@@ -49,6 +55,13 @@ def lazy(
         Array backends the run may use (``UDF.BACKEND_*`` names, e.g. ``("numpy",)`` to
         keep every UDF on dense CPU arrays); by default each UDF gets the one of its
         ``get_backends()`` that costs the least conversion (see :func:`ltdask.explain`).
+    scheduler
+        The scheduler the graph is planned for: its partition sizes (larger on the
+        threaded scheduler and on a cluster, see ``ltdask.run-partition-bytes``), fresh
+        task keys and GPU placement on a cluster. None (default): the one ``dask.compute``
+        would use now; else a ``distributed.Client``, ``"distributed"`` (the default
+        Client), ``"threads"``, ``"sync"`` or ``"processes"``. The graph computes with the
+        same values on any scheduler; plan it for the one that will run it.
 
     Returns
     -------
@@ -64,9 +77,7 @@ def lazy(
     >>> res["intensity"].values.tolist()
     [[16.0, 16.0, 16.0], [16.0, 16.0, 16.0]]
     """
-    if isinstance(udfs, UDFBase):
-        udfs = [udfs]
-    return to_datasets(Run(for_run(dataset), list(udfs), roi, corrections, backends).graph)
+    return to_datasets(_run(dataset, udfs, roi, corrections, backends, scheduler).graph)
 
 
 def compute(
@@ -76,9 +87,11 @@ def compute(
     progress: bool | None = None,
     corrections=None,
     backends=None,
+    scheduler=None,
 ) -> list:
     """Run `udfs` together on `dataset` in one pass; computed `xarray.Dataset` per UDF
-    (parameters as for :func:`lazy`).
+    (parameters as for :func:`lazy`; the run is planned for and computes on `scheduler`,
+    by default the active one).
 
     Examples
     --------
@@ -89,10 +102,16 @@ def compute(
     >>> float(total["intensity"].sum()), float(per_frame["intensity"].sum())
     (96.0, 96.0)
     """
+    graph = _run(dataset, udfs, roi, corrections, backends, scheduler).graph
+    return compute_datasets(to_datasets(graph), progress, graph, scheduler)
+
+
+def _run(dataset, udfs, roi, corrections, backends, scheduler) -> Run:
+    """The run planned for `scheduler`, resolved here, once (`RunTarget`)."""
     if isinstance(udfs, UDFBase):
         udfs = [udfs]
-    graph = Run(for_run(dataset), list(udfs), roi, corrections, backends).graph
-    return compute_datasets(to_datasets(graph), progress=progress, graph=graph)
+    target = RunTarget.resolve(scheduler)
+    return Run(for_run(dataset, target), list(udfs), roi, corrections, backends, target)
 
 
 def iter_results(

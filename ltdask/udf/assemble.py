@@ -11,7 +11,7 @@ from ltdask._version import __version__
 from ltdask.exceptions import UDFError
 from ltdask.runtime.progress import compute as run_compute
 from ltdask.runtime.progress import partition_bar
-from ltdask.runtime.schedulers import on_a_cluster
+from ltdask.runtime.schedulers import client_for, on_a_cluster
 from ltdask.udf.buffers import BufferSpec, valid_names
 from ltdask.udf.graph import PartitionGraph
 from ltdask.udf.merge import merged
@@ -72,10 +72,14 @@ def to_datasets(graph: PartitionGraph) -> list:
 
 
 def compute_datasets(
-    datasets: list, progress: bool | None = None, graph: PartitionGraph | None = None
+    datasets: list,
+    progress: bool | None = None,
+    graph: PartitionGraph | None = None,
+    scheduler=None,
 ) -> list:
-    """Compute lazy Datasets together, sharing their tasks; the partition tasks of `graph`
-    run even where no result depends on them (UDFs without results).
+    """Compute lazy Datasets together (on `scheduler`, None: the active one), sharing their
+    tasks; the partition tasks of `graph` run even where no result depends on them (UDFs
+    without results).
 
     (``dask.compute(*datasets)`` would do the same, but with dask 2026.8 / xarray 2026.9 it
     fails when one variable is computed from another.)
@@ -96,11 +100,12 @@ def compute_datasets(
     ):
         extra = [graph.done()]
     remote = graph.cells.name if graph is not None else None
-    if progress and on_a_cluster():
-        values = list(run_compute(*arrays, *extra, progress=True))
+    cluster = on_a_cluster() if scheduler is None else client_for(scheduler) is not None
+    if progress and cluster:
+        values = list(run_compute(*arrays, *extra, progress=True, scheduler=scheduler))
     else:
         with partition_bar(progress):
-            values = compute_arrays([*arrays, *extra], remote)
+            values = compute_arrays([*arrays, *extra], remote, scheduler)
     out = [d.copy(deep=False) for d in datasets]
     for (i, name), value in zip(slots, values[: len(slots)], strict=True):
         out[i].variables[name].data = value

@@ -56,6 +56,12 @@ def gpu_available() -> bool:
     return local_gpu()
 
 
+def _target_gpu(target) -> bool:
+    """Whether the scheduler `target` (a `ltdask.runtime.schedulers.RunTarget`) can use a
+    CUDA device: a GPU worker on a cluster, CuPy finding a device here otherwise."""
+    return target.gpu_workers if target.on_cluster else local_gpu()
+
+
 def on_cluster() -> bool:
     """Whether computations go to a `distributed` Client (the configured scheduler or the
     default Client)."""
@@ -149,18 +155,22 @@ def plan_backends(
     udfs: Sequence[UDFBase],
     restriction=None,
     gpu: bool | None = None,
+    target=None,
 ) -> BackendPlan:
     """The cheapest plan for `udfs` on a dataset that delivers `sources` (the array types
     it can deliver, the one it stores first).
 
     The device class is the CPU when every UDF accepts a CPU backend, unless a GPU is
-    usable here (`gpu`; by default: CuPy finds a device) and every UDF accepts a CUDA
-    backend and one prefers it; a UDF that accepts only CUDA backends needs a GPU."""
+    usable where the run goes (`gpu`; by default: on a cluster `target`, a worker has a
+    ``GPU`` resource; else CuPy finds a device here) and every UDF accepts a CUDA backend
+    and one prefers it; a UDF that accepts only CUDA backends needs a GPU."""
     from sparseconverter import conversion_cost
 
     restriction = normalize_restriction(restriction)
     choices = tuple(accepted(u, restriction) for u in udfs)
-    gpu = gpu_available() if gpu is None else gpu
+    cluster = on_cluster() if target is None else target.on_cluster
+    if gpu is None:
+        gpu = gpu_available() if target is None else _target_gpu(target)
     on_cpu = [[b for b in c if device_class(b) == "cpu"] for c in choices]
     on_gpu = [[b for b in c if device_class(b) == "cuda"] for c in choices]
     prefer_gpu = any(c[0] in UDFBase.CUDA_BACKENDS for c in choices)
@@ -179,7 +189,7 @@ def plan_backends(
                 else (
                     "no worker of the cluster has a GPU resource (start GPU workers with "
                     "`dask worker --resources GPU=1` or dask-cuda)"
-                    if on_cluster()
+                    if cluster
                     else "this process has none (cupy is not installed or finds no GPU)"
                 )
                 + ", or allow a CPU backend"

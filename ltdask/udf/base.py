@@ -58,19 +58,24 @@ class UDF(UDFBase):
     goes through :func:`ltdask.udf.apply_whole` in :meth:`get_results`.
     """
 
-    def lazy(self, dataset, roi=None, corrections=None, backends=None):
+    def lazy(self, dataset, roi=None, corrections=None, backends=None, scheduler=None):
         """The results as a lazy `xarray.Dataset` (see :func:`ltdask.lazy`)."""
-        return lazy(dataset, [self], roi=roi, corrections=corrections, backends=backends)[0]
+        kwargs = dict(roi=roi, corrections=corrections, backends=backends, scheduler=scheduler)
+        return lazy(dataset, [self], **kwargs)[0]
 
     def compute(
-        self, dataset, roi=None, progress: bool | None = None, corrections=None, backends=None
+        self,
+        dataset,
+        roi=None,
+        progress: bool | None = None,
+        corrections=None,
+        backends=None,
+        scheduler=None,
     ):
         """Run on `dataset` and return the results as an `xarray.Dataset` (see
         :func:`ltdask.lazy` for the parameters)."""
-        out = compute(
-            dataset, [self], roi=roi, progress=progress, corrections=corrections, backends=backends
-        )
-        return out[0]
+        kwargs = dict(corrections=corrections, backends=backends, scheduler=scheduler)
+        return compute(dataset, [self], roi=roi, progress=progress, **kwargs)[0]
 
     def iter(self, dataset, roi=None, corrections=None, backends=None):
         """Partial results as partitions finish (see :func:`ltdask.iter`)."""

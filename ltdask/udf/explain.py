@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ltdask.io.partition import for_run
+from ltdask.runtime.schedulers import RunTarget
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.plan import plan_run
 
@@ -33,10 +34,13 @@ class RunExplanation:
         return self.text
 
 
-def explain(dataset, udfs, roi=None, corrections=None, backends=None) -> RunExplanation:
+def explain(
+    dataset, udfs, roi=None, corrections=None, backends=None, scheduler=None
+) -> RunExplanation:
     """How ``ltdask.compute(dataset, udfs, ...)`` would run, without reading any data: the
     partitions, the tiles, their dtype, and the array type each UDF gets (dense or sparse,
     CPU or GPU) with the conversions on the way — for a run that is slower than expected.
+    `scheduler`: as for :func:`ltdask.lazy`.
 
     Examples
     --------
@@ -51,7 +55,8 @@ def explain(dataset, udfs, roi=None, corrections=None, backends=None) -> RunExpl
     """
     if isinstance(udfs, UDFBase):
         udfs = [udfs]
-    plan = plan_run(for_run(dataset), list(udfs), roi, corrections, backends)
+    target = RunTarget.resolve(scheduler)
+    plan = plan_run(for_run(dataset, target), list(udfs), roi, corrections, backends, target)
     scheme = plan.scheme
     shapes = sorted({tuple(s.shape) for s in scheme.slices})
     cut = ", ".join(str(s) for s in shapes)

@@ -21,7 +21,6 @@ import numpy as np
 
 from ltdask.common import Slice
 from ltdask.runtime.progress import PARTITION_TASKS
-from ltdask.udf.backends import on_cluster
 from ltdask.udf.buffers import expand_nav, filled
 from ltdask.udf.plan import RunPlan, plan_run
 from ltdask.udf.runner import PartitionCell, PartitionJob, partition_task
@@ -89,7 +88,7 @@ class PartitionGraph:
         )
         name = f"{PARTITION_TASKS}{plan.token}"
         tasks: dict = {}
-        job_arg = _job_arg(job, f"ltdask-job-{plan.token}", tasks)
+        job_arg = _job_arg(job, f"ltdask-job-{plan.token}", tasks, plan.target.on_cluster)
         deps = []
         blocks = dataset.partition_blocks()
         if blocks is not None:
@@ -261,8 +260,8 @@ class Run:
     True
     """
 
-    def __init__(self, dataset, udfs, roi=None, corrections=None, backends=None):
-        self.plan = plan_run(dataset, udfs, roi, corrections, backends)
+    def __init__(self, dataset, udfs, roi=None, corrections=None, backends=None, target=None):
+        self.plan = plan_run(dataset, udfs, roi, corrections, backends, target)
         self.graph = PartitionGraph.build(self.plan)
 
     @property
@@ -303,9 +302,10 @@ def _extract_partial(cell, u, key, stacked):
 JOB_INLINE_BYTES = 64 * 2**10
 
 
-def _job_arg(job: PartitionJob, key: str, tasks: dict):
+def _job_arg(job: PartitionJob, key: str, tasks: dict, on_cluster: bool):
     """The job as the partition tasks take it: a reference to the node `key` added to
-    `tasks` that holds it, or, built for a cluster, the job itself where it is small.
+    `tasks` that holds it, or, built for a cluster (`on_cluster`), the job itself where it
+    is small.
 
     On a cluster the job's node is computed first and then copied to each worker that
     needs it: a scheduler round trip before any partition starts (5 ms on a busy 2-core
@@ -315,7 +315,7 @@ def _job_arg(job: PartitionJob, key: str, tasks: dict):
     schedulers (where the node costs nothing), since they may be computed on a cluster
     later.
     """
-    if on_cluster():
+    if on_cluster:
         from distributed.protocol.pickle import dumps
 
         try:
@@ -336,6 +336,6 @@ def gpu_annotation(plan: RunPlan):
     import dask
 
     bplan = plan.context.backends
-    if bplan is None or bplan.device != "cuda" or not on_cluster():
+    if bplan is None or bplan.device != "cuda" or not plan.target.on_cluster:
         return contextlib.nullcontext()
     return dask.annotate(resources={"GPU": 1})

@@ -203,6 +203,11 @@ class UDFBase:
                 f"{name}.__init__, e.g. super().__init__(threshold=threshold)"
             ) from None
 
+    def set_meta(self, meta) -> None:
+        """Give the UDF its ``self.meta`` (a `ltdask.udf.meta.UDFMeta`) outside a run, as
+        LiberTEM's ``UDF.set_meta``; a run binds its own."""
+        self.meta = meta
+
     # -- declarations ------------------------------------------------------------------
     def get_result_buffers(self) -> dict[str, BufferSpec]:
         """The result buffers: ``{name: self.buffer(...)}``."""

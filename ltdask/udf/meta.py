@@ -77,6 +77,7 @@ class UDFMeta:
         if partition_shape is None and partition_slice is not None:
             # LiberTEM's keyword: the partition as a slice of the flat-nav dataset
             partition_shape = partition_slice.shape
+        self._given_partition_slice = partition_slice
         self.dataset_shape = dataset_shape
         self.dataset_dtype = np.dtype(dataset_dtype)
         self.input_dtype = np.dtype(input_dtype)
@@ -128,6 +129,18 @@ class UDFMeta:
                 Shape((self._count, *sig.shape), sig_dims=sig.shape.sig_dims),
             )
         return self._slice
+
+    @property
+    def _partition_slice(self) -> Slice | None:
+        """The current partition in flat, ROI-compressed nav coordinates, whole frames
+        (LiberTEM's private ``meta._partition_slice``, which its tests compare with
+        ``meta.slice`` in ``process_partition``)."""
+        if self._given_partition_slice is not None:
+            return self._given_partition_slice
+        shape = self.partition_shape
+        if shape is None:
+            return None
+        return Slice((self._slice_origin, *(0,) * shape.sig_dims), shape)
 
     def set_slice(self, origin: int, count: int, sig_slice: Slice, scheme_idx: int | None):
         # per tile, so cheap: the Slice is only built when a UDF asks for it

@@ -22,6 +22,7 @@ from ltdask.io.dataset import DataSet
 from ltdask.io.partition import Partition
 from ltdask.io.tiling import TilingPreferences, TilingScheme
 from ltdask.runtime import settings
+from ltdask.runtime.schedulers import RunTarget
 from ltdask.udf.backends import NUMPY as BACKEND_NUMPY
 from ltdask.udf.backends import plan_backends
 from ltdask.udf.bind import RunContext, bind
@@ -60,6 +61,8 @@ class RunPlan:
     #: the dataset's token (it stats the files: once per run) and the run's
     dataset_token: str
     token: str
+    #: the scheduler the graph is planned for (`ltdask.runtime.schedulers.RunTarget`)
+    target: RunTarget
 
     @property
     def tile_corrections(self):
@@ -89,9 +92,15 @@ class RunPlan:
 
 
 def plan_run(
-    dataset: DataSet, udfs: list[UDFBase], roi=None, corrections=None, backends=None
+    dataset: DataSet,
+    udfs: list[UDFBase],
+    roi=None,
+    corrections=None,
+    backends=None,
+    target: RunTarget | None = None,
 ) -> RunPlan:
-    """Check `udfs` for a run on `dataset` (with `roi` and `corrections`) and plan it.
+    """Check `udfs` for a run on `dataset` (with `roi` and `corrections`) and plan it for
+    `target` (default: the scheduler active now).
 
     Raises
     ------
@@ -136,7 +145,8 @@ def plan_run(
             )
     # corrected tiles are dense: the dataset delivers numpy then
     sources = (BACKEND_NUMPY,) if prepared is not None else dataset.array_backends
-    backend_plan = plan_backends(sources, udfs, backends)
+    target = RunTarget.resolve(target)
+    backend_plan = plan_backends(sources, udfs, backends, target=target)
     folded = prepared if folds_corrections(udfs, prepared) else None
     tile_dtype = native_tile_dtype(
         dataset, udfs, np.dtype(read_dtype), None if folded is not None else prepared, backend_plan
@@ -203,7 +213,7 @@ def plan_run(
     # and the calibrations, which UDFs may use (``meta.sig_calibration``)
     calibration = (dataset.nav_calibration, dataset.sig_calibration)
     token = tokenize(
-        _cluster_nonce(),
+        _cluster_nonce(target),
         dataset_token,
         udfs,
         selection.flat,
@@ -230,6 +240,7 @@ def plan_run(
         scheme=scheme,
         dataset_token=dataset_token,
         token=token,
+        target=target,
     )
 
 
@@ -325,7 +336,7 @@ def folds_corrections(udfs, prepared) -> bool:
     return all(given <= set(vars(type(u)).get("FOLDS_CORRECTIONS", ())) for u in udfs)
 
 
-def _cluster_nonce() -> str | None:
+def _cluster_nonce(target: RunTarget) -> str | None:
     """A new random string where the run goes to a ``distributed`` cluster, else None.
 
     The keys of a run are those of its UDFs and data; on a cluster, runs get keys of their
@@ -333,9 +344,7 @@ def _cluster_nonce() -> str | None:
     the scheduler is still releasing, and the client then gathers them before they are
     computed again ("Couldn't gather keys ... rescheduling", logged as errors; 3-10 in 60
     back-to-back SumUDF runs)."""
-    from ltdask.runtime.schedulers import cluster_client
-
-    return uuid.uuid4().hex if cluster_client() is not None else None
+    return uuid.uuid4().hex if target.on_cluster else None
 
 
 def input_dtype(dataset: DataSet, udfs: list[UDFBase]) -> np.dtype:

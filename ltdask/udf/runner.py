@@ -58,6 +58,16 @@ def partition_task(job: PartitionJob, index: int, block=None) -> PartitionCell:
         raise
     except Exception as e:
         names = ", ".join(type(u).__name__ for u in job.udfs)
+        if (
+            isinstance(e, AttributeError)
+            and e.name in _TILE_ATTRIBUTES
+            and hasattr(e.obj, "shape")  # (an array: a tile)
+        ):
+            raise AttributeError(
+                f"{e.name} of a tile: tiles are plain arrays (numpy, CuPy, sparse), as in "
+                f"LiberTEM, which removed the attribute; use {_TILE_ATTRIBUTES[e.name]} "
+                f"(while running {names} on partition {index})"
+            ) from e
         e.add_note(
             f"ltdask: while running {names} on partition {index} (frames {p.start}:{p.stop})"
         )
@@ -66,6 +76,10 @@ def partition_task(job: PartitionJob, index: int, block=None) -> PartitionCell:
     out[0] = partials
     worker_gc.after_task()
     return out
+
+
+#: LiberTEM's former attributes of a tile -> where a UDF finds them now
+_TILE_ATTRIBUTES = {"tile_slice": "self.meta.slice", "scheme_idx": "self.meta.tiling_scheme_idx"}
 
 
 class PartitionCell(np.ndarray):

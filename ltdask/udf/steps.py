@@ -9,9 +9,9 @@ import numpy as np
 
 from ltdask.exceptions import UDFError
 from ltdask.io.dataset import DataSet
-from ltdask.io.partition import with_min_partitions
+from ltdask.io.partition import for_run, with_min_partitions
 from ltdask.runtime import settings
-from ltdask.runtime.schedulers import local_scheduler
+from ltdask.runtime.schedulers import RunTarget, local_scheduler
 from ltdask.udf.assemble import to_datasets
 from ltdask.udf.buffers import filled
 from ltdask.udf.graph import PartitionGraph, Run
@@ -22,10 +22,12 @@ from ltdask.udf.tasks import leading_block
 
 
 class RunControl:
-    """Changes to a run that `iter_steps` makes between two steps."""
+    """Changes to a run that `iter_steps` makes between two steps, and how far it is."""
 
     def __init__(self) -> None:
         self.parameters: list[dict] | None = None
+        #: the partitions the run has processed (after each step)
+        self.partitions_done = 0
 
     def update_parameters(self, parameters: list[dict]) -> None:
         """New parameters (one dict per UDF, the keywords to change) for the partitions
@@ -41,6 +43,8 @@ def iter_steps(
     control: RunControl | None = None,
     corrections=None,
     backends=None,
+    partitions: str = "updates",
+    per_step: int | None = None,
 ):
     """Run `udfs` partition group by partition group, yielding ``(make, damage)``:
     ``make()`` builds the lazy Datasets of what is done (``get_results`` runs then, on
@@ -50,21 +54,44 @@ def iter_steps(
     dataset (``"initial"``, as LiberTEM shows them); their valid masks are False.
     Parameters given to `control` between steps apply to the partitions after them.
 
-    The scan is cut into partitions small enough for ``ltdask.iter-updates`` steps at least
-    (see :func:`~ltdask.io.partition.with_min_partitions`)."""
+    `partitions`: ``"updates"`` cuts the scan into partitions small enough for
+    ``ltdask.iter-updates`` steps at least (see
+    :func:`~ltdask.io.partition.with_min_partitions`; ``ltdask.iter``, ``ltdask.live``);
+    ``"run"`` takes the partitions :func:`~ltdask.udf.api.compute` takes, so each step's
+    results are bit for bit those of ``compute`` with the step's done positions as ROI,
+    and the last step's are ``compute``'s (LiberTEM's ``run_udf_iter``).
+
+    Each step computes `per_step` partitions that hold frames of the ROI (by default
+    ``ltdask.min-partitions``, one per core; 0: all, one step); partitions without any go
+    with the next step, so that every step adds positions (as in LiberTEM, where they are
+    not run)."""
     import dask
 
     if isinstance(udfs, UDFBase):
         udfs = [udfs]
-    step = max(1, settings.min_partitions())
-    # one step computes `step` partitions (one per core): enough of them for the updates
-    dataset = with_min_partitions(dataset, step * settings.iter_updates())
-    run = Run(dataset, list(udfs), roi, corrections, backends)
+    if per_step is not None and (int(per_step) != per_step or per_step < 0):
+        raise ValueError(
+            f"iter_steps: per_step={per_step!r}; expected a count of partitions (0: all of "
+            "them in one step) or None (one per core)"
+        )
+    step = max(1, settings.min_partitions()) if per_step is None else int(per_step)
+    target = RunTarget.resolve()
+    if partitions == "updates":
+        # one step computes `step` partitions (one per core): enough of them for the updates
+        dataset = with_min_partitions(dataset, max(1, step) * settings.iter_updates())
+    elif partitions == "run":
+        dataset = for_run(dataset, target)
+    else:
+        raise ValueError(
+            f"iter_steps: partitions={partitions!r}; expected 'updates' (enough steps for "
+            "ltdask.iter-updates) or 'run' (the partitions of compute)"
+        )
+    run = Run(dataset, list(udfs), roi, corrections, backends, target)
     initial = _initial_states(run.plan, unprocessed)
     n = len(run.partitions)
     done = np.zeros(n, dtype=bool)
     cells = np.empty(n, dtype=object)
-    for first in range(0, n, step):
+    for idx in _step_groups(run.plan.counts, step or n):
         if control is not None and control.parameters is not None:
             if len(control.parameters) != len(run.plan.udfs):
                 raise UDFError(
@@ -73,18 +100,39 @@ def iter_steps(
                 )
             changed = [u.copy(**p) for u, p in zip(run.plan.udfs, control.parameters, strict=True)]
             control.parameters = None
-            run = Run(dataset, changed, run.plan.roi.flat, corrections, backends)
+            run = Run(dataset, changed, run.plan.roi.flat, corrections, backends, target)
             initial = _initial_states(run.plan, unprocessed)
-        idx = list(range(first, min(n, first + step)))
         blocks = [leading_block(run.cells, i) for i in idx]
         computed = dask.compute(*blocks, **local_scheduler(blocks))
         for i, c in zip(idx, computed, strict=True):
             cells[i] = c[0]
             done[i] = True
+        if control is not None:
+            control.partitions_done = int(done.sum())
         damage = np.zeros(dataset.num_frames, dtype=bool)
         for i, p in enumerate(run.partitions):
             damage[p.start : p.stop] = done[i]
         yield _maker(run.plan, cells.copy(), done.copy(), initial), damage
+
+
+def _step_groups(counts, per_step: int) -> list[list[int]]:
+    """The partitions of each step: `per_step` of those with selected frames (`counts`),
+    with the partitions without any before them (the last step: after them too)."""
+    groups: list[list[int]] = []
+    pending: list[int] = []
+    held = 0
+    for i, count in enumerate(counts):
+        pending.append(i)
+        held += count > 0
+        if held == per_step:
+            groups.append(pending)
+            pending, held = [], 0
+    if pending:
+        if held == 0 and groups:
+            groups[-1].extend(pending)
+        else:
+            groups.append(pending)
+    return groups
 
 
 def _maker(plan: RunPlan, cells: np.ndarray, done: np.ndarray, initial):

@@ -157,9 +157,9 @@ def _pick(mapping, name):
     return mapping[name]
 
 
-def compute_arrays(arrays: Sequence, remote: str | None = None) -> list:
-    """The dask `arrays` computed together as ``dask.compute`` would (on the scheduler it
-    would use), their chunks fetched by key and put together here.
+def compute_arrays(arrays: Sequence, remote: str | None = None, scheduler=None) -> list:
+    """The dask `arrays` computed together as ``dask.compute`` would (on `scheduler`, or
+    the one it would use), their chunks fetched by key and put together here.
 
     ``dask.compute`` adds a task per array that joins its chunks where they were computed,
     and result arrays are a few cheap tasks (picks, reshapes) after their merges: on a
@@ -172,13 +172,14 @@ def compute_arrays(arrays: Sequence, remote: str | None = None) -> list:
     from dask.core import flatten
     from dask.highlevelgraph import HighLevelGraph
 
-    from ltdask.runtime.schedulers import cluster_client, local_scheduler
+    from ltdask.runtime.schedulers import client_for, local_scheduler
 
     graph = HighLevelGraph.merge(*(a.__dask_graph__() for a in arrays))
     nested = [a.__dask_keys__() for a in arrays]
     wanted = list(dict.fromkeys(flatten(nested)))
-    get = get_scheduler(collections=list(arrays), **local_scheduler(arrays))
-    client = cluster_client()
+    how = local_scheduler(arrays) if scheduler is None else {"scheduler": scheduler}
+    get = get_scheduler(collections=list(arrays), **how)
+    client = client_for(scheduler)
     values = None
     if remote is not None and client is not None and getattr(get, "__self__", None) is client:
         values = _on_workers_then_here(graph, wanted, remote, get)

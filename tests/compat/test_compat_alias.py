@@ -126,8 +126,27 @@ def test_libertem_modules_resolve_to_ltdask(tmp_path):
         from libertem.analysis.com import apply_correction, guess_corrections
         from libertem.udf.com import GuessResult
         from libertem.common.udf import UDFMethod
-        from libertem.common.buffers import InvalidMaskError
+        from libertem.common.buffers import InvalidMaskError, BufferWrapper, get_bbox
         assert InvalidMaskError is ltdask.exceptions.InvalidMaskError
+        import ltdask.compat.buffers as cb, ltdask.compat.math as cm, ltdask.compat.generate
+        assert BufferWrapper is cb.BufferWrapper and get_bbox is cb.get_bbox
+        from libertem.common.math import prod, count_nonzero
+        assert (prod, count_nonzero) == (cm.prod, cm.count_nonzero)
+        from libertem.io.dataset.base import MMapBackend, BufferedBackend, DirectBackend
+        import ltdask.compat.io_backends as iob
+        assert (MMapBackend, BufferedBackend, DirectBackend) == (
+            iob.MMapBackend, iob.BufferedBackend, iob.DirectBackend)
+        from libertem.utils.generate import cbed_frame
+        assert cbed_frame is ltdask.compat.generate.cbed_frame
+        from libertem.masks import _make_circular_mask
+        assert _make_circular_mask is ltdask.masks.circular
+        from libertem.analysis.sd import SDAnalysis
+        from libertem.analysis.sumsig import SumSigAnalysis
+        from libertem.analysis.sumfft import SumfftAnalysis
+        from libertem.analysis.rawfft import PickFFTFrameAnalysis
+        import ltdask.analysis as la
+        assert (SDAnalysis, SumSigAnalysis, SumfftAnalysis, PickFFTFrameAnalysis) == (
+            la.SDAnalysis, la.SumSigAnalysis, la.SumfftAnalysis, la.PickFFTFrameAnalysis)
         from libertem.analysis.disk import DiskMaskAnalysis
         from libertem.analysis.ring import RingMaskAnalysis
         from libertem.analysis.point import PointMaskAnalysis
@@ -149,6 +168,13 @@ def test_libertem_modules_resolve_to_ltdask(tmp_path):
         assert CorrectionSet is ltdask.CorrectionSet and DataSet is ltdask.DataSet
         assert libertem.masks.circular is ltdask.masks.circular
         assert "api" in dir(libertem) and "circular" in libertem.masks.__all__
+        from libertem.common.executor import JobCancelledError
+        from libertem.udf import UDFRunCancelled
+        from libertem.exceptions import UDFRunCancelled as cancelled2
+        from libertem.io.dataset.base import DataTile
+        assert JobCancelledError is c.JobCancelledError
+        assert UDFRunCancelled is cancelled2 is c.UDFRunCancelled
+        assert DataTile is ltdask.compat.tiles.DataTile
         import sys
         assert "distributed" not in sys.modules
         """,
@@ -170,6 +196,12 @@ def test_libertem_modules_resolve_to_ltdask(tmp_path):
             "import libertem.web.server",
             r"NotInLtdaskError: libertem.web is not in ltdask .* the modules analysis, api",
             id="module",
+        ),
+        pytest.param(
+            "import libertem.udf.holography",
+            r"NotInLtdaskError: The holography implementation is removed from LiberTEM .* "
+            r"LiberTEM-holo",
+            id="removed-by-libertem",
         ),
         pytest.param(
             "import libertem.udf; libertem.udf.RecordUDF",

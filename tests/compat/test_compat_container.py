@@ -176,3 +176,74 @@ def test_bad_keys(request, stack):
     too_big = Slice((0, 0), Shape((8, 5), sig_dims=2))
     match = r"does not lie inside the masks' shape \(6, 5\)"
     expect(request, ltdask.UDFError, match, container.get, too_big)
+
+
+# ApplyMasksUDF.masks: LiberTEM's ``udf.masks`` (its tests ask it for the masks' format)
+
+
+def _mask_factories(stack, kinds):
+    convert = {
+        "dense": lambda m: m,
+        "scipy": scipy.sparse.csr_matrix,
+        "pydata": sparse.COO.from_numpy,
+    }
+    return [lambda m=m, k=k: convert[k](m) for m, k in zip(stack, kinds, strict=True)]
+
+
+@pytest.mark.parametrize(
+    "kinds, use_sparse, fmt",
+    [
+        pytest.param(("scipy", "pydata", "scipy"), None, "scipy", id="all-sparse-default"),
+        pytest.param(("scipy", "dense", "dense"), None, "dense", id="mixed-default"),
+        pytest.param(("dense",) * 3, True, "scipy", id="true"),
+        pytest.param(("dense",) * 3, "scipy.sparse", "scipy", id="scipy"),
+        pytest.param(("dense",) * 3, "sparse.pydata", "pydata", id="pydata"),
+        pytest.param(("scipy",) * 3, False, "dense", id="scipy-false"),
+        pytest.param(("pydata",) * 3, False, "dense", id="pydata-false"),
+    ],
+)
+def test_apply_masks_udf_masks(stack, kinds, use_sparse, fmt):
+    udf = ltdask.udf.ApplyMasksUDF(_mask_factories(stack, kinds), use_sparse=use_sparse)
+    ds = ltdask.from_array(np.ones((2, 2, *SIG), dtype=np.uint16))
+    meta = ltdask.udf.UDFMeta(
+        partition_slice=None,
+        dataset_shape=ds.shape,
+        roi=None,
+        dataset_dtype=ds.dtype,
+        input_dtype=ds.dtype,
+        corrections=None,
+    )
+    udf.set_meta(meta)
+    assert udf.meta is meta
+    tile = Slice((0, 2, 0), Shape((1, 3, SIG[1]), sig_dims=2))  # signal rows 2 to 4
+    got = udf.masks.get(tile, transpose=True)
+    expected = stack[:, 2:5, :].reshape(3, -1).T  # (pixels, masks), cut with numpy
+    assert {
+        "scipy": scipy.sparse.issparse(got),
+        "pydata": isinstance(got, sparse.SparseArray),
+        "dense": isinstance(got, np.ndarray),
+    }[fmt]
+    dense = got.toarray() if scipy.sparse.issparse(got) else np.asarray(sparse.asnumpy(got))
+    np.testing.assert_allclose(dense, expected)
+
+
+def test_apply_masks_udf_masks_not_made_by_a_run(stack):
+    calls = []
+
+    def factory():
+        calls.append(1)
+        return stack
+
+    udf = ltdask.udf.ApplyMasksUDF(factory, mask_count=3, mask_dtype=np.float64)
+    ctx = Context.make_with("inline")
+    data = np.random.default_rng(5).random((2, 3, *SIG))
+    ds = ctx.load("memory", data=data, sig_dims=2)
+    res = ctx.run_udf(dataset=ds, udf=udf)
+    np.testing.assert_allclose(
+        res["intensity"].data, np.einsum("abyx,myx->abm", data, stack), rtol=1e-6
+    )
+    assert udf._mask_container is None  # the run cut its masks without it
+    made = len(calls)
+    masks = udf.masks
+    assert masks._computed_masks is None and len(calls) == made  # not computed yet
+    assert len(masks) == 3

@@ -11,6 +11,7 @@ import pytest
 import ltdask
 from ltdask.io.partition import for_run
 from ltdask.runtime import schedulers, settings
+from ltdask.runtime.schedulers import RunTarget
 
 #: frames of 16 x 16 float32 (1 KiB each): 128 MiB default partitions hold 131072 of them
 SIG = (16, 16)
@@ -46,7 +47,7 @@ def test_local_runs_keep_the_partitions_by_default(scan):
     """The scan's 256 KiB partitions are far below ``ltdask.run-partition-bytes``, but there
     are no more of them than two per thread of a scheduler with 8 threads."""
     with dask.config.set(scheduler="threads", num_workers=8):
-        assert for_run(scan) is scan
+        assert for_run(scan, RunTarget.resolve()) is scan
 
 
 LOCAL = {"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}
@@ -61,14 +62,18 @@ def test_threaded_runs_take_larger_partitions(monkeypatch, scheduler):
         ds = ltdask.from_array(data)
         assert partitions(ds) == 16
         with dask.config.set(scheduler=scheduler, num_workers=2):
-            coarse = for_run(ds)
+            coarse = for_run(ds, RunTarget.resolve())
             assert partitions(coarse) == 4  # 2 threads: at least 4 (not the 2 of 2048 frames)
             with dask.config.set(num_workers=1):
-                assert partitions(for_run(ds)) == 2  # 1 thread: 2048 frames each
+                assert (
+                    partitions(for_run(ds, RunTarget.resolve())) == 2
+                )  # 1 thread: 2048 frames each
             monkeypatch.setattr(settings, "total_memory", lambda: 2 * 8 * 1024 * FRAME)
-            assert partitions(for_run(ds)) == 4  # 8 MiB of RAM per thread: 1024 frames
+            assert (
+                partitions(for_run(ds, RunTarget.resolve())) == 4
+            )  # 8 MiB of RAM per thread: 1024 frames
             monkeypatch.setattr(settings, "total_memory", lambda: 2 * 8 * 512 * FRAME)
-            assert partitions(for_run(ds)) == 8
+            assert partitions(for_run(ds, RunTarget.resolve())) == 8
             res = ltdask.udf.SumSigUDF().compute(ds)
     np.testing.assert_array_equal(res["intensity"].values, data.sum(axis=(2, 3)))
 
@@ -78,19 +83,19 @@ def test_other_local_schedulers_keep_the_partitions(scheduler):
     with dask.config.set({**LOCAL, "ltdask.run-partition-bytes": 2048 * FRAME}):
         ds = ltdask.from_array(np.zeros((64, 64, *SIG), np.float32))
         with dask.config.set(scheduler=scheduler, num_workers=2):
-            assert for_run(ds) is ds
+            assert for_run(ds, RunTarget.resolve()) is ds
 
 
 def test_larger_partitions_at_least_two_per_thread(monkeypatch, scan):
     on_cluster(monkeypatch, {"nthreads": 1}, {"nthreads": 1})
     overrides = {"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}
     with dask.config.set({**overrides, "ltdask.cluster-partition-bytes": 2048 * FRAME}):
-        coarse = for_run(scan)
+        coarse = for_run(scan, RunTarget.resolve())
         assert partitions(coarse) == 4  # 2 threads: at least 4 (not the 2 of 2048 frames)
         on_cluster(monkeypatch, {"nthreads": 1})
-        assert partitions(for_run(scan)) == 2  # 1 thread: 2048 frames each
+        assert partitions(for_run(scan, RunTarget.resolve())) == 2  # 1 thread: 2048 frames each
         on_cluster(monkeypatch, {"nthreads": 8})
-        assert for_run(scan) is scan  # 16 threads' worth: no fewer partitions
+        assert for_run(scan, RunTarget.resolve()) is scan  # 16 threads' worth: no fewer partitions
     np.testing.assert_array_equal(
         ltdask.udf.SumUDF().compute(coarse)["intensity"].values, np.zeros(SIG)
     )
@@ -101,9 +106,9 @@ def test_memory_limit_caps_the_partitions(monkeypatch, scan):
     overrides = {"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}
     with dask.config.set({**overrides, "ltdask.cluster-partition-bytes": 2048 * FRAME}):
         on_cluster(monkeypatch, {"nthreads": 1, "memory_limit": 8 * 1024 * FRAME})
-        assert partitions(for_run(scan)) == 4  # 1024 frames each
+        assert partitions(for_run(scan, RunTarget.resolve())) == 4  # 1024 frames each
         on_cluster(monkeypatch, {"nthreads": 2, "memory_limit": 8 * 1024 * FRAME})
-        assert partitions(for_run(scan)) == 8  # 512 each: 4 MiB per thread
+        assert partitions(for_run(scan, RunTarget.resolve())) == 8  # 512 each: 4 MiB per thread
 
 
 def test_unknown_clusters_and_other_settings_keep_the_partitions(monkeypatch, scan):
@@ -114,10 +119,10 @@ def test_unknown_clusters_and_other_settings_keep_the_partitions(monkeypatch, sc
     big = {"ltdask.cluster-partition-bytes": 2048 * FRAME}
     overrides = {"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}
     with dask.config.set({**overrides, **big}):
-        assert for_run(scan) is scan
+        assert for_run(scan, RunTarget.resolve()) is scan
     on_cluster(monkeypatch, {"nthreads": 1})
     with dask.config.set(big):  # (the defaults: 128 MiB partitions, not the scan's)
-        assert for_run(scan) is scan
+        assert for_run(scan, RunTarget.resolve()) is scan
 
 
 def test_cluster_workers_asks_the_scheduler_once_a_second(monkeypatch):
@@ -158,13 +163,13 @@ def test_runs_of_large_frames_hold_more_of_them(monkeypatch):
         ds = ltdask.from_array(data)
         assert max(p.num_frames for p in ds.get_partitions()) < RUN_MIN_FRAMES
         with dask.config.set(scheduler="threads", num_workers=2):
-            frames = [p.num_frames for p in for_run(ds).get_partitions()]
+            frames = [p.num_frames for p in for_run(ds, RunTarget.resolve()).get_partitions()]
             assert min(frames[:-1]) >= RUN_MIN_FRAMES and sum(frames) == n
             with dask.config.set(num_workers=1):
-                frames = [p.num_frames for p in for_run(ds).get_partitions()]
+                frames = [p.num_frames for p in for_run(ds, RunTarget.resolve()).get_partitions()]
                 assert min(frames[:-1]) >= RUN_MIN_FRAMES and len(frames) >= 2
             monkeypatch.setattr(settings, "total_memory", lambda: 2 * 8 * 40 * 2**20)
-            frames = [p.num_frames for p in for_run(ds).get_partitions()]
+            frames = [p.num_frames for p in for_run(ds, RunTarget.resolve()).get_partitions()]
             assert max(frames) <= 40  # the memory cap: 40 MiB per thread's eighth
             res = ltdask.udf.SumSigUDF().compute(ds)
     np.testing.assert_array_equal(res["intensity"].values, np.arange(n))
@@ -192,3 +197,41 @@ def test_planning_changes_no_global_setting(monkeypatch):
         monkeypatch.setattr(dataset_module, "nav_grid", spy)
         assert len(with_min_partitions(base, 1024).get_partitions()) == 1024
     assert seen and set(seen) == {1}
+
+
+@pytest.mark.parametrize(
+    "scheduler, kind", [("threads", "threads"), ("sync", "local"), ("processes", "local")]
+)
+def test_runs_are_planned_for_the_scheduler_given(scan, scheduler, kind):
+    """``scheduler=`` plans a run for that scheduler whatever is active: the threaded one
+    takes larger partitions (two per thread at least), the others keep the dataset's."""
+    from ltdask.udf import SumUDF
+
+    target = RunTarget.resolve(scheduler)
+    assert target.kind == kind and not target.on_cluster
+    sizes = {"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}  # as opened
+    with dask.config.set({**sizes, "ltdask.run-partition-bytes": 1024 * FRAME, "num_workers": 2}):
+        with dask.config.set(scheduler="sync"):  # active: keeps 16
+            text = str(ltdask.explain(scan, [SumUDF()], scheduler=scheduler))
+            (res,) = ltdask.lazy(scan, [SumUDF()], scheduler=scheduler)
+    expected = 4 if kind == "threads" else 16  # 1024 frames each, 4096 in all
+    assert f" in {expected} partition(s)" in text, text
+    graph = res["intensity"].data.__dask_graph__()
+    tasks = [k for k in graph.keys() if isinstance(k, tuple) and k[0].startswith("ltdask-udf")]
+    assert len(tasks) == expected
+    np.testing.assert_array_equal(res["intensity"].values, np.zeros(SIG, np.float32))
+
+
+@pytest.mark.parametrize("bad", ["thread", "gpu", 3])
+def test_unknown_schedulers_are_refused(scan, bad):
+    from ltdask.udf import SumUDF
+
+    with pytest.raises(ValueError, match=rf"scheduler={bad!r}: expected"):
+        ltdask.lazy(scan, [SumUDF()], scheduler=bad)
+
+
+def test_distributed_without_a_client_is_refused(scan):
+    from ltdask.udf import SumUDF
+
+    with pytest.raises(ValueError, match="no distributed.Client is running"):
+        ltdask.explain(scan, [SumUDF()], scheduler="distributed")

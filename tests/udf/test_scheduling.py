@@ -255,3 +255,37 @@ def test_sliced_tiles_and_sync_offset_on_scheduler(scheduler, data, tmp_path):
 def test_errors_raised_in_tasks_reach_the_caller(scheduler, datasets):
     with pytest.raises(RuntimeError, match="processed a frame"):
         ex.ExplodingUDF().compute(datasets["raw"])
+
+
+class _ThreadNames(ltdask.udf.UDF):
+    """Records the name of the thread that runs each partition (a nav buffer of codes)."""
+
+    NAMES: set = set()
+
+    def get_result_buffers(self):
+        return {"n": self.buffer(kind="nav", dtype="int64")}
+
+    def process_frame(self, frame):
+        import threading
+
+        _ThreadNames.NAMES.add(threading.current_thread().name)
+        self.results.n[:] = 1
+
+
+@pytest.mark.parametrize("active, asked", [("threads", "sync"), ("sync", "threads")])
+def test_compute_runs_on_the_scheduler_given(datasets, active, asked):
+    """``ltdask.compute(..., scheduler=...)`` plans for and runs on that scheduler, whatever
+    is active (as ``dask.compute(scheduler=...)``), and changes no setting."""
+    import threading
+
+    ds = datasets["raw"]
+    _ThreadNames.NAMES = set()
+    with dask.config.set(scheduler=active):
+        (res,) = ltdask.compute(ds, [_ThreadNames()], scheduler=asked)
+        assert dask.config.get("scheduler") == active
+    assert int(res["n"].sum()) == ds.num_frames
+    main = {threading.current_thread().name}
+    if asked == "sync":
+        assert _ThreadNames.NAMES == main
+    else:
+        assert _ThreadNames.NAMES and _ThreadNames.NAMES.isdisjoint(main)

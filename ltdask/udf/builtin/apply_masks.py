@@ -365,6 +365,16 @@ class ApplyMasksUDF(FlatTileUDF):
             backends=backends,
             shifts=shifts,
         )
+        self._mask_container = None
+
+    @property
+    def masks(self):
+        """LiberTEM's ``udf.masks``, made on first access (`compat.container.udf_masks`)."""
+        if self._mask_container is None:
+            from ltdask.compat.container import udf_masks
+
+            self._mask_container = udf_masks(self.params, self.meta)
+        return self._mask_container
 
     def get_method(self):
         return self.UDF_METHOD.FRAME if self.params.shifts is not None else self.UDF_METHOD.TILE
