@@ -17,6 +17,7 @@ from ltdask.testing import (
     FormatTests,
     check_bad_input,
     check_pickle,
+    check_registered,
     check_roi,
     check_shape_and_dtype,
     check_sync_offset,
@@ -101,6 +102,17 @@ def test_bad_input_check(tmp_path):
     accepted = BadInput("accepted", nothing_wrong, DataSetError, ".")
     with pytest.raises(AssertionError, match="accepted: open_raw.* raised nothing"):
         check_bad_input(ltdask.open_raw, tmp_path, target, kwargs, [accepted])
+
+
+def test_registered_check(tmp_path):
+    target, kwargs = write_raw(tmp_path, DATA)
+    check_registered("raw", target, kwargs)
+    npy = tmp_path / "scan.npy"
+    np.save(npy, DATA)
+    with pytest.raises(AssertionError, match="tells .*scan.npy as 'npy', not 'raw'"):
+        check_registered("raw", npy, kwargs)
+    with pytest.raises(DataSetError, match="format='tiff' is not known"):
+        check_registered("tiff")
 
 
 class TestRawThroughTheKit(FormatTests):

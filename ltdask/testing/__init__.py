@@ -1,8 +1,9 @@
 """The conformance kit of dataset formats: what a format, built in or plug-in, must do,
 checked against the array it is written from (as ``zarr.testing`` does for stores).
 
-A format's tests write a known array (`reference_scan`) in the format, open it, and run the
-checks against the array: its shape and dtype; its values through ``to_dask`` in any
+A format's tests check that the registry loads it and ``ltdask.open`` tells its scans
+(`check_registered`), write a known array (`reference_scan`) in the format, open it, and
+run the checks against the array: its shape and dtype; its values through ``to_dask`` in any
 partitions and chunks; every tile shape the negotiation can choose, read as the format's
 dtype and as float32; ``sync_offset=``; UDF runs over an ROI in partitions and tiles that
 do not divide the scan; pickling; a run on a `distributed` cluster; and its bad inputs,
@@ -30,6 +31,7 @@ from ltdask.testing._checks import (
     check_bad_input,
     check_distributed,
     check_pickle,
+    check_registered,
     check_roi,
     check_shape_and_dtype,
     check_sync_offset,
@@ -53,6 +55,7 @@ __all__ = [
     "check_bad_input",
     "check_distributed",
     "check_pickle",
+    "check_registered",
     "check_roi",
     "check_shape_and_dtype",
     "check_sync_offset",

@@ -67,6 +67,32 @@ def _close(actual, expected, what: str) -> None:
     np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-3, err_msg=what)
 
 
+def check_registered(name: str, target=None, keywords: dict | None = None) -> None:
+    """The format `name` is in the registry and loads (a broken plug-in fails here with its
+    `~ltdask.io.FormatPluginError`, which says why); ``ltdask.open`` tells a scan of it at
+    `target` (given the opener's `keywords`) from its name or first bytes, and ``ltdask``
+    and ``ltdask.io`` export its opener under the opener's own name.
+
+    Examples
+    --------
+    >>> from ltdask.testing import check_registered
+    >>> check_registered("mib")
+    """
+    import ltdask.io
+    from ltdask.io import registry
+    from ltdask.io.open import detect_format
+
+    record = registry.get_format(name)  # raises FormatPluginError for a broken plug-in
+    assert record.name == name, (record.name, name)
+    if target is not None and not isinstance(target, np.ndarray):
+        told = detect_format(target, keywords or {})
+        assert told == name, f"ltdask.open tells {target} as {told!r}, not {name!r}"
+    opener = record.opener_name()
+    if opener.startswith("open_"):
+        # (ltdask.io, not the package root, which it re-exports: layers below the root)
+        assert getattr(ltdask.io, opener) is record.load_opener(), f"ltdask.io.{opener}"
+
+
 def check_shape_and_dtype(ds: DataSet, reference: np.ndarray, sig_dims: int = 2) -> None:
     """The dataset's shape, nav/sig split, dtype (native byte order) and dims, and those of
     its dask array and xarray, are the reference's.

@@ -15,6 +15,7 @@ from ltdask.testing._checks import (
     check_bad_input,
     check_distributed,
     check_pickle,
+    check_registered,
     check_roi,
     check_shape_and_dtype,
     check_sync_offset,
@@ -110,6 +111,11 @@ class FormatTests:
         return self.open_with()(target, **keywords, **extra), data
 
     # -- the tests -----------------------------------------------------------------------
+    def test_registered(self, tmp_path: Path) -> None:
+        if self.format is not None:
+            target, keywords, _ = self.written(tmp_path)
+            check_registered(self.format, target, keywords)
+
     def test_shape_and_dtype(self, tmp_path: Path) -> None:
         ds, data = self.open_scan(tmp_path)
         check_shape_and_dtype(ds, data, sig_dims=len(self.sig))

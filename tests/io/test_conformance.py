@@ -16,11 +16,13 @@ import pytest
 from helpers.formatfiles import FILE_FORMAT_PARAMS, FORMAT_PARAMS, FORMATS, NAV
 
 import ltdask
+from ltdask.io import registry
 from ltdask.testing import (
     COMMON_BAD_INPUTS,
     SMALL_PARTITIONS,
     check_bad_input,
     check_pickle,
+    check_registered,
     check_roi,
     check_shape_and_dtype,
     check_sync_offset,
@@ -99,6 +101,14 @@ def test_partial_tiles_and_partitions(fmt, tmp_path):
 def test_pickle(fmt, tmp_path):
     ds, data = fmt.open(tmp_path)
     check_pickle(ds, data, in_memory=fmt.in_memory)
+
+
+@pytest.mark.parametrize("fmt", FILE_FORMAT_PARAMS)
+def test_registered(fmt, tmp_path):
+    """The registry's record of the format tells the written scan, and exports its opener."""
+    name = next(f.name for f in registry.formats() if f.load_opener() is fmt.opener)
+    target, kwargs = fmt.write_to(tmp_path, fmt.data())
+    check_registered(name, target, kwargs)
 
 
 @pytest.mark.parametrize("fmt", FILE_FORMAT_PARAMS)

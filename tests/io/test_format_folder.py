@@ -144,8 +144,8 @@ def test_toy_format_is_one_folder(tmp_path):
 
 
 def test_toy_format_passes_the_conformance_kit(tmp_path):
-    """The plug-in's own test module: one `FormatTests` subclass, eight checks."""
+    """The plug-in's own test module: one `FormatTests` subclass, nine checks."""
     site = tmp_path / "site"
     _install(site)
     tests = _run(site, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_toy_conformance.py")
-    assert "8 passed" in tests, tests
+    assert "9 passed" in tests, tests
