@@ -28,7 +28,7 @@ from ltdask.io import DataSet, Negotiator, TilingPreferences, TilingScheme, from
 from ltdask.io import open_dataset as open  # noqa: A004  (the documented name)
 from ltdask.io import registry as _registry
 from ltdask.io.formats import _openers
-from ltdask.store import StoreReplaceError, to_zarr, write_dataset
+from ltdask.store import StoreReplaceError, to_hyperspy, to_zarr
 from ltdask.udf import UDF
 from ltdask.udf.api import compute, lazy
 from ltdask.udf.api import iter_results as iter
@@ -36,7 +36,6 @@ from ltdask.udf.builtin import map
 from ltdask.udf.explain import explain
 from ltdask.udf.warmup import warmup
 from ltdask.views import plot
-from ltdask.views.hyperspy import to_hyperspy
 from ltdask.views.live import live
 
 if TYPE_CHECKING:
@@ -74,13 +73,6 @@ if _os.environ.get("LTDASK_ALIAS_LIBERTEM", "").strip().lower() not in (
     from ltdask.compat.alias import alias_libertem as _alias_libertem
 
     _alias_libertem()
-
-# Writing (ltdask.store) is not part of reading (ltdask.io), which does not import it: the
-# package, which imports both, gives datasets their ``to_zarr`` method (``self`` is the
-# dataset that `write_dataset` takes first).
-DataSet.to_zarr = write_dataset
-# and ``ds.to_hyperspy(...)``: `to_hyperspy` with the dataset first (ltdask.views.hyperspy)
-DataSet.to_hyperspy = to_hyperspy
 
 __all__ = [
     "ConversionError",

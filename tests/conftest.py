@@ -24,10 +24,6 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ltdask"))
 
-# to_dask() chunks are the partitions in the tests, so that tiny scans cut into small
-# partitions exercise chunk boundaries (the default joins views into larger chunks;
-# tests/io/test_raw.py::test_view_chunks_join_partitions checks that)
-dask.config.set({"ltdask.view-chunk-partitions": 1})
 
 # no "compiling kernels" line on stderr, here or in the commands the tests start
 # (tests/test_kernel_cache.py checks the notice in processes of its own)

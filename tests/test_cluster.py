@@ -142,7 +142,7 @@ def test_runs_on_a_cluster_take_no_extra_round_trips(client, scan):
     big = ltdask.from_array(np.ones((300, 300, 2, 2), np.uint8))
     roi = np.random.default_rng(0).random(big.nav_shape) < 0.5
     assert roi.size > JOB_INLINE_BYTES  # (the ROI travels as a byte per position)
-    graph = dict(Run(big, [SumUDF()], roi).graph.cells.__dask_graph__())
+    graph = dict(Run(big, [SumUDF()], roi).graph.partition_results.__dask_graph__())
     assert sum(str(k).startswith("ltdask-job-") for k in graph) == 1
     (res,) = ltdask.compute(big, [SumUDF()], roi=roi)
     np.testing.assert_array_equal(res["intensity"], np.full((2, 2), roi.sum()))
@@ -172,7 +172,7 @@ def test_partition_tasks_return_partials_not_frames(client, tmp_path):
         ds = ltdask.open_raw(tmp_path / "scan.raw", nav_shape=nav, sig_shape=sig, dtype="uint16")
         assert len(ds.get_partitions()) == 8
     run = Run(ds, [SumUDF(), SumSigUDF(), StdDevUDF()])
-    futures = client.compute(list(run.cells.to_delayed().ravel()))
+    futures = client.compute(list(run.partition_results.to_delayed().ravel()))
     try:
         cells = client.gather(futures)
     finally:
@@ -309,24 +309,34 @@ def test_to_zarr_on_the_cluster(client, scan, tmp_path):
     )
 
 
-def test_cluster_runs_take_larger_partitions(client, scan, tmp_path):
-    """On a cluster a run cuts the scan into ``ltdask.cluster-partition-bytes`` partitions
-    (fewer tasks), at least two per worker thread; locally it keeps the dataset's 16, and
-    so does a dataset whose partitions were set when it was opened. Same results."""
+def _auto_sizes(monkeypatch, runs: int, threads: int | None = None) -> None:
+    """``ltdask.partition-bytes`` ``auto`` with datasets' own partitions of one scan row
+    (as `PARTITIONS`) and runs' of `runs` bytes on a cluster (`threads` on threads)."""
+    from ltdask.runtime import settings
+
+    row = PARTITIONS["ltdask.partition-bytes"]
+    sizes = {"dataset": row, "views": row, "cluster": runs, "threads": threads or runs}
+    monkeypatch.setattr(settings, "AUTO_PARTITION_BYTES", sizes)
+
+
+def test_cluster_runs_take_larger_partitions(client, scan, monkeypatch):
+    """On a cluster a run cuts the scan into the cluster's partition size (fewer tasks),
+    at least two per worker thread; the synchronous scheduler keeps the dataset's 16, and
+    so does a run where ``ltdask.partition-bytes`` is that size. Same results."""
     data, raw, _ = scan
-    big = {**PARTITIONS, "ltdask.cluster-partition-bytes": 8 * PARTITIONS["ltdask.partition-bytes"]}
-    with dask.config.set(big):
+    _auto_sizes(monkeypatch, runs=8 * PARTITIONS["ltdask.partition-bytes"])
+    with dask.config.set({"ltdask.min-partitions": 1}):
         ds = ltdask.open_raw(raw.path, nav_shape=NAV, sig_shape=SIG, dtype="uint16")
+        assert len(ds.get_partitions()) == 16
         text = str(ltdask.explain(ds, [SumUDF()]))
         assert " in 4 partition(s)" in text, text  # 2 workers x 1 thread: at least 4
         with dask.config.set({"ltdask.min-partitions": 6}):  # (2 scan rows each)
-            assert " in 8 partition(s)" in str(ltdask.explain(ds, [SumUDF()]))
+            ds6 = ltdask.open_raw(raw.path, nav_shape=NAV, sig_shape=SIG, dtype="uint16")
+            assert " in 8 partition(s)" in str(ltdask.explain(ds6, [SumUDF()]))
         (total,) = ltdask.compute(ds, [SumUDF()])
         assert " in 16 partition(s)" in str(sync(ltdask.explain, ds, [SumUDF()]))
     np.testing.assert_array_equal(total["intensity"].values, data.sum(axis=(0, 1)))
-    # made under PARTITIONS, run under the defaults (cluster partitions of 1 GiB): kept
-    assert " in 16 partition(s)" in str(ltdask.explain(raw, [SumUDF()]))
-    with dask.config.set(PARTITIONS):  # (auto: partition-bytes as set)
+    with dask.config.set(PARTITIONS):  # (a size: that size in runs too)
         assert " in 16 partition(s)" in str(ltdask.explain(raw, [SumUDF()]))
 
 
@@ -336,7 +346,7 @@ def _partition_tasks(result) -> int:
     return sum(1 for k in keys if isinstance(k, tuple) and k[0].startswith("ltdask-udf-"))
 
 
-def test_lazy_results_compute_on_another_scheduler(client, scan):
+def test_lazy_results_compute_on_another_scheduler(client, scan, monkeypatch):
     """A lazy result keeps the partitions chosen where ``lazy`` was called: planned for
     the threaded scheduler and computed on the cluster, planned for the cluster and
     computed on threads, or planned for another scheduler with ``scheduler=`` -- the same
@@ -344,12 +354,10 @@ def test_lazy_results_compute_on_another_scheduler(client, scan):
     data, raw, _ = scan
     truth = data.astype(np.float64).sum(axis=(0, 1))
     frame = PARTITIONS["ltdask.partition-bytes"] // 16
-    sizes = {
-        **PARTITIONS,  # 16 partitions of one scan row (12 frames) as opened
-        "ltdask.run-partition-bytes": 24 * frame,  # threads: 2 rows each, 8 partitions
-        "ltdask.cluster-partition-bytes": 48 * frame,  # cluster: 4 rows each, 4 partitions
-    }
-    with dask.config.set(sizes):
+    # 16 partitions of one scan row (12 frames) as opened; runs on threads of 2 rows each
+    # (8 partitions), on the cluster of 4 rows each (4 partitions)
+    _auto_sizes(monkeypatch, runs=48 * frame, threads=24 * frame)
+    with dask.config.set({"ltdask.min-partitions": 1}):
         ds = ltdask.open_raw(raw.path, nav_shape=NAV, sig_shape=SIG, dtype="uint16")
         with dask.config.set(scheduler="threads", num_workers=1):
             (on_threads,) = ltdask.lazy(ds, [SumUDF()])

@@ -18,14 +18,12 @@ GOOD = [
     ("min-partitions", "3", settings.min_partitions, 3),
     ("min-partitions", 7, settings.min_partitions, 7),
     ("tile-bytes", "16KiB", settings.tile_bytes, 16384),
-    ("view-chunk-partitions", 2, settings.view_chunk_partitions, 2),
     ("iter-updates", "25", settings.iter_updates, 25),
     ("map-cache-bytes", 0, settings.map_cache_bytes, 0),
     ("map-cache-bytes", "1MiB", settings.map_cache_bytes, 2**20),
     ("worker-map-fraction", 0, settings.worker_map_fraction, 0.0),
     ("worker-map-fraction", "0.25", settings.worker_map_fraction, 0.25),
-    ("cluster-partition-bytes", "64MiB", settings.cluster_partition_bytes, 64 * 2**20),
-    ("run-partition-bytes", "96MiB", settings.run_partition_bytes, 96 * 2**20),
+    ("partition-bytes", "auto", settings.partition_bytes, 128 * 2**20),
     ("worker-gc-freeze", "off", settings.worker_gc_freeze, False),
     ("worker-gc-freeze", True, settings.worker_gc_freeze, True),
 ]
@@ -38,24 +36,19 @@ def test_accepted_values(key, value, read, expected):
 
 
 BAD = [
-    ("partition-bytes", "lots", "a positive size"),
-    ("partition-bytes", 0, "a positive size"),
+    ("partition-bytes", "lots", "'auto' or a positive size"),
+    ("partition-bytes", 0, "'auto' or a positive size"),
     ("min-partitions", "many", "'auto' or a positive integer"),
     ("min-partitions", 0, "'auto' or a positive integer"),
     ("min-partitions", 2.5, "'auto' or a positive integer"),
     ("tile-bytes", "huge", "'auto' or a positive size"),
     ("tile-bytes", -1, "'auto' or a positive size"),
-    ("view-chunk-partitions", "four", "a positive integer"),
     ("iter-updates", 0, "a positive integer"),
     ("map-cache-bytes", -5, "'auto', 0 or a size"),
     ("map-cache-bytes", "half", "'auto', 0 or a size"),
     ("worker-map-fraction", 1.5, "a fraction from 0 to 1"),
     ("worker-map-fraction", "most", "a fraction from 0 to 1"),
     ("worker-map-fraction", float("nan"), "a fraction from 0 to 1"),
-    ("cluster-partition-bytes", "lots", "'auto' or a size"),
-    ("cluster-partition-bytes", 0, "'auto' or a size"),
-    ("run-partition-bytes", "lots", "'auto' or a size"),
-    ("run-partition-bytes", -3, "'auto' or a size"),
     ("worker-gc-freeze", "maybe", "True or False"),
 ]
 
@@ -70,7 +63,7 @@ def test_bad_values_name_the_setting(key, value, expected):
         run = ltdask.compute
         if key == "iter-updates":  # read by iterated runs only
             run = lambda ds, udfs: list(ltdask.iter(ds, udfs))  # noqa: E731
-        read_elsewhere = ("map-cache-bytes", "view-chunk-partitions", "worker-map-fraction")
+        read_elsewhere = ("map-cache-bytes", "worker-map-fraction")
         if key not in (*read_elsewhere, "worker-gc-freeze"):
             with pytest.raises(ConfigError, match=message):
                 run(ltdask.from_array(np.ones((4, 5, 6, 7), np.float32)), [ltdask.udf.SumUDF()])
@@ -120,23 +113,27 @@ def test_resident_bytes_is_what_psutil_measures():
 
 
 @pytest.mark.parametrize(
-    "read, auto",
-    [(settings.run_partition_bytes, 512 * 2**20), (settings.cluster_partition_bytes, 2**30)],
+    "use, auto",
+    [("dataset", 128), ("views", 512), ("threads", 512), ("cluster", 1024)],
 )
-def test_run_partitions_follow_partition_bytes_when_set(read, auto):
-    """``auto``: 512 MiB (1 GiB on a cluster) where ``ltdask.partition-bytes`` is the
-    default, else that size (a user who sets partitions gets them in runs too, local or on
-    a cluster)."""
-    assert read() == auto
+def test_one_partition_setting(use, auto):
+    """``ltdask.partition-bytes`` ``auto`` sizes partitions by what they are for; a size is
+    that size for all of them."""
+    assert settings.partition_bytes(use) == auto * 2**20
     with dask.config.set({"ltdask.partition-bytes": "32MiB"}):
-        assert read() == 32 * 2**20
-    with dask.config.set({"ltdask.partition-bytes": "1GiB"}):
-        assert read() == 2**30
+        assert settings.partition_bytes(use) == 32 * 2**20
 
 
-def test_cluster_partitions_follow_run_partitions():
-    with dask.config.set({"ltdask.run-partition-bytes": "256MiB"}):
-        assert settings.cluster_partition_bytes() == 256 * 2**20
-        with dask.config.set({"ltdask.cluster-partition-bytes": "1GiB"}):
-            assert settings.cluster_partition_bytes() == 2**30
-            assert settings.run_partition_bytes() == 256 * 2**20
+@pytest.mark.parametrize("key", settings.RETIRED)
+def test_retired_settings_say_so(monkeypatch, key):
+    """The settings ``ltdask.partition-bytes`` replaced are not read, and a value given to
+    one of them says so once."""
+    import warnings
+
+    monkeypatch.setattr(settings, "_WARNED", set())
+    with dask.config.set({f"ltdask.{key}": "64MiB"}):
+        with pytest.warns(FutureWarning, match=rf"ltdask\.{key} .* is no longer read"):
+            assert settings.partition_bytes("threads") == 512 * 2**20
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            settings.partition_bytes("threads")

@@ -15,7 +15,8 @@ from reference import corrections_cases as cases  # noqa: E402
 import ltdask
 from ltdask import UDF, CorrectionSet, DataSetError
 from ltdask.compat import Context
-from ltdask.udf import ApplyMasksUDF, CoMUDF, PickUDF, StdDevUDF, SumSigUDF, SumUDF
+from ltdask.corrections._find import pixel_statistics
+from ltdask.udf import ApplyMasksUDF, CoMUDF, PickUDF, StdDevUDF, SumSigUDF, SumUDF, TilePaths
 from ltdask.udf.explain import explain
 
 REFERENCE = os.path.join(os.path.dirname(__file__), "reference", "data", "corrections")
@@ -169,15 +170,21 @@ def test_folding_udfs_as_libertem(case, how, names, tmp_path):
 
 
 class TileSumUDF(SumUDF):
-    """SumUDF on tiles corrected as they are read (a subclass declares no folding)."""
+    """SumUDF on tiles corrected as they are read (it declares no folding)."""
+
+    TILE_PATHS = TilePaths()
 
 
 class TileSumSigUDF(SumSigUDF):
     """SumSigUDF on corrected tiles."""
 
+    TILE_PATHS = TilePaths()
+
 
 class TileStdDevUDF(StdDevUDF):
     """StdDevUDF on corrected tiles."""
+
+    TILE_PATHS = TilePaths()
 
 
 def _numpy_results(frames: np.ndarray) -> dict:
@@ -385,6 +392,43 @@ def test_find_excluded_kinds_can_be_skipped(skip):
     assert set(report.kinds) == set(expected)
     found = sorted(map(tuple, np.argwhere(mask).tolist()))
     assert found == sorted(p for pixels in expected.values() for p in pixels)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "roi"),
+    [
+        pytest.param(np.uint16, None, id="u16-all"),
+        pytest.param(np.float32, "random", id="f32-roi"),
+        pytest.param(np.int32, "one-chunk-empty", id="i32-roi-skips-a-chunk"),
+    ],
+)
+def test_pixel_statistics_are_numpys(dtype, roi):
+    """find_excluded's statistics (the moments kernel per chunk, merged), against numpy's
+    float64 mean and std of the same frames, over several chunks."""
+    rng = np.random.default_rng(3)
+    data = (rng.random((6, 5, 8, 7)) * 3000 - (500 if dtype == np.int32 else 0)).astype(dtype)
+    if roi == "random":
+        roi = rng.random((6, 5)) > 0.4
+    elif roi == "one-chunk-empty":
+        roi = np.ones((6, 5), dtype=bool)
+        roi[:2] = False
+    frame = 8 * 7 * 4
+    with dask.config.set({"ltdask.partition-bytes": 10 * frame, "ltdask.min-partitions": 1}):
+        ds = ltdask.from_array(data)
+        assert ds.to_dask().numblocks[0] > 2
+        mean, std, frames = pixel_statistics(ds, roi)
+    chosen = data.reshape(30, 8, 7)
+    if roi is not None:
+        chosen = chosen[roi.reshape(-1)]
+    assert frames == len(chosen)
+    np.testing.assert_allclose(mean, chosen.astype(np.float64).mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(std, chosen.astype(np.float64).std(axis=0), rtol=1e-9)
+
+
+def test_find_excluded_refuses_complex_pixels():
+    ds = ltdask.from_array(np.ones((2, 2, 4, 4), dtype=np.complex64))
+    with pytest.raises(DataSetError, match=r"real pixel values; this dataset's are complex64"):
+        ltdask.corrections.find_excluded(ds)
 
 
 @pytest.mark.parametrize("chunks", [None, (2, 3, 4, 5)])

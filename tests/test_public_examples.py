@@ -31,7 +31,7 @@ PUBLIC_MODULES = [
     "ltdask.udf.warmup",
     "ltdask.store",
     "ltdask.io",
-    "ltdask.views.hyperspy",
+    "ltdask.store.hyperspy",
 ]
 
 #: a numpydoc ``Examples`` heading, then a ``>>>`` line in that section (before the next

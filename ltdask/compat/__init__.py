@@ -27,7 +27,6 @@ defines elsewhere are importable from here too (`CorrectionSet`, `UDF`,
 from __future__ import annotations
 
 from ltdask.compat.alias import AliasError, alias_libertem
-from ltdask.compat.container import MaskContainer
 from ltdask.compat.context import Context
 from ltdask.compat.detector import correct
 from ltdask.compat.exceptions import JobCancelledError, UDFRunCancelled
@@ -44,6 +43,7 @@ from ltdask.compat.results import Damage, ResultBuffer, UDFInfo, UDFResults, dry
 from ltdask.compat.steps import ResultAsyncGenerator, ResultGenerator
 from ltdask.corrections import CorrectionSet
 from ltdask.exceptions import ExecutorSpecException
+from ltdask.masks.container import MaskContainer
 from ltdask.udf.base import UDF
 
 __all__ = [

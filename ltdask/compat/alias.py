@@ -54,7 +54,7 @@ LIBERTEM_MODULES: dict[str, tuple[str, ...]] = {
     "libertem": (),
     "libertem.api": ("ltdask.compat",),
     "libertem.udf": (
-        "MaskContainer=ltdask.compat.container:MaskContainer",
+        "MaskContainer=ltdask.masks.container:MaskContainer",
         "UDFRunCancelled=ltdask.compat.exceptions:UDFRunCancelled",
         "ltdask.udf",
     ),
@@ -77,7 +77,7 @@ LIBERTEM_MODULES: dict[str, tuple[str, ...]] = {
     "libertem.common": ("ltdask.common",),
     "libertem.common.slice": ("Slice=ltdask.common:Slice",),
     "libertem.common.shape": ("Shape=ltdask.common:Shape",),
-    "libertem.common.container": ("ltdask.compat.container",),
+    "libertem.common.container": ("ltdask.masks.container",),
     "libertem.common.exceptions": (
         "ExecutorSpecException=ltdask.exceptions:ExecutorSpecException",
         "UDFException=ltdask.exceptions:UDFError",

@@ -20,19 +20,13 @@ from ltdask.compat.executors import (
     refuse,
 )
 from ltdask.compat.results import Damage, UDFInfo, UDFResults, dry_run, result_buffers
-from ltdask.compat.steps import (
-    ResultAsyncGenerator,
-    ResultGenerator,
-    in_thread,
-    prepare_plots,
-    update_plots,
-)
+from ltdask.compat.steps import ResultAsyncGenerator, ResultGenerator, in_thread
 from ltdask.corrections import CorrectionSet
 from ltdask.exceptions import DataSetError, ExecutorSpecException
 from ltdask.udf.api import RunControl, compute, compute_datasets, iter_steps
 from ltdask.udf.builtin.pick import AutoUDF
 from ltdask.udf.roi import normalize_roi
-from ltdask.views.viz import MPLLive2DPlot
+from ltdask.views.viz import MPLLive2DPlot, prepare_plots, update_plots
 
 _IGNORED_LOAD_KEYS = ("num_partitions", "io_backend", "tileshape", "enable_direct")
 #: of those, what `MemoryDataSet` honours
@@ -313,13 +307,21 @@ class Context(AnalysisMixin):
                     functools.partial(buffers, make), Damage(damage, dataset.nav_shape, roi_flat)
                 )
                 if plots:
-                    update_plots(plots, udfs, step, force=False)
+                    update_plots(plots, udfs, step.buffers, step.damage.data, force=False)
                 yield step
             if plots and step is not None:
-                update_plots(plots, udfs, step, force=True)
+                update_plots(plots, udfs, step.buffers, step.damage.data, force=True)
 
     def _prepare_plots(self, udfs, dataset, roi_flat, plots) -> list:
-        return prepare_plots(self.plot_class, udfs, dataset, roi_flat, plots)
+        # (the plots start from LiberTEM's buffers, as they are fed with them)
+        return prepare_plots(
+            self.plot_class,
+            udfs,
+            dataset,
+            roi_flat,
+            plots,
+            before=lambda: dry_run(dataset, udfs, roi_flat),
+        )
 
     def display(self, dataset, udf, roi=None):
         """What `udf` would give on `dataset`: its result buffers (name, kind, extra shape,

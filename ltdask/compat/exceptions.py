@@ -11,6 +11,24 @@ class JobCancelledError(Exception):
     """Raised inside a run (in a UDF's ``process_*``, or by a live data source that ends)
     to cancel it: :meth:`Context.run_udf_iter <ltdask.compat.Context.run_udf_iter>` then
     ends with `UDFRunCancelled` (LiberTEM's ``libertem.common.executor.JobCancelledError``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltdask.compat import Context, JobCancelledError, UDFRunCancelled
+    >>> from ltdask.udf import UDF
+    >>> class Stop(UDF):
+    ...     def get_result_buffers(self):
+    ...         return {"n": self.buffer(kind="nav")}
+    ...     def process_frame(self, frame):
+    ...         raise JobCancelledError("enough")
+    >>> ctx = Context.make_with("inline")
+    >>> ds = ctx.load("memory", data=np.ones((2, 2, 4, 4), np.float32), sig_dims=2)
+    >>> try:
+    ...     list(ctx.run_udf_iter(ds, Stop()))
+    ... except UDFRunCancelled as e:
+    ...     print(type(e).__name__)
+    UDFRunCancelled
     """
 
 

@@ -2,7 +2,8 @@
 ``valid_mask``, ...), `Damage` (which positions are processed), `UDFResults` (one step of a
 run), and `dry_run` / `UDFInfo` (what a UDF would give, before any partition is read).
 
-`ltdask.viz` plots these; `Context` (``ltdask.compat.context``) returns them.
+`Context` (``ltdask.compat.context``) returns them, and feeds them to its live plots
+(:mod:`ltdask.views.viz`).
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ import numpy as np
 
 from ltdask.compat.buffers import BufferWrapper, get_bbox_slice
 from ltdask.udf.api import compute_datasets, initial_datasets
-from ltdask.udf.buffers import valid_names
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.roi import normalize_roi
+from ltdask.views.buffers import buffer_views
 
 
 class ResultBuffer(BufferWrapper):
@@ -99,26 +100,13 @@ class ResultBuffer(BufferWrapper):
 
 def result_buffers(result, udf: UDFBase, dataset, roi) -> dict[str, ResultBuffer]:
     """The variables of one UDF's results (an `xarray.Dataset`) as `ResultBuffer` objects,
-    each with its kind (nav, sig or single) told from its leading dims."""
-    roi_flat = None if roi is None else np.asarray(roi, dtype=bool).reshape(-1)  # normalized
+    each with its kind (nav, sig or single) as the live plots tell it from its leading dims
+    (`ltdask.views.buffers.buffer_views`)."""
     nav_dims = len(dataset.nav_shape)
-    nav_names = tuple(dataset.dims[:nav_dims])
-    sig_names = tuple(dataset.dims[nav_dims:])
-    out = {}
-    mask_names = valid_names(result.data_vars)
-    for name, var in result.data_vars.items():
-        # nav and sig buffers lead with those dims (extra dims, e.g. PickUDF's stack of
-        # frames, may come before the signal dims of a single buffer)
-        if nav_names and var.dims[:nav_dims] == nav_names:
-            kind = "nav"
-        elif var.dims[: len(sig_names)] == sig_names:
-            kind = "sig"
-        else:
-            kind = "single"
-        out[name] = ResultBuffer(
-            var.values, result[mask_names[name]].values, kind, roi_flat, nav_dims
-        )
-    return out
+    return {
+        name: ResultBuffer(view.data, view.valid_mask, view.kind, roi, nav_dims)
+        for name, view in buffer_views(result, udf, dataset, roi).items()
+    }
 
 
 class Damage:
@@ -131,10 +119,11 @@ class Damage:
     >>> import numpy as np
     >>> from ltdask.compat import Context
     >>> from ltdask.udf import SumSigUDF
-    >>> ctx = Context()
-    >>> ds = ctx.load("memory", data=np.ones((2, 3, 4, 4), dtype=np.float32), sig_dims=2)
+    >>> ctx = Context.make_with("inline")  # (one partition a step)
+    >>> data = np.ones((2, 3, 4, 4), dtype=np.float32)
+    >>> ds = ctx.load("memory", data=data, sig_dims=2, num_partitions=2)
     >>> [int(step.damage.raw_data.sum()) for step in ctx.run_udf_iter(ds, SumSigUDF())]
-    [2, 4, 6]
+    [3, 6]
     """
 
     def __init__(self, flat: np.ndarray, nav_shape, roi_flat):

@@ -1,14 +1,12 @@
-"""Running step by step: the iterator `Context.run_udf_iter` returns (`ResultGenerator`),
-its asynchronous form, and the live plots fed by each step."""
+"""Running step by step: the iterator `Context.run_udf_iter` returns (`ResultGenerator`) and
+its asynchronous form (the live plots fed by each step: `ltdask.views.viz.update_plots`)."""
 
 from __future__ import annotations
 
 import asyncio
 
-from ltdask.compat.results import UDFResults, dry_run
-from ltdask.exceptions import warn
+from ltdask.compat.results import UDFResults
 from ltdask.udf.api import RunControl
-from ltdask.views.viz import plottable_channels
 
 
 class ResultGenerator:
@@ -118,61 +116,6 @@ class ResultAsyncGenerator:
 
 
 _DONE = object()
-
-
-def prepare_plots(plot_class, udfs, dataset, roi_flat, plots, **plot_kwargs) -> list:
-    """The live plots of a run, from LiberTEM's three forms of ``plots``: True (a plot of
-    `plot_class` per 2-D result of each UDF), channels per UDF (buffer names, ``(name,
-    function)`` pairs or functions; see `ltdask.viz.Live2DPlot`; UDFs after the last list
-    are not plotted), or plot objects (shown by their maker). The plots made here are
-    shown (``display()``); `plot_kwargs` go to them."""
-    if plots is True:
-        channels = None
-    elif isinstance(plots, (list, tuple)) and all(
-        isinstance(p, (list, tuple))
-        and all(isinstance(c, (str, list, tuple)) or callable(c) for c in p)
-        for p in plots
-    ):
-        channels = plots
-    else:
-        return list(plots)
-    if channels is not None and len(channels) > len(udfs):
-        raise ValueError(
-            f"plots: {len(channels)} lists of channels for {len(udfs)} UDFs; expected one list "
-            "per UDF, in the order of the UDFs (UDFs after the last list are not plotted)"
-        )
-    before = dry_run(dataset, udfs, roi_flat)
-    if channels is None:
-        channels = [plottable_channels(b) for b in before.buffers]
-        for u, (udf, chans) in enumerate(zip(udfs, channels, strict=True)):
-            if not chans:
-                warn(
-                    f"No plottable channels found for UDF #{u}: {type(udf).__name__}, "
-                    "not plotting.",
-                    UserWarning,
-                )
-    out = []
-    # as LiberTEM: UDFs after the last list of channels are not plotted
-    for u, (udf, chans) in enumerate(zip(udfs[: len(channels)], channels, strict=True)):
-        for channel in chans:
-            plot = plot_class(
-                dataset,
-                udf=udf,
-                roi=roi_flat,
-                channel=channel,
-                udfresult=UDFResults((before.buffers[u],), before.damage),
-                **plot_kwargs,
-            )
-            plot.display()
-            out.append(plot)
-    return out
-
-
-def update_plots(plots, udfs, step, force: bool):
-    damage = step.damage.data
-    for plot in plots:
-        index = next(i for i, u in enumerate(udfs) if u is plot.get_udf())
-        plot.new_data(step.buffers[index], damage, force=force)
 
 
 async def in_thread(fn):

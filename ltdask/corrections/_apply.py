@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import functools
 import itertools
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from ltdask.corrections._kernels import add_folded_sums, correct_frames
 from ltdask.exceptions import DataSetError
 
-if TYPE_CHECKING:
-    from ltdask.corrections._set import CorrectionSet
+
+class Source(Protocol):
+    """What `PreparedCorrections` reads of the `CorrectionSet` it prepares (which imports
+    this module, not the other way round)."""
+
+    dark: np.ndarray | None
+    gain: np.ndarray | None
 
 
 class RepairPlan:
@@ -83,7 +88,7 @@ class PreparedCorrections:
     [[0.5, 0.5, 0.5], [0.5, 0.5, 0.5]]
     """
 
-    def __init__(self, source: CorrectionSet, sig_shape, plan: RepairPlan, tile_dtype, out_dtype):
+    def __init__(self, source: Source, sig_shape, plan: RepairPlan, tile_dtype, out_dtype):
         #: the `CorrectionSet` (``self.meta.corrections`` in UDFs)
         self.source = source
         self.sig_shape = tuple(sig_shape)

@@ -1,8 +1,19 @@
-"""Finding a detector's hot, dead and noisy pixels from a scan (`find_excluded`)."""
+"""Finding a detector's hot, dead and noisy pixels from a scan (`find_excluded`).
+
+The per-pixel statistics come from the dataset's dask array and the shared moments kernel
+(`pixel_statistics`), not from a UDF run: corrections sit below the UDF layer, which
+applies them.
+"""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+from ltdask.common.roi import normalize_roi
+from ltdask.exceptions import DataSetError
+from ltdask.kernels.statistics import BLOCK, moments
 
 
 class ExcludedReport:
@@ -50,7 +61,8 @@ def find_excluded(
     """Flag hot, dead and noisy pixels of a detector from one pass over a scan (or a dark
     series), by comparing each pixel with the 3×3 neighbourhood around it.
 
-    From the per-pixel mean and standard deviation over the frames (`StdDevUDF`), each pixel
+    From the per-pixel mean and standard deviation over the frames (`pixel_statistics`, as
+    `StdDevUDF` computes them), each pixel
     is compared with the third largest (``high_*``) and third smallest (``low_*``) of its 8
     neighbours' values, so that clusters of up to two bad pixels and the edges of bright
     structures (a diffraction disk: a pixel on either side of the edge has at least three
@@ -91,12 +103,7 @@ def find_excluded(
     """
     from scipy import ndimage
 
-    from ltdask.udf.builtin.stddev import StdDevUDF
-
-    res = StdDevUDF(dtype="float64").compute(dataset, roi=roi)
-    mean = np.asarray(res["mean"].values, dtype=np.float64)
-    std = np.asarray(res["std"].values, dtype=np.float64)
-    frames = int(res["num_frames"].values[0])
+    mean, std, frames = pixel_statistics(dataset, roi)
     # NaN or inf in a frame makes the mean or the std NaN or inf; left in, NaN would fail
     # every comparison (the spread's median too, hiding every other bad pixel) and inf
     # would rank as the brightest neighbour
@@ -137,3 +144,79 @@ def find_excluded(
         kinds["noisy"] = np.array(np.nonzero(is_noisy))
         flagged |= is_noisy
     return flagged, ExcludedReport(flagged, kinds, thresholds, frames)
+
+
+def pixel_statistics(dataset, roi=None) -> tuple[np.ndarray, np.ndarray, int]:
+    """The per-pixel mean and (population) standard deviation in float64 over the frames of
+    `dataset` (those `roi` selects), and how many frames that is.
+
+    One pass: each chunk of the dataset's dask array gets its per-pixel count, mean and
+    centred sum of squares from the moments kernel the UDFs use, in a task of its own; the
+    chunks' statistics then join by Chan et al.'s formula.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> from ltdask.corrections._find import pixel_statistics
+    >>> data = np.arange(2 * 3 * 2 * 2, dtype=np.uint16).reshape(2, 3, 2, 2)
+    >>> mean, std, frames = pixel_statistics(ltdask.from_array(data))
+    >>> mean.tolist(), frames
+    ([[10.0, 11.0], [12.0, 13.0]], 6)
+    >>> bool(np.allclose(std, data.std(axis=(0, 1))))
+    True
+    """
+    import dask
+
+    from ltdask.runtime.progress import compute
+
+    arr = dataset.to_dask()
+    if np.dtype(arr.dtype).kind == "c":
+        raise DataSetError(
+            f"find_excluded takes real pixel values; this dataset's are {arr.dtype} (pass "
+            "the magnitudes, e.g. ltdask.from_array(abs(data)))"
+        )
+    nav = len(dataset.nav_shape)
+    roi_flat = normalize_roi(roi, dataset)
+    roi_nd = None if roi_flat is None else roi_flat.reshape(tuple(dataset.nav_shape))
+    starts = [np.cumsum((0, *sizes)).tolist() for sizes in arr.chunks]
+    tasks, regions = [], []
+    for index, block in np.ndenumerate(arr.to_delayed()):
+        cut = tuple(slice(starts[d][i], starts[d][i + 1]) for d, i in enumerate(index))
+        keep = None if roi_nd is None else roi_nd[cut[:nav]]
+        if keep is not None and not keep.any():
+            continue
+        tasks.append(dask.delayed(_chunk_moments, pure=True)(block, keep, nav))
+        regions.append(cut[nav:])
+    sig_shape = tuple(arr.shape[nav:])
+    count = np.zeros(sig_shape, dtype=np.int64)
+    mean = np.zeros(sig_shape)
+    m2 = np.zeros(sig_shape)
+    for region, (n, part_mean, part_m2) in zip(regions, compute(*tasks), strict=True):
+        if n == 0:
+            continue
+        have = count[region]
+        total = have + n
+        delta = part_mean - mean[region]
+        m2[region] += part_m2 + delta * delta * (have * n / total)
+        mean[region] += delta * (n / total)
+        count[region] = total
+    frames = int(count.flat[0]) if count.size else 0
+    std = np.sqrt(m2 / frames) if frames else np.full(sig_shape, np.nan)
+    return (mean if frames else np.full(sig_shape, np.nan)), std, frames
+
+
+def _chunk_moments(block, keep, nav: int) -> tuple[int, np.ndarray, np.ndarray]:
+    """``(frames, per-pixel mean, per-pixel centred sum of squares)`` of one chunk (`nav`
+    dims of positions, then the signal's), over the positions `keep` selects."""
+    if hasattr(block, "todense"):  # a sparse chunk
+        block = block.todense()
+    block = np.asarray(block)
+    sig_shape = block.shape[nav:]
+    px = math.prod(sig_shape)
+    frames = block.reshape(-1, px)
+    if keep is not None:
+        frames = frames[keep.reshape(-1)]
+    frames = np.ascontiguousarray(frames)
+    mean, m2, shift = np.zeros(px), np.zeros(px), np.zeros(px)
+    n = moments(frames, 0, px, 0, mean, m2, shift, np.empty(2 * BLOCK))
+    return n, mean.reshape(sig_shape), m2.reshape(sig_shape)

@@ -3,18 +3,51 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
+from ltdask.common import Slice
 from ltdask.io.scan_array import ScanArray, as_scan_array
-from ltdask.io.tiling import TILE_MAX, TilingPreferences
-
-if TYPE_CHECKING:
-    from ltdask.io.dataset import DataSet
+from ltdask.io.tiling import TILE_MAX, TilingPreferences, TilingScheme
+from ltdask.runtime import settings
 
 
-def dataset_to_dask(ds: DataSet, dtype=None, chunks=None):
+class Scan(Protocol):
+    """What building a dask array reads of a dataset (`ltdask.io.dataset.DataSet`, whose
+    ``to_dask`` calls this module): shapes and dtypes, partitions, the negotiation, and
+    ``read_frames`` in the tasks."""
+
+    path: str
+
+    @property
+    def shape(self) -> Any: ...
+    @property
+    def nav_shape(self) -> tuple[int, ...]: ...
+    @property
+    def sig_shape(self) -> tuple[int, ...]: ...
+    @property
+    def dtype(self) -> np.dtype: ...
+    @property
+    def num_frames(self) -> int: ...
+    @property
+    def present_range(self) -> tuple[int, int]: ...
+
+    def resolve_dtype(self, dtype) -> np.dtype: ...
+    def run_dtype(self, dtype, promote: bool = True) -> np.dtype: ...
+    def get_partitions(self) -> Sequence[Any]: ...
+    def partition_blocks(self) -> Any: ...
+    def hands_out_views(self, dtype) -> bool: ...
+    @property
+    def nav_chunks(self) -> tuple[tuple[int, ...], ...]: ...
+    def partition_frame_bytes(self) -> int: ...
+    def negotiate(self, consumers, read_dtype, *args, **kwargs) -> TilingScheme: ...
+    def for_task(self) -> Any: ...
+    def read_frames(self, positions: np.ndarray, sig_slice: Slice, dtype) -> np.ndarray: ...
+
+
+def dataset_to_dask(ds: Scan, dtype=None, chunks=None):
     """See :meth:`ltdask.io.dataset.DataSet.to_dask`."""
     dtype = ds.resolve_dtype(dtype)
     arr = as_scan_array(_chunks_of(ds, dtype, chunks))
@@ -25,7 +58,7 @@ def dataset_to_dask(ds: DataSet, dtype=None, chunks=None):
     return arr
 
 
-def _chunks_of(ds: DataSet, dtype: np.dtype, chunks):
+def _chunks_of(ds: Scan, dtype: np.dtype, chunks):
     import dask.array as da
     from dask.base import tokenize
 
@@ -57,16 +90,15 @@ def _chunks_of(ds: DataSet, dtype: np.dtype, chunks):
 #: the most bytes of a ``to_dask()`` chunk of whole frames that is a copy (decoded, or
 #: converted to another dtype): a larger array is fresh pages from the kernel, zeroed for
 #: every chunk (above glibc's largest mmap threshold, 32 MiB); one this size comes back
-#: from the heap (``to_dask(dtype="float32").sum()`` of a uint16 scan: 6.3 -> 8.0 GB/s)
+#: from the heap, its pages already mapped (what that gains: docs/performance.md)
 COPY_CHUNK_BYTES = 16 << 20
 
 
-def dask_nav_chunks(ds: DataSet, dtype) -> tuple[tuple[int, ...], ...]:
+def dask_nav_chunks(ds: Scan, dtype) -> tuple[tuple[int, ...], ...]:
     """Nav chunks of ``to_dask()``: the partitions, or, where chunks are views of the page
-    cache (which cost no memory), blocks of ``ltdask.view-chunk-partitions`` partitions:
+    cache (which cost no memory), blocks of ``ltdask.partition-bytes`` (``auto``: 512 MiB):
     fewer, larger tasks make dask reductions faster."""
     from ltdask.io.partition import nav_grid
-    from ltdask.runtime import settings
 
     frame_bytes = math.prod(ds.sig_shape) * max(4, ds.dtype.itemsize)
     if not ds.hands_out_views(dtype):
@@ -74,12 +106,12 @@ def dask_nav_chunks(ds: DataSet, dtype) -> tuple[tuple[int, ...], ...]:
         if ds.partition_frame_bytes() < frame_bytes:
             return nav_grid(ds.nav_shape, frame_bytes)
         return ds.nav_chunks
-    target = settings.view_chunk_partitions() * settings.partition_bytes() // frame_bytes
+    target = settings.partition_bytes("views") // frame_bytes
     target = min(max(1, target), max(1, ds.num_frames // settings.min_partitions()))
     return nav_grid(ds.nav_shape, frame_bytes, target_frames=target)
 
 
-def _copy_nav_chunks(ds: DataSet, dtype: np.dtype, sig_chunks) -> tuple:
+def _copy_nav_chunks(ds: Scan, dtype: np.dtype, sig_chunks) -> tuple:
     """`dask_nav_chunks`, cut finer where the chunks are copies of whole frames larger than
     `COPY_CHUNK_BYTES` (where the frame is cut into signal chunks, a finer nav grid would
     multiply their number)."""
@@ -107,7 +139,7 @@ def block_positions(nav_shape, nav_location) -> np.ndarray:
     return np.ravel_multi_index(grids, nav_shape).reshape(-1).astype(np.int64)
 
 
-def load_block(dataset: DataSet, read_dtype, block_info=None):
+def load_block(dataset: Scan, read_dtype, block_info=None):
     """The task behind each chunk of ``to_dask()``."""
     from ltdask.common import Shape, Slice
 
@@ -123,7 +155,7 @@ def load_block(dataset: DataSet, read_dtype, block_info=None):
     return data.reshape(block_info[None]["chunk-shape"])
 
 
-def corrected_dask(ds: DataSet, corrections, dtype=None, chunks=None):
+def corrected_dask(ds: Scan, corrections, dtype=None, chunks=None):
     """`dataset_to_dask` with a `ltdask.CorrectionSet` applied to every frame (see
     :meth:`ltdask.io.dataset.DataSet.to_dask`)."""
     import dask.array as da
@@ -146,7 +178,7 @@ def corrected_dask(ds: DataSet, corrections, dtype=None, chunks=None):
     return as_scan_array(arr)
 
 
-def _correct_block(block, prepared, dataset: DataSet, block_info=None):
+def _correct_block(block, prepared, dataset: Scan, block_info=None):
     location = block_info[0]["array-location"]
     nav_dims = len(dataset.nav_shape)
     sig_loc = location[nav_dims:]

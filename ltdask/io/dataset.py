@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, ClassVar
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -67,12 +67,6 @@ class DataSet(Calibrated):
     #: ``iter_tiles(..., array_backend=name)`` and gives 2-D backends' tiles as
     #: ``(frames, pixels)``
     array_backends: tuple[str, ...] = ("numpy",)
-    # ``ds.to_zarr(store, ...)`` converts the scan to Zarr. Writing is ltdask.store's, which
-    # reading does not import: the ``ltdask`` package, which imports both, attaches it.
-    to_zarr: ClassVar[Callable[..., Any]]
-    # ``ds.to_hyperspy(...)`` gives a lazy HyperSpy signal of the scan (`ltdask.to_hyperspy`),
-    # attached by the package as ``to_zarr`` is
-    to_hyperspy: ClassVar[Callable[..., Any]]
 
     def __init__(
         self,
@@ -372,6 +366,18 @@ class DataSet(Calibrated):
             name=type(self).__name__,
             attrs=self.attrs(),
         )
+
+    def to_zarr(self, store, *args, **kwargs):
+        """The scan written to the Zarr `store`: :func:`ltdask.store.write_dataset`."""
+        from ltdask.store import write_dataset
+
+        return write_dataset(self, store, *args, **kwargs)
+
+    def to_hyperspy(self, *args, **kwargs):
+        """A lazy HyperSpy signal of the scan: :func:`ltdask.to_hyperspy`."""
+        from ltdask.store import to_hyperspy
+
+        return to_hyperspy(self, *args, **kwargs)
 
     def attrs(self) -> dict:
         return {"path": str(self.path), "sync_offset": self.sync_offset}

@@ -173,12 +173,17 @@ class FileDataSet(DataSet):
         if group is not None:
             yield from self._decoded_tiles(maps, frames[group:], scheme, dtype, group)
 
+    def can_sum_tiles(self, scheme: TilingScheme) -> bool:
+        """Whether `tile_sums` sums the tiles of `scheme` (`Decoder.can_sum`: packed or
+        swapped pixels whose columns the slices do not cut inside a word)."""
+        return self.decoder.can_sum(scheme)
+
     def tile_sums(self, positions: np.ndarray, scheme: TilingScheme):
         """An iterator of ``(first, n, scheme_idx, sums)`` per tile: its `n` frames summed
         per pixel of its signal slice (flat, in the decoder's `sum_dtype`; one buffer,
         reused), decoded on the way and never into a tile (`Decoder.add_sums`) -- or None
         where the decoder cannot for `scheme` (the run then reads tiles)."""
-        if not self.decoder.can_sum(scheme):
+        if not self.can_sum_tiles(scheme):
             return None
         return self._tile_sums(self.stream_frames(positions), scheme)
 

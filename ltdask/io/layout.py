@@ -4,8 +4,8 @@ Some detectors store a frame's pixels in another order than the image has (PNDet
 pnCCD stores its lower half turned by 180° beside the upper one, and repeats binned rows).
 Decoding puts every pixel in its place, a copy of every frame. UDFs whose results are
 sums over frames per pixel (or over each frame's pixels) need no such copy: summed in the
-raw order, their per-pixel results are moved once per partition (``FOLDS_LAYOUT``, see
-:mod:`ltdask.udf.plan`), and the raw frames are read as views of the files.
+raw order, their per-pixel results are moved once per partition (``folds_layout``, see
+:mod:`ltdask.udf.paths.raw_layout`), and the raw frames are read as views of the files.
 """
 
 from __future__ import annotations

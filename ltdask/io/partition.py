@@ -169,26 +169,24 @@ def regridded(dataset, sizing: Sizing):
 
 def for_run(dataset, target: RunTarget):
     """`dataset`, or a copy in fewer, larger partitions for a UDF run (``compute``, ``lazy``,
-    ``explain``): every partition task costs the scheduler and the task's set-up some time
-    (on the threaded scheduler about 0.3 ms of a thread, with the GIL; on a ``distributed``
-    cluster a few ms), so runs take partitions of ``ltdask.run-partition-bytes`` on the
-    threaded scheduler (a SumUDF over 2-4 GiB ran 13-15 % faster in 512 MiB partitions than
-    in 128 MiB ones) and of ``ltdask.cluster-partition-bytes`` on a cluster (1 GiB: 8-17 %
-    faster again); frames of 1 MiB or more (as float32) at least `RUN_MIN_FRAMES` of them to
-    a partition. Always at least two per thread (the threaded scheduler's ``num_workers``,
-    or the workers' threads), at most an eighth of a thread's share of the memory (the
-    worker's memory limit; this machine's RAM: a task maps its partition's pages, which
-    count in the RSS), never more partitions than `dataset` has. `target` (a
-    `ltdask.runtime.schedulers.RunTarget`, resolved where the run was asked for) says which
-    scheduler; the others (synchronous, processes) keep the dataset's partitions, and so do
-    a cluster that lists no worker yet and a dataset whose partitions were made under other
-    settings than the current ones (``ltdask.partition-bytes`` set when it was opened)."""
-    if target.kind == "cluster":
-        size = settings.cluster_partition_bytes()
-    elif target.kind == "threads":
-        size = settings.run_partition_bytes()
-    else:
+    ``explain``) on the scheduler `target` (resolved where the run was asked for).
+
+    Every partition task costs the scheduler and the task's set-up some time (on the
+    threaded scheduler about 0.3 ms of a thread, with the GIL; on a ``distributed`` cluster
+    a few ms), so runs take partitions of ``ltdask.partition-bytes`` (``auto``: 512 MiB on
+    the threaded scheduler, 1 GiB on a cluster; see
+    `ltdask.runtime.settings.AUTO_PARTITION_BYTES`), frames of 1 MiB or more (as float32)
+    at least `RUN_MIN_FRAMES` of them to a partition. Always at least two per thread (the
+    threaded scheduler's ``num_workers``, or the workers' threads), at most an eighth of a
+    thread's share of the memory (the worker's memory limit; this machine's RAM: a task
+    maps its partition's pages, which count in the RSS), never more partitions than
+    `dataset` has. The other schedulers (synchronous, processes) keep the dataset's
+    partitions, and so do a cluster that lists no worker yet and a dataset whose partitions
+    were made under other settings than the current ones (``ltdask.partition-bytes`` set
+    when it was opened)."""
+    if target.kind not in ("threads", "cluster"):
         return dataset
+    size = settings.partition_bytes(target.kind)
     threads = target.threads
     if threads < 1:  # (a cluster without workers yet, or an asynchronous client's view)
         return dataset

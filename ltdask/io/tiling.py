@@ -13,15 +13,32 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 import numpy as np
 
 from ltdask.common import Shape, Slice
 from ltdask.runtime import settings
 
-if TYPE_CHECKING:
-    from ltdask.io.dataset import DataSet
+
+class Negotiable(Protocol):
+    """What the negotiation asks of a dataset (`ltdask.io.dataset.DataSet`, which imports
+    this module): its shape, whether reading as a dtype copies, its largest read, and the
+    tile shapes its files prefer."""
+
+    @property
+    def shape(self) -> Shape: ...
+
+    def need_decode(self, read_dtype, roi=None) -> bool: ...
+
+    def get_max_io_size(self) -> int | None: ...
+
+    def get_base_shape(self, roi=None) -> tuple[int, ...]: ...
+
+    def get_min_sig_size(self) -> int: ...
+
+    def adjust_tileshape(self, tileshape: tuple[int, ...], roi=None) -> tuple[int, ...]: ...
+
 
 Intent = Literal["tile", "frame", "partition"]
 
@@ -198,7 +215,7 @@ class Negotiator:
     def get_scheme(
         self,
         consumers: Sequence[TilingPreferences],
-        dataset: DataSet,
+        dataset: Negotiable,
         read_dtype,
         partition_frames: int,
         roi: np.ndarray | None = None,
@@ -258,8 +275,7 @@ class Negotiator:
                 # frames keep each tile one contiguous block, read as one stream (row
                 # blocks of deep tiles measured no faster, even for several UDFs) -- where
                 # tiles of whole frames can be VIEW_DEPTH deep: a UDF's per-pixel state of
-                # a larger frame leaves the caches between frames (a K2 frame of 1860 x 2048
-                # uint16 in 1-frame tiles summed at 3.6 GB/s)
+                # a larger frame leaves the caches between frames (docs/performance.md)
                 base = sig
         else:
             base = sig

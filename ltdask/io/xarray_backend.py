@@ -22,7 +22,7 @@ from ltdask.io.registry import BUILTIN, formats
 VARIABLE = "data"
 
 
-class ScanArray(BackendArray):
+class ScanBackendArray(BackendArray):
     """The scan for xarray's lazy indexing: each access computes that part of the dask
     array of :meth:`DataSet.to_dask` on the calling thread (also inside a dask task of a
     chunked variable, on any scheduler)."""
@@ -85,7 +85,7 @@ class LtdaskBackendEntrypoint(BackendEntrypoint):
         preferred = dict(zip(ds.dims, arr.chunks, strict=True))
         # lazily indexed, as xarray's own backends: numpy on access with chunks=None (the
         # default), dask arrays of the preferred chunks with chunks={}
-        data = indexing.LazilyIndexedArray(ScanArray(arr))
+        data = indexing.LazilyIndexedArray(ScanBackendArray(arr))
         variable = xr.Variable(ds.dims, data, encoding={"preferred_chunks": preferred})
         if isinstance(drop_variables, str):
             drop_variables = [drop_variables]

@@ -63,7 +63,8 @@ def flush_integer_sums(n, s1, s2, count, mean, m2, pixel_sums):
 def _block_sums(frames, c0, c1, a, b, frame_sums, with_sums):
     """``a[k] += sum x``, ``b[k] += sum x * x`` over the frames of columns ``c0:c1``
     (int64), eight frames per pass: the block's sums are loaded and stored once per eight
-    rows (37 GB/s on 2 threads from RAM, against 31 with four rows per pass); with
+    rows, and those loads and stores bound the loop (four rows per pass: see
+    docs/performance.md); with
     `with_sums`, ``frame_sums[i] += sum_k x``."""
     f1 = frames.shape[0]
     i = 0

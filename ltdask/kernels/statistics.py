@@ -14,8 +14,8 @@ from ltdask.kernels import FASTMATH
 
 #: pixels per block in `moments`: the block's float64 sums (2 x 128 KiB) stay in L2, and
 #: each frame's piece of the block (32 KiB of uint16, 64 KiB of float32) is long enough to
-#: stream from RAM (1024 was 15 % slower than 4096; 16384 is 6-14 % faster than 4096 on
-#: uint16 tiles, the same on float32)
+#: stream from RAM, where shorter pieces stall on each new row (the sizes tried:
+#: docs/performance.md)
 BLOCK = 16384
 
 
@@ -64,7 +64,7 @@ def sum_frames(frames, p0, p1, acc):
 @numba.njit(nogil=True, cache=True, fastmath=FASTMATH)
 def sum_pixels(frames, p0, p1, out):
     """``out[i] += sum_k frames[i, p0 + k]``, four frames at a time: four streams from
-    memory keep more reads in flight than one (a third faster from RAM)."""
+    memory keep more reads in flight than one."""
     n = frames.shape[0]
     z = out[0] - out[0] if n else 0
     i = 0
@@ -115,8 +115,8 @@ def moments_frame_sums(frames, p0, p1, count, mean, m2, shift, frame_sums, with_
 
     The block sums live in `work` (given, not allocated per call: 2 x 128 KiB is above
     glibc's mmap threshold in a distributed worker, whose nanny sets
-    ``MALLOC_TRIM_THRESHOLD_``, so every call mapped and faulted in fresh pages: a uint16
-    StdDevUDF run over 2 GiB went from 101 to 149 ms)."""
+    ``MALLOC_TRIM_THRESHOLD_``, so every call mapped and faulted in fresh pages, which the
+    kernel zeroes: see docs/performance.md)."""
     n = frames.shape[0]
     if n == 0:
         return count
@@ -204,8 +204,8 @@ def add_rows(out, acc):
     """``out[y, x] += acc[y * cols + x]`` for a 2-D `out` of ``cols`` columns, a view that
     may be strided (a signal slice of a result), computed as numpy's ``np.add(out, acc,
     out=out, casting="unsafe")`` computes it (float64 for an int64 `acc` into float32), but
-    row by row: numpy's buffered casting of a strided view ran at 0.5 G pixels/s (7 ms of a
-    K2 IS partition's 3.8 M pixels)."""
+    row by row: numpy casts a strided view through a small buffer, a few elements at a
+    time, which cost a K2 IS partition more than its sums (docs/performance.md)."""
     cols = out.shape[1]
     for y in range(out.shape[0]):
         row = out[y]

@@ -34,9 +34,9 @@ from numba.core import event
 
 __all__ = ["cache_location", "compiled_kernels", "warm_up"]
 
-#: seconds a first run spends compiling, measured with an empty cache on the development
-#: machine (2 cores; ``benchmarks/bench_first_run.py``): 2 s for SumUDF, 6 s for every shipped
-#: analysis over one dtype (`warmup`, over four dtypes, takes 10 s)
+#: seconds a first run spends compiling, as the notice tells users: about what the shipped
+#: analyses over one dtype take with an empty cache (``benchmarks/bench_first_run.py``; the
+#: figures are in docs/performance.md)
 FIRST_RUN_SECONDS = 5
 
 _HERE = os.path.dirname(os.path.abspath(__file__))

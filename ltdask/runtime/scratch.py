@@ -3,13 +3,12 @@
 Per-pixel state that lives only while a partition is processed (running means and sums
 of squares, integer accumulators: a few arrays of a frame's size each) and the buffer that
 tiles are decoded into would otherwise be new memory for every partition: fresh pages,
-each faulted in and zeroed by the kernel when first written. For a uint16 StdDevUDF over
-2 GiB that was 23 000 page faults and 40 ms of system time per run, a sixth of the run; in
-a distributed worker, whose nanny sets ``MALLOC_TRIM_THRESHOLD_`` (so glibc maps every
-block of 128 KiB or more afresh), an FRMS6 SumUDF's decode buffers cost 34 000 faults and
-46 % of the run. :func:`zeros` and :func:`empty` hand out arrays that the same thread's
-previous task gave back; the runner wraps each partition task in :func:`task`, which takes
-back every array handed out inside it.
+each faulted in and zeroed by the kernel when first written, worst in a distributed
+worker, whose nanny sets ``MALLOC_TRIM_THRESHOLD_`` (so glibc maps every block of 128 KiB
+or more afresh); what that cost is in docs/performance.md. :func:`zeros` and
+:func:`empty` hand out arrays that the same thread's previous task gave back; the runner
+wraps each partition task in :func:`task`, which takes back every array handed out inside
+it.
 
 Only code that keeps nothing it got here past its task (its ``postprocess`` copies the
 state into the result buffers; tiles are valid only while they are processed) may use it:

@@ -3,32 +3,32 @@
 =========================  ==========  ==================================================
 key                        default     meaning
 =========================  ==========  ==================================================
-``ltdask.partition-bytes``  128 MiB    target size of a partition (one dask chunk / one
-                                       UDF task), counted as float32 pixels whatever the
-                                       native dtype; writing to Zarr, a rechunk that
-                                       copies this much or more warns (PerformanceWarning)
-``ltdask.min-partitions``  ``auto``    at least this many partitions (``auto``: one per
-                                       CPU core of this machine)
-``ltdask.run-partition-    ``auto``    partitions of UDF runs on the threaded scheduler
-bytes``                                (``compute``, ``lazy``): each task costs a thread
-                                       about 0.3 ms; ``auto``: 512 MiB unless
-                                       ``ltdask.partition-bytes`` is set; a size: that
-                                       size. At least two partitions per thread, at most
-                                       1/8 of a thread's share of the RAM, never more
-                                       than the dataset has
-``ltdask.cluster-          ``auto``    the same on a dask.distributed cluster, where each
-partition-bytes``                      task costs the scheduler a few ms, and the memory
-                                       share is of the worker's memory limit; ``auto``:
-                                       as ``ltdask.run-partition-bytes`` where that or
-                                       ``ltdask.partition-bytes`` is set, else 1 GiB
+``ltdask.partition-bytes``  ``auto``   the size of a partition (one UDF task, one dask
+                                       chunk), counted as float32 pixels whatever the
+                                       native dtype. ``auto`` sizes them by what they are
+                                       for (`AUTO_PARTITION_BYTES`): UDF runs on the
+                                       threaded scheduler 512 MiB (a task costs a thread
+                                       about 0.3 ms), on a dask.distributed cluster 1 GiB
+                                       (a task costs the scheduler a few ms), on the
+                                       synchronous and process schedulers and a
+                                       dataset's own partitions (``get_partitions``,
+                                       iterated runs, ``to_dask()`` chunks that are
+                                       copies) 128 MiB, ``to_dask()`` chunks that are
+                                       views of the files 512 MiB. A size: that size for
+                                       all of them. Runs take at least two partitions per
+                                       thread and at most 1/8 of a thread's share of the
+                                       memory (the worker's limit on a cluster). Writing
+                                       to Zarr, a rechunk that copies this much or more
+                                       warns (PerformanceWarning)
+``ltdask.min-partitions``  ``auto``    at least this many partitions where the scan has
+                                       the frames (``auto``: one per CPU core of this
+                                       machine)
 ``ltdask.tile-bytes``      ``auto``    tile size the negotiator aims for (``auto``: half
                                        the L3 cache per core, 1 to 8 MiB)
 ``ltdask.iter-updates``     10          iterated runs (``ltdask.iter``, ``run_udf_iter``,
                                        live plots) cut the scan into partitions small
                                        enough for at least this many updates (where it has
                                        the frames); ``compute`` and ``lazy`` keep theirs
-``ltdask.view-chunk-       4           partitions per ``to_dask()`` chunk where chunks
-partitions``                           are views of the files (no copy, no memory)
 ``ltdask.map-cache-bytes`` ``auto``    memory maps of files kept for reuse in a process,
                                        for files that a second UDF run reads: repeated
                                        runs over page-cached files skip the page faults
@@ -73,13 +73,10 @@ from ltdask.exceptions import ConfigError
 
 DEFAULTS = {
     "ltdask": {
-        "partition-bytes": "128MiB",
+        "partition-bytes": "auto",
         "min-partitions": "auto",
-        "run-partition-bytes": "auto",
-        "cluster-partition-bytes": "auto",
         "iter-updates": 10,
         "tile-bytes": "auto",
-        "view-chunk-partitions": 4,
         "map-cache-bytes": "auto",
         "worker-map-fraction": 0.5,
         "worker-gc-freeze": True,
@@ -122,40 +119,52 @@ def _integer(value) -> int:
     return int(value)
 
 
-def partition_bytes() -> int:
-    return _setting("partition-bytes", _bytes, "a positive size such as '128MiB'", minimum=1)
+#: the partition sizes of ``ltdask.partition-bytes`` ``auto``, by what the partitions are
+#: for. Runs on the threaded scheduler: a SumUDF or StdDevUDF over 2-4 GiB ran 13-15 %
+#: faster in 512 MiB partitions than in 128 MiB ones; 1 GiB was faster again, but the pages
+#: of the files that the running tasks map count in the RSS, which then grew with the scan
+#: (docs/performance.md). On a cluster each task costs the scheduler and the workers a few
+#: ms: 1 GiB. A dataset's own partitions stay small enough for iterated runs, for copies in
+#: ``to_dask()`` chunks and for processes that each hold one. Views of the page cache
+#: cost no memory: large chunks, fewer tasks for dask's reductions.
+AUTO_PARTITION_BYTES = {
+    "dataset": 128 * MIB,
+    "views": 512 * MIB,
+    "threads": 512 * MIB,
+    "cluster": 1024 * MIB,
+}
+#: settings that ``ltdask.partition-bytes`` replaced (its ``auto`` rules); a value given
+#: to one of them is not read, and says so
+RETIRED = ("run-partition-bytes", "cluster-partition-bytes", "view-chunk-partitions")
 
 
-#: the partition size of UDF runs where ``ltdask.run-partition-bytes`` is ``auto``
-#: (SumUDF and StdDevUDF over 2-4 GiB, threaded scheduler, 2 threads: 13-15 % faster than
-#: in 128 MiB partitions; 1 GiB was 3-9 % faster again, but the pages of the files that
-#: the running tasks map count in the RSS: 1.25 GiB at the peak of a SumUDF over 4-16
-#: GiB of uint16, against 0.7 GiB over 1 GiB, where 512 MiB keeps it flat)
-RUN_PARTITION_BYTES = 512 * MIB
-#: the same on a distributed cluster (``ltdask.cluster-partition-bytes`` ``auto``), where
-#: a task costs a few ms of the scheduler's and the workers' time and the memory share per
-#: task is capped (`ltdask.io.partition.for_run`): Sum and StdDev over 2-4 GiB on 2 x 1 and
-#: 1 x 2 workers 8-17 % faster than in 512 MiB partitions (15-25 % faster than 128 MiB)
-CLUSTER_PARTITION_BYTES = 1024 * MIB
-
-
-def run_partition_bytes(auto: int = RUN_PARTITION_BYTES) -> int:
-    """The partition size of UDF runs on the threaded scheduler (see the table above);
-    `auto`: the size where neither it nor ``ltdask.partition-bytes`` is set."""
-    value = _setting("run-partition-bytes", _auto(_bytes), "'auto' or a size such as '512MiB'", 1)
-    if value != "auto":
-        return value
-    if dask.config.get("ltdask.partition-bytes") != DEFAULTS["ltdask"]["partition-bytes"]:
-        return partition_bytes()
-    return max(auto, partition_bytes())
-
-
-def cluster_partition_bytes() -> int:
-    """The partition size of UDF runs on a distributed cluster (see the table above)."""
+def partition_bytes(use: str = "dataset") -> int:
+    """The partition size for `use` (a key of `AUTO_PARTITION_BYTES`): ``ltdask.partition-
+    bytes`` where it is a size, else the ``auto`` size of that use."""
     value = _setting(
-        "cluster-partition-bytes", _auto(_bytes), "'auto' or a size such as '512MiB'", 1
+        "partition-bytes", _auto(_bytes), "'auto' or a positive size such as '128MiB'", 1
     )
-    return run_partition_bytes(CLUSTER_PARTITION_BYTES) if value == "auto" else value
+    _warn_retired()
+    return AUTO_PARTITION_BYTES[use] if value == "auto" else value
+
+
+def _warn_retired() -> None:
+    for key in RETIRED:
+        value = dask.config.get(f"ltdask.{key}", None)
+        if value not in (None, "auto") and key not in _WARNED:
+            _WARNED.add(key)
+            import warnings
+
+            warnings.warn(
+                f"the setting ltdask.{key} ({value!r}) is no longer read: "
+                "ltdask.partition-bytes sizes every partition ('auto': by scheduler; a "
+                "size: that size everywhere)",
+                FutureWarning,
+                stacklevel=3,
+            )
+
+
+_WARNED: set[str] = set()
 
 
 def map_cache_bytes() -> int:
@@ -283,10 +292,6 @@ def total_memory() -> int:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return 8 * 2**30
-
-
-def view_chunk_partitions() -> int:
-    return _setting("view-chunk-partitions", _integer, "a positive integer", minimum=1)
 
 
 def min_partitions() -> int:

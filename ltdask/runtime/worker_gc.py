@@ -1,16 +1,14 @@
 """Garbage collection in ``dask.distributed`` workers: one ``gc.freeze()`` after a worker's
 first partition task (``ltdask.worker-gc-freeze``).
 
-A worker that has imported numba, dask, xarray and ltdask holds 150 000-200 000 objects
-that the cyclic garbage collector tracks. Python runs a full collection whenever the
-objects that outlived two younger collections grew by a quarter, and each one walks all of
-them: 60-100 ms on this project's 2-core machine, with the GIL held. Measured on a
-``LocalCluster`` of 2 workers x 1 thread, summing a 2 GiB scan (90 ms a run): where the
-workers had imported those modules at start-up (a script's top-level imports run again in
-every spawned worker), half the runs took 180-200 ms, one partition task stalling
-for 100 ms. Freezing what is alive after the first task (modules, classes, compiled
-kernels: objects that live as long as the process) takes them out of later collections,
-and the stalls were gone in 18 runs of 18.
+A worker that has imported numba, dask, xarray and ltdask holds some 200 000 objects that
+the cyclic garbage collector tracks. Python runs a full collection whenever the objects
+that outlived two younger collections grew by a quarter, and each one walks all of them
+with the GIL held: a partition task that meets one stalls for as long as a short run
+takes (where workers import those modules at start-up, as a script's top-level imports
+do in every spawned worker). Freezing what is alive after the first task (modules, classes,
+compiled kernels: objects that live as long as the process) takes them out of later
+collections. The measurements are in docs/performance.md.
 
 Frozen objects are still freed when nothing refers to them any more; only reference cycles
 among them are never collected (what the first task's modules and caches hold).

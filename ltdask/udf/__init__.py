@@ -5,9 +5,11 @@ The engine, one module per job, in the order a run goes through them:
 
 * :mod:`~ltdask.udf.api`: ``lazy``, ``compute``, ``iter_results`` (``ltdask.lazy`` ...);
 * :mod:`~ltdask.udf.plan`: check the UDFs and their declarations, settle the input dtype,
-  negotiate the tiling scheme (a `RunPlan`);
+  negotiate the tiling scheme and pick the run's path (a `RunPlan`);
+* :mod:`~ltdask.udf.paths`: how tiles reach the UDFs (decoded, the data's integers,
+  folded corrections, raw layouts, decoder sums), from what they declare (`TilePaths`);
 * :mod:`~ltdask.udf.graph`: one task per partition (`PartitionGraph`, `Run`), running
-  :mod:`~ltdask.udf.runner` (tiles through every UDF; :mod:`~ltdask.udf.shared` tile
+  :mod:`~ltdask.udf.runner` (the path's tiles through every UDF; :mod:`~ltdask.udf.shared` tile
   statistics);
 * :mod:`~ltdask.udf.merge`: the partial buffers merged (three ways);
 * :mod:`~ltdask.udf.results`: ``get_results``, its buffer rules, the valid masks;
@@ -41,6 +43,7 @@ from ltdask.udf.builtin.fem import FEMUDF, run_fem
 from ltdask.udf.builtin.logsum import LogsumUDF, run_logsum
 from ltdask.udf.builtin.stddev import consolidate_result, run_stddev
 from ltdask.udf.meta import UDFMeta
+from ltdask.udf.paths import TilePaths
 
 __all__ = [
     "UDF",
@@ -57,6 +60,7 @@ __all__ = [
     "StdDevUDF",
     "SumSigUDF",
     "SumUDF",
+    "TilePaths",
     "UDFMeta",
     "UDFMethod",
     "apply_whole",

@@ -57,7 +57,7 @@ def lazy(
         ``get_backends()`` that costs the least conversion (see :func:`ltdask.explain`).
     scheduler
         The scheduler the graph is planned for: its partition sizes (larger on the
-        threaded scheduler and on a cluster, see ``ltdask.run-partition-bytes``), fresh
+        threaded scheduler and on a cluster, see ``ltdask.partition-bytes``), fresh
         task keys and GPU placement on a cluster. None (default): the one ``dask.compute``
         would use now; else a ``distributed.Client``, ``"distributed"`` (the default
         Client), ``"threads"``, ``"sync"`` or ``"processes"``. The graph computes with the

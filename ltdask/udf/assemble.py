@@ -30,7 +30,7 @@ def to_datasets(graph: PartitionGraph) -> list:
     plan = graph.plan
     dataset = plan.dataset
     out = []
-    for u, udf in enumerate(plan.mains):
+    for u, udf in enumerate(plan.bound_udfs):
         data_vars = {}
         coords = {}
         names = udf.get_extra_dims()
@@ -96,10 +96,10 @@ def compute_datasets(
     # (UDFs without results), run them anyway
     extra = []
     if graph is not None and not any(
-        graph.cells.name in getattr(a.__dask_graph__(), "layers", ()) for a in arrays
+        graph.partition_results.name in getattr(a.__dask_graph__(), "layers", ()) for a in arrays
     ):
         extra = [graph.done()]
-    remote = graph.cells.name if graph is not None else None
+    remote = graph.partition_results.name if graph is not None else None
     cluster = on_a_cluster() if scheduler is None else client_for(scheduler) is not None
     if progress and cluster:
         values = list(run_compute(*arrays, *extra, progress=True, scheduler=scheduler))

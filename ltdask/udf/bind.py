@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ltdask.common import Shape
-from ltdask.io.layout import PixelLayout
 from ltdask.io.tiling import TilingScheme
 from ltdask.udf.backends import BackendPlan
 from ltdask.udf.buffers import BufferSpec, Namespace
 from ltdask.udf.interface import AuxData, UDFBase, raw_params
 from ltdask.udf.meta import UDFMeta
+from ltdask.udf.paths import DECODED, DecodedTiles, TilePath
 from ltdask.udf.roi import Selection
 
 
@@ -45,19 +45,14 @@ class RunContext:
     #: the dataset's calibrations (`UDFMeta.nav_calibration`, ``sig_calibration``)
     nav_calibration: tuple = ()
     sig_calibration: tuple = ()
-    #: the dtype tiles are read as, where it is not `input_dtype`: the data's own integers
-    #: for UDFs that take them in place of floats (``NATIVE_INTEGER_TILES``)
-    tile_dtype: np.dtype | None = None
-    #: the prepared corrections (dark, gain) the UDFs apply to their results instead of the
-    #: runner to every tile (``FOLDS_CORRECTIONS``): their tiles come uncorrected
-    folded: object = None
-    #: the dataset's `PixelLayout` where every UDF sums its raw frames and moves its
-    #: per-pixel results (``FOLDS_LAYOUT``), and the tiling scheme of the raw frames
-    layout: PixelLayout | None = None
-    layout_scheme: TilingScheme | None = None
-    #: whether the run's one UDF takes each tile's per-pixel sums from the decoder in place
-    #: of the tile (`ltdask.udf.plan.decoder_sums`, decided once for the run's scheme)
-    decoder_sums: bool = False
+    #: how the tiles reach the UDFs (see :mod:`ltdask.udf.paths`), picked by the planner
+    path: TilePath = DecodedTiles()
+
+    @property
+    def tile_dtype(self) -> np.dtype | None:
+        """The dtype tiles are read as, where it is not `input_dtype`: the data's own
+        integers for UDFs that take them in place of floats."""
+        return self.path.tile_dtype
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,11 +94,9 @@ def make_meta(
         slice_origin=origin,
         corrections=context.corrections,
         run_id=run_id,
-        folded_corrections=context.folded,
         nav_calibration=context.nav_calibration,
         sig_calibration=context.sig_calibration,
     )
-    meta.pixel_layout = context.layout
     if backend is not None:
         meta.array_backend = backend
         meta.device_class = "cuda" if backend in UDFBase.CUDA_BACKENDS else "cpu"
@@ -123,10 +116,13 @@ def bind(
     processing arrays of `backend` (``meta.array_backend``).
 
     Its ``self.params`` are the parameters as given (`given_params`); `dataset_params`
-    and `partition_params` give them as merges and partition tasks see them.
+    and `partition_params` give them as merges and partition tasks see them. Its
+    ``self.tile_form`` is what the run's path hands it with the tiles.
     """
     udf = template.copy()
     udf.meta = make_meta(context, place, valid_nav, backend)
+    if context.path.form is not DECODED:
+        udf.tile_form = context.path.form
     return udf
 
 

@@ -64,22 +64,7 @@ def explain(
         f"{plan.n_sel} frames of {tuple(dataset.sig_shape)} in {len(plan.partitions)} "
         f"partition(s); tiles of up to {scheme.depth} frames x {cut}, read as " + _read_as(plan)
     ]
-    if plan.context.folded is not None:
-        lines.append(
-            "corrections (dark/gain) applied by the UDFs to their results: tiles uncorrected"
-        )
-    elif plan.prepared is not None:
-        lines.append(
-            "corrections (dark/gain/excluded pixels) applied as tiles are read: dense tiles"
-        )
-    if plan.context.layout_scheme is not None:
-        raw = plan.context.layout_scheme.slices[0].shape
-        lines.append(
-            f"tiles are the files' raw frames of {tuple(raw)}, read as stored: the UDFs move "
-            "their per-pixel results to the frame's pixels"
-        )
-    if plan.context.decoder_sums:
-        lines.append("the decoder adds the pixels up as it reads them: no tiles are made")
+    lines.extend(plan.context.path.describe())
     bplan = plan.context.backends
     assert bplan is not None
     lines.append(bplan.describe([type(u).__name__ for u in plan.udfs]))

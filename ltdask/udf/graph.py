@@ -1,7 +1,7 @@
 """The partition graph of a run: one task per partition, and the per-partition arrays that
 merges and results are built from.
 
-A run's ``cells`` are a 1-D object dask array, one block per partition, each block the
+A run's ``partition_results`` are a 1-D object dask array, one block per partition, each block the
 `PartitionCell` of one partition task (:mod:`ltdask.udf.runner`): every UDF's partial
 buffers, nav ones ROI-compressed. The tasks share one job node (the dataset, the UDFs, the
 ROI). Everything downstream takes buffers out of the cells by reference (`TaskRef`), so a
@@ -58,17 +58,18 @@ def read_before(key: str) -> bool:
 
 @dataclass(frozen=True, eq=False)
 class PartitionGraph:
-    """The partition tasks of a run (`cells`) and what its results are valid for.
+    """The partition tasks of a run (`partition_results`) and what its results are valid for.
 
     `build` makes the tasks that read the data; `in_memory` wraps partial buffers already
     computed (results of a run partition group by partition group).
     """
 
     plan: RunPlan
-    cells: da.Array
+    #: one block per partition: each partition task's partial buffers
+    partition_results: da.Array
     #: flat, all positions: where results hold data
     valid_flat: np.ndarray
-    #: the base of the names of every array built from `cells`
+    #: the base of the names of every array built from `partition_results`
     token: str
     #: the partitions whose partial buffers exist (None: all); merges take only these
     ready: np.ndarray | None = None
@@ -111,7 +112,7 @@ class PartitionGraph:
 
     @classmethod
     def in_memory(cls, plan: RunPlan, partials: list, done: np.ndarray) -> PartitionGraph:
-        """The cells of partial buffers at hand: `partials` holds each partition's list of
+        """The partials of a run at hand: `partials` holds each partition's list of
         per-UDF buffers; only the partitions `done` are merged and valid."""
         import dask.array as da
 
@@ -131,7 +132,7 @@ class PartitionGraph:
     # -- the cells ---------------------------------------------------------------------------
     def cell(self, i: int) -> TaskRef:
         """A reference to partition `i`'s cell, as a task argument."""
-        return TaskRef((self.cells.name, i))
+        return TaskRef((self.partition_results.name, i))
 
     def to_merge(self) -> list[int]:
         """The partitions a merge takes, in order: those with ROI frames (and results)."""
@@ -153,7 +154,7 @@ class PartitionGraph:
         out = f"ltdask-done-{self.token}"
         n = len(self.plan.partitions)
         tasks = {(key := block_key(out, i, 1)): Task(key, _done, self.cell(i)) for i in range(n)}
-        return task_array(out, tasks, ((1,) * n,), bool, [self.cells])
+        return task_array(out, tasks, ((1,) * n,), bool, [self.partition_results])
 
     # -- buffers out of the cells --------------------------------------------------------------
     def nav_full(self, u: int, name: str) -> da.Array:
@@ -171,7 +172,7 @@ class PartitionGraph:
             for i, p in enumerate(plan.partitions)
         }
         return task_array(
-            out, tasks, (plan.sizes, *((e,) for e in extra)), spec.dtype, [self.cells]
+            out, tasks, (plan.sizes, *((e,) for e in extra)), spec.dtype, [self.partition_results]
         )
 
     def partials(self, u: int, name: str) -> list[da.Array]:
@@ -192,7 +193,7 @@ class PartitionGraph:
             )
             for i in range(n)
         }
-        arr = task_array(out, tasks, chunks, spec.dtype, [self.cells])
+        arr = task_array(out, tasks, chunks, spec.dtype, [self.partition_results])
         if spec.kind == "nav":
             return [leading_block(arr, i) for i in range(n)]
         return [arr[i] for i in range(n)]
@@ -256,7 +257,7 @@ class Run:
     >>> import numpy as np, ltdask
     >>> from ltdask.udf import SumUDF
     >>> run = Run(ltdask.from_array(np.ones((2, 3, 4, 4), dtype=np.float32)), [SumUDF()])
-    >>> run.cells.numblocks == (len(run.partitions),)
+    >>> run.partition_results.numblocks == (len(run.partitions),)
     True
     """
 
@@ -265,8 +266,8 @@ class Run:
         self.graph = PartitionGraph.build(self.plan)
 
     @property
-    def cells(self) -> da.Array:
-        return self.graph.cells
+    def partition_results(self) -> da.Array:
+        return self.graph.partition_results
 
     @property
     def partitions(self) -> list:

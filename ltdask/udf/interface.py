@@ -15,6 +15,7 @@ import numpy as np
 from ltdask.exceptions import UDFError
 from ltdask.io.tiling import TILE_DEPTH_DEFAULT, TILE_MAX, TILE_SIZE_BEST_FIT
 from ltdask.udf.buffers import BufferSpec, Namespace
+from ltdask.udf.paths.declared import DECODED, TileForm, TilePaths
 
 
 class UDFMethod(enum.Enum):
@@ -104,9 +105,13 @@ class UDFBase:
     """
 
     UDF_METHOD = UDFMethod
-    #: ltdask extension: set to True when ``merge_all`` works on numpy arrays as well as
-    #: dask arrays; ltdask then runs it in one task on small partial results.
-    MERGE_ALL_ON_NUMPY = False
+    #: ltdask extension: what the class can take besides decoded float tiles (integer
+    #: tiles, folded corrections, ...; see `ltdask.udf.TilePaths`): nothing by default
+    TILE_PATHS = TilePaths()
+    #: what the run hands the UDF with its tiles (see `ltdask.udf.paths.TileForm`): set
+    #: where it runs, from the route the run takes; tiles as decoded unless the class
+    #: declares `TILE_PATHS`
+    tile_form: TileForm = DECODED
     USE_NATIVE_DTYPE = bool
     TILE_SIZE_BEST_FIT = TILE_SIZE_BEST_FIT
     TILE_SIZE_MAX = TILE_MAX
@@ -182,6 +187,7 @@ class UDFBase:
         # what a run binds to an instance is rebuilt where it runs: tasks stay small
         state = self.__dict__.copy()
         state.update(meta=None, results=None, task_data=None)
+        state.pop("tile_form", None)
         return state
 
     def copy(self, **changes: Any) -> UDFBase:

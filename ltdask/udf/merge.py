@@ -4,7 +4,7 @@
   of the result (no merge step at all);
 * UDFs with ``merge_all``: one call with the partial buffers of the partitions that have
   ROI frames, on dask arrays on the main node, or, for UDFs that say it works on numpy
-  (``MERGE_ALL_ON_NUMPY``) and whose partials are small, on numpy in one task;
+  (``TilePaths.merge_all_on_numpy``) and whose partials are small, on numpy in one task;
 * UDFs with only ``merge``: LiberTEM's sequence of ``merge`` calls into the dataset-sized
   buffers, one partition after the other (a chain of tasks).
 
@@ -25,6 +25,7 @@ from ltdask.udf.bind import RunContext, bind, dataset_params, show_valid_nav
 from ltdask.udf.buffers import Namespace, declared_buffers
 from ltdask.udf.graph import PartitionGraph
 from ltdask.udf.interface import UDFBase, overrides
+from ltdask.udf.paths import tile_paths
 from ltdask.udf.tasks import TaskRef, pick_array, task_delayed
 
 #: partitions merged per task of a `merge` chain
@@ -37,14 +38,14 @@ def merged(graph: PartitionGraph, u: int) -> dict:
     """Each stored buffer of UDF `u` merged over all partitions: nav ones flat and
     un-compressed, the others in their own shape (dask arrays)."""
     plan = graph.plan
-    udf = plan.mains[u]
+    udf = plan.bound_udfs[u]
     stored = plan.stored(u)
     if overrides(udf, "merge_all"):
         partial_bytes = sum(
             math.prod(s.shape(0, plan.sig_shape)) * s.dtype.itemsize for s in stored.values()
         ) * len(plan.partitions)
         if (
-            getattr(udf, "MERGE_ALL_ON_NUMPY", False)
+            tile_paths(udf).merge_all_on_numpy
             and all(s.kind != "nav" for s in stored.values())
             and partial_bytes <= MERGE_IN_ONE_TASK_BYTES
         ):
@@ -97,7 +98,7 @@ def _merge_all(graph: PartitionGraph, u: int, stored) -> dict:
     import dask.array as da
 
     plan = graph.plan
-    udf = plan.mains[u]
+    udf = plan.bound_udfs[u]
     partials = {name: graph.partials(u, name) for name in stored}
     todo = graph.to_merge()  # as LiberTEM: partitions without ROI frames are left out
     ordered = OrderedDict(
@@ -124,7 +125,7 @@ def _merge_all(graph: PartitionGraph, u: int, stored) -> dict:
 
 def _merge_all_in_task(graph: PartitionGraph, u: int, stored) -> dict:
     """``merge_all`` in one task on the partial results as numpy arrays: for UDFs that
-    say it works on numpy (``MERGE_ALL_ON_NUMPY``) and whose partials are small; a
+    say it works on numpy (``TilePaths.merge_all_on_numpy``) and whose partials are small; a
     graph of two layers instead of dozens."""
     plan = graph.plan
     todo = graph.to_merge()
@@ -135,7 +136,7 @@ def _merge_all_in_task(graph: PartitionGraph, u: int, stored) -> dict:
         f"ltdask-merge-all-{u}-{graph.token}",
         merge,
         *(graph.cell(i) for i in todo),
-        deps=[graph.cells],
+        deps=[graph.partition_results],
     )
     return {
         name: pick_array(merged, name, spec.shape(plan.n_sel, plan.sig_shape), spec.dtype)
@@ -201,7 +202,7 @@ def _merge_fold(graph: PartitionGraph, u: int, stored) -> dict:
             stored,
             bounds,
             *(graph.cell(i) for i in group),
-            deps=[state, graph.cells],
+            deps=[state, graph.partition_results],
         )
     out = {}
     for name, spec in stored.items():

@@ -6,7 +6,6 @@ import numpy as np
 
 from ltdask.common import Shape, Slice
 from ltdask.io.calibration import Axis
-from ltdask.io.layout import PixelLayout
 
 
 class UDFMeta:
@@ -71,7 +70,6 @@ class UDFMeta:
         run_id: str | None = None,
         nav_calibration: tuple[Axis, ...] | None = None,
         sig_calibration: tuple[Axis, ...] | None = None,
-        folded_corrections=None,
         partition_slice: Slice | None = None,
     ):
         if partition_shape is None and partition_slice is not None:
@@ -93,14 +91,6 @@ class UDFMeta:
         self.array_backend = "numpy"
         self.threads_per_worker = 1
         self.corrections = corrections
-        #: where the UDF applies the run's dark and gain to its results (its class declares
-        #: ``FOLDS_CORRECTIONS``; its tiles are then uncorrected): the prepared corrections
-        #: (``dark_gain(sig_index, dtype)`` gives them for a signal slice), else None
-        self.folded_corrections = folded_corrections
-        #: where the UDF's tiles are the files' raw frames (its class declares
-        #: ``FOLDS_LAYOUT``): the `ltdask.io.layout.PixelLayout` that moves its per-pixel
-        #: sums to the image's pixels, else None
-        self.pixel_layout: PixelLayout | None = None
         self.run_id = run_id
         self.nav_calibration = nav_calibration or (Axis(),) * len(dataset_shape.nav)
         self.sig_calibration = sig_calibration or (Axis(),) * len(dataset_shape.sig)

@@ -10,13 +10,12 @@ engine works from: the partition graph (:mod:`ltdask.udf.graph`), the merges
 from __future__ import annotations
 
 import dataclasses
-import math
+import functools
 import uuid
 from dataclasses import dataclass
 
 import numpy as np
 
-from ltdask.common import Shape, Slice
 from ltdask.exceptions import MergeNotImplementedError, UDFError
 from ltdask.io.dataset import DataSet
 from ltdask.io.partition import Partition
@@ -28,11 +27,8 @@ from ltdask.udf.backends import plan_backends
 from ltdask.udf.bind import RunContext, bind
 from ltdask.udf.buffers import BufferSpec, declared_buffers, stored_buffers
 from ltdask.udf.interface import UDFBase, UDFMethod, overrides
+from ltdask.udf.paths import PathQuery, choose_path
 from ltdask.udf.roi import Selection
-
-#: the largest per-pixel sums (uint32) of a frame that a run whose tiles are summed by the
-#: decoder keeps whole (they stay in the core's cache as four frames at a time are added)
-SUMMED_SLICE_BYTES = 2 << 20
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,7 +51,7 @@ class RunPlan:
     valid_flat: np.ndarray
     #: per UDF: an instance bound to the whole run (merges, ``get_results``), and its
     #: declared buffers
-    mains: list[UDFBase]
+    bound_udfs: list[UDFBase]
     specs: list[dict[str, BufferSpec]]
     scheme: TilingScheme
     #: the dataset's token (it stats the files: once per run) and the run's
@@ -67,8 +63,8 @@ class RunPlan:
     @property
     def tile_corrections(self):
         """The corrections the partition tasks apply to every tile: `prepared`, unless the
-        UDFs fold them into their results."""
-        return None if self.context.folded is not None else self.prepared
+        run's path hands the tiles uncorrected (the UDFs fold them into their results)."""
+        return self.prepared if self.context.path.corrects_tiles else None
 
     @property
     def roi(self) -> Selection:
@@ -113,118 +109,33 @@ def plan_run(
     """
     from dask.base import tokenize
 
-    if isinstance(udfs, UDFBase):
-        udfs = [udfs]
-    udfs = list(udfs)
-    if not udfs:
-        raise UDFError("empty list of UDFs - nothing to do!")
-    for u in udfs:
-        if not isinstance(u, UDFBase):
-            raise UDFError(f"{u!r} is not an ltdask.UDF instance")
+    udfs = _checked_udfs(udfs)
     selection = Selection.of(roi, dataset)
-    read_dtype = input_dtype(dataset, udfs)
-    prepared = None
-    if corrections is None:
-        corrections = dataset.default_corrections()
-    if corrections is not None:
-        if not hasattr(corrections, "for_shape"):
-            raise UDFError(
-                f"corrections={corrections!r}: expected an ltdask.CorrectionSet (dark, gain, "
-                "excluded_pixels)"
-            )
-        if corrections.have_corrections():
-            # corrected frames are floats (as LiberTEM's); tiles are read in the data's
-            # own dtype (views of the files where possible) and the correction kernel
-            # converts them: one pass, not a decode and then a correction
-            read_dtype = np.dtype(np.result_type(read_dtype, np.float32))
-            prepared = corrections.for_shape(
-                dataset.sig_shape,
-                dataset.path,
-                tile_dtype=dataset.run_dtype(dataset.dtype),
-                out_dtype=read_dtype,
-            )
+    corrections, prepared, read_dtype = _corrections(
+        dataset, corrections, input_dtype(dataset, udfs)
+    )
     # corrected tiles are dense: the dataset delivers numpy then
     sources = (BACKEND_NUMPY,) if prepared is not None else dataset.array_backends
     target = RunTarget.resolve(target)
-    backend_plan = plan_backends(sources, udfs, backends, target=target)
-    folded = prepared if folds_corrections(udfs, prepared) else None
-    tile_dtype = native_tile_dtype(
-        dataset, udfs, np.dtype(read_dtype), None if folded is not None else prepared, backend_plan
-    )
-    if tile_dtype is None:
-        folded = None
     partitions = dataset.get_partitions()
     counts = tuple(selection.count(p.start, p.stop) for p in partitions)
-    context = RunContext(
-        dataset.shape,
-        tuple(dataset.sig_shape),
-        np.dtype(dataset.dtype),
-        np.dtype(read_dtype),
-        selection,
-        sum(counts),
-        corrections,
-        backend_plan,
-        nav_calibration=dataset.nav_calibration,
-        sig_calibration=dataset.sig_calibration,
-        tile_dtype=tile_dtype,
-        folded=folded,
-    )
-    mains = [bind(u, context, backend=b) for u, b in zip(udfs, backend_plan.targets, strict=True)]
-    for template, main in zip(udfs, mains, strict=True):
-        template.meta = main.meta  # as LiberTEM: the instance given knows the run
-    specs = [declared_buffers(m) for m in mains]
-    memory = settings.total_memory()
-    for declared in specs:
-        for name, spec in declared.items():
-            # results come back to this process, nav ones at the full nav size
-            spec.check_fits(dataset.num_frames, context.sig_shape, name, memory)
-    methods = [_check_method(m) for m in mains]
-    for m, declared in zip(mains, specs, strict=True):
-        _check_mergeable(m, declared)
-    consumers = [_preferences(m) for m in mains]
-    excluded = None if prepared is None else prepared.excluded_coordinates
-    read_as = context.input_dtype if context.tile_dtype is None else context.tile_dtype
-    scheme = dataset.negotiate(consumers, read_as, selection.flat, excluded=excluded)
-    if not backend_plan.dense_source and not {BACKEND_NUMPY, "cuda"} & set(backend_plan.targets):
-        # sparse tiles all the way: their size follows the non-zeros, not the frames, and
-        # each costs some overhead: tiles of whole partitions
-        depth = max([p.num_frames for p in partitions] + [1])
-        scheme = TilingScheme(scheme.slices, depth=depth, intent=scheme.intent)
-    tiles_corrected = prepared is not None and folded is None
-    layout, layout_scheme = _raw_layout(
-        dataset, udfs, methods, consumers, read_as, context, tiles_corrected
-    )
-    if layout is not None:
-        # the UDFs sum the raw frames, whole, and move their sums to the image's pixels
-        scheme = _whole_frames(context, layout_scheme.depth, layout_scheme.intent)
-        context = dataclasses.replace(context, layout=layout, layout_scheme=layout_scheme)
-    summed = _summed_scheme(dataset, udfs, context, partitions, scheme)
-    if summed is not None:
-        scheme = summed
-        context = dataclasses.replace(context, decoder_sums=True)
-    if any(meth is not UDFMethod.TILE for meth in methods) and len(scheme) != 1:
-        raise UDFError(
-            f"{dataset.path}: frame and partition UDFs need whole frames, but the "
-            f"negotiated tiles cut the frame into {len(scheme)} slices"
-        )
-    dataset_token = tokenize(dataset)
     sizes = tuple(p.num_frames for p in partitions)
-    # the partitions too: an iterated run cuts the same dataset finer (`with_min_partitions`);
-    # and the calibrations, which UDFs may use (``meta.sig_calibration``)
-    calibration = (dataset.nav_calibration, dataset.sig_calibration)
-    token = tokenize(
-        _cluster_nonce(target),
-        dataset_token,
-        udfs,
-        selection.flat,
-        context.input_dtype.str,
-        read_as.str,
-        scheme,
-        prepared,
-        sizes,
-        calibration,
-        layout,
-    )
+    context = RunContext(
+        dataset.shape, tuple(dataset.sig_shape), np.dtype(dataset.dtype), np.dtype(read_dtype),
+        selection, sum(counts), corrections, plan_backends(sources, udfs, backends, target=target),
+        nav_calibration=dataset.nav_calibration, sig_calibration=dataset.sig_calibration,
+    )  # fmt: skip
+    bound_udfs, specs, methods = _bind_all(dataset, udfs, context)
+    consumers = [_preferences(m) for m in bound_udfs]
+    negotiate = functools.partial(_negotiate, dataset, consumers, context, prepared, sizes)
+    query = PathQuery(
+        dataset, udfs, [m.value for m in methods], consumers, context, prepared,
+        max(sizes, default=0), negotiate,
+    )  # fmt: skip
+    path, scheme = choose_path(query)
+    context = dataclasses.replace(context, path=path)
+    _check_whole_frames(dataset, methods, scheme)
+    dataset_token = tokenize(dataset)
     return RunPlan(
         dataset=dataset,
         udfs=udfs,
@@ -235,105 +146,109 @@ def plan_run(
         sizes=sizes,
         counts=counts,
         valid_flat=selection.restrict(dataset.valid_nav_mask().reshape(-1)),
-        mains=mains,
+        bound_udfs=bound_udfs,
         specs=specs,
         scheme=scheme,
         dataset_token=dataset_token,
-        token=token,
+        token=_run_token(dataset, dataset_token, udfs, context, scheme, prepared, sizes, target),
         target=target,
     )
 
 
-def native_tile_dtype(dataset, udfs, input_dtype, prepared, backend_plan) -> np.dtype | None:
-    """The data's own dtype where every UDF of the run takes tiles of it in place of float
-    ones (``NATIVE_INTEGER_TILES``: their results are those of float tiles, the conversion
-    done in their kernels) -- 8- and 16-bit integers, which float32 holds exactly, read
-    without a converted copy (views of the files where there is nothing to decode) -- or
-    None."""
-    native = np.dtype(dataset.dtype).newbyteorder("=")
-    if (
-        prepared is not None
-        or input_dtype.kind != "f"
-        or native.kind not in "ui"
-        or native.itemsize > 2
-        or set(backend_plan.targets) != {BACKEND_NUMPY}
-        or backend_plan.source != BACKEND_NUMPY
-        # (declared by the class itself: a subclass may process tiles its own way)
-        or not all(vars(type(u)).get("NATIVE_INTEGER_TILES", False) for u in udfs)
-    ):
-        return None
-    return native
+def _run_token(dataset, dataset_token, udfs, context, scheme, prepared, sizes, target) -> str:
+    """The run's token: of the data, the UDFs, the ROI, the dtype, the tiling and the
+    path; the partitions too (an iterated run cuts the same dataset finer:
+    `with_min_partitions`), and the calibrations, which UDFs may use
+    (``meta.sig_calibration``)."""
+    from dask.base import tokenize
+
+    calibration = (dataset.nav_calibration, dataset.sig_calibration)
+    return tokenize(
+        _cluster_nonce(target), dataset_token, udfs, context.roi.flat, context.input_dtype.str,
+        scheme, prepared, sizes, calibration, context.path,
+    )  # fmt: skip
 
 
-def _raw_layout(dataset, udfs, methods, consumers, read_as, context, tiles_corrected):
-    """``(layout, scheme)``: the dataset's `PixelLayout` and the tiling scheme of its raw
-    frames where every UDF of the run sums the raw frames and moves its per-pixel results
-    (``FOLDS_LAYOUT``, declared by the class itself) -- tiles of whole raw frames, numpy,
-    uncorrected (`tiles_corrected` False: no corrections, or corrections the UDFs fold) --
-    else ``(None, None)``."""
-    plan = context.backends
-    if (
-        tiles_corrected
-        or (plan is not None and (plan.source, set(plan.targets)) != (BACKEND_NUMPY, {"numpy"}))
-        or any(meth is not UDFMethod.TILE for meth in methods)
-        or not all(vars(type(u)).get("FOLDS_LAYOUT", False) for u in udfs)
-    ):
-        return None, None
-    layout = dataset.pixel_layout()
-    if layout is None:
-        return None, None
-    scheme = layout.dataset.negotiate(consumers, read_as, context.roi.flat)
-    return (layout, scheme) if len(scheme) == 1 else (None, None)
+def _check_whole_frames(dataset: DataSet, methods: list[UDFMethod], scheme) -> None:
+    if any(meth is not UDFMethod.TILE for meth in methods) and len(scheme) != 1:
+        raise UDFError(
+            f"{dataset.path}: frame and partition UDFs need whole frames, but the "
+            f"negotiated tiles cut the frame into {len(scheme)} slices"
+        )
 
 
-def decoder_sums(dataset, udfs, context, scheme) -> bool:
-    """Whether the run's one UDF takes each tile's per-pixel sums from the dataset's decoder
-    in place of the tile (``SUMS_FROM_DECODER``, declared by the class itself: SumUDF):
-    integer tiles of numpy, uncorrected, read through a decoder that sums them
-    (`Decoder.can_sum`: packed or swapped pixels)."""
-    decoder = getattr(dataset, "decoder", None)
-    return (
-        len(udfs) == 1
-        and vars(type(udfs[0])).get("SUMS_FROM_DECODER", False)
-        # (integer tiles: numpy everywhere and uncorrected, see `native_tile_dtype`)
-        and context.tile_dtype is not None
-        and context.layout is None
-        and decoder is not None
-        and decoder.can_sum(scheme)
+def _checked_udfs(udfs) -> list[UDFBase]:
+    if isinstance(udfs, UDFBase):
+        udfs = [udfs]
+    udfs = list(udfs)
+    if not udfs:
+        raise UDFError("empty list of UDFs - nothing to do!")
+    for u in udfs:
+        if not isinstance(u, UDFBase):
+            raise UDFError(f"{u!r} is not an ltdask.UDF instance")
+    return udfs
+
+
+def _corrections(dataset: DataSet, corrections, read_dtype: np.dtype):
+    """``(corrections, prepared, read_dtype)``: the run's `CorrectionSet` (by default the
+    dataset's), its form for the dataset's signal shape (None without corrections) and
+    the dtype of the tiles the UDFs see."""
+    if corrections is None:
+        corrections = dataset.default_corrections()
+    if corrections is None:
+        return None, None, read_dtype
+    if not hasattr(corrections, "for_shape"):
+        raise UDFError(
+            f"corrections={corrections!r}: expected an ltdask.CorrectionSet (dark, gain, "
+            "excluded_pixels)"
+        )
+    if not corrections.have_corrections():
+        return corrections, None, read_dtype
+    # corrected frames are floats (as LiberTEM's); tiles are read in the data's own dtype
+    # (views of the files where possible) and the correction kernel converts them: one
+    # pass, not a decode and then a correction
+    read_dtype = np.dtype(np.result_type(read_dtype, np.float32))
+    prepared = corrections.for_shape(
+        dataset.sig_shape,
+        dataset.path,
+        tile_dtype=dataset.run_dtype(dataset.dtype),
+        out_dtype=read_dtype,
     )
+    return corrections, prepared, read_dtype
 
 
-def _summed_scheme(dataset, udfs, context, partitions, scheme) -> TilingScheme | None:
-    """Where the decoder sums the tiles (`decoder_sums`) no tile is made, so the negotiated
-    size does not apply: tiles a partition deep (at most 65536 frames), of whole frames
-    where their sums fit `SUMMED_SLICE_BYTES` (Merlin raw 12-bit, 256 x 256: 29 -> 41 GB/s),
-    else of the negotiated slices; None where the decoder does not sum them."""
-    depth = min(65536, max([p.num_frames for p in partitions] + [1]))
-    if 4 * math.prod(context.sig_shape) <= SUMMED_SLICE_BYTES:
-        whole = _whole_frames(context, depth)
-        if decoder_sums(dataset, udfs, context, whole):
-            return whole
-    deep = TilingScheme(scheme.slices, depth=depth, intent=scheme.intent)
-    return deep if decoder_sums(dataset, udfs, context, deep) else None
+def _bind_all(dataset: DataSet, udfs: list[UDFBase], context: RunContext):
+    """``(bound_udfs, specs, methods)``: per UDF an instance bound to the whole run (merges,
+    ``get_results``), its declared buffers (checked against this machine's memory and
+    for a way to merge them) and its method."""
+    backends = context.backends
+    assert backends is not None
+    bound_udfs = [bind(u, context, backend=b) for u, b in zip(udfs, backends.targets, strict=True)]
+    for template, main in zip(udfs, bound_udfs, strict=True):
+        template.meta = main.meta  # as LiberTEM: the instance given knows the run
+    specs = [declared_buffers(m) for m in bound_udfs]
+    memory = settings.total_memory()
+    for declared in specs:
+        for name, spec in declared.items():
+            # results come back to this process, nav ones at the full nav size
+            spec.check_fits(dataset.num_frames, context.sig_shape, name, memory)
+    methods = [_check_method(m) for m in bound_udfs]
+    for m, declared in zip(bound_udfs, specs, strict=True):
+        _check_mergeable(m, declared)
+    return bound_udfs, specs, methods
 
 
-def _whole_frames(context, depth: int, intent="tile") -> TilingScheme:
-    """Tiles of `depth` whole frames."""
-    sig = context.sig_shape
-    return TilingScheme([Slice.full(Shape(sig, sig_dims=len(sig)))], depth=depth, intent=intent)
-
-
-def folds_corrections(udfs, prepared) -> bool:
-    """Whether every UDF of the run applies the corrections of `prepared` to its results
-    (``FOLDS_CORRECTIONS``, declared by the class itself: ``"dark"``, ``"gain"``, the
-    ones it folds): ``(x - dark) * gain`` is affine in each pixel, so a sum over frames of
-    uncorrected tiles is corrected by ``(sum - n * dark) * gain``. Excluded pixels are
-    repaired from their neighbours in each tile, so with them the tiles are corrected as
-    they are read."""
-    if prepared is None or prepared.has_excluded:
-        return False
-    given = {name for name in ("dark", "gain") if getattr(prepared.source, name) is not None}
-    return all(given <= set(vars(type(u)).get("FOLDS_CORRECTIONS", ())) for u in udfs)
+def _negotiate(dataset, consumers, context, prepared, sizes, read_as) -> TilingScheme:
+    """The tiling scheme `dataset` negotiates with the UDFs for tiles read as `read_as`."""
+    excluded = None if prepared is None else prepared.excluded_coordinates
+    scheme = dataset.negotiate(consumers, read_as, context.roi.flat, excluded=excluded)
+    plan = context.backends
+    if not plan.dense_source and not {BACKEND_NUMPY, "cuda"} & set(plan.targets):
+        # sparse tiles all the way: their size follows the non-zeros, not the frames, and
+        # each costs some overhead: tiles of whole partitions
+        depth = max(sizes, default=1)
+        scheme = TilingScheme(scheme.slices, depth=depth, intent=scheme.intent)
+    return scheme
 
 
 def _cluster_nonce(target: RunTarget) -> str | None:

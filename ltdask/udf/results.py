@@ -26,7 +26,7 @@ def result_arrays(graph: PartitionGraph, u: int, merged: dict) -> dict[str, tupl
     import dask.array as da
 
     plan = graph.plan
-    udf = plan.mains[u]
+    udf = plan.bound_udfs[u]
     raw = _show_merged(graph, udf, u, merged)
     returned = udf.get_results()
     if returned is None:

@@ -8,6 +8,7 @@ partial buffers in a `PartitionCell`.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,7 +121,7 @@ def _flat_copy(data: np.ndarray) -> tuple[np.ndarray, int, int]:
     return read_only(flat[0]), flat[1], flat[2]
 
 
-class _Bound:
+class _BoundUDF:
     """One UDF instance at work on one partition (`udf`, bound to it), its buffers for the
     partition's `selected` positions and the views of them it sees."""
 
@@ -219,17 +220,14 @@ def run_partition(
     corrections=None,
 ) -> list[dict[str, np.ndarray]]:
     """Process one partition with every UDF of a run; returns each UDF's partial buffers
-    (nav buffers ROI-compressed and partition sized)."""
-    read_dtype = context.input_dtype
+    (nav buffers ROI-compressed and partition sized). The run's path
+    (:mod:`ltdask.udf.paths`) delivers the frames; `corrections`: those applied to every
+    tile, or None."""
     sig_shape = context.sig_shape
-    sig_dims = len(sig_shape)
     selected = context.roi.positions(partition.start, partition.stop)
-    n_sel = selected.size
     origin = context.roi.count_before(partition.start)
     place = PartitionPlace(selected, origin, scheme)
-    full_sig = Slice.full(Shape(sig_shape, sig_dims=sig_dims))
-
-    if n_sel == 0:
+    if selected.size == 0:
         # no frame of the ROI here: nothing of the UDFs runs (as LiberTEM, which makes no
         # task for it); empty nav buffers keep the result's chunks
         out = []
@@ -237,122 +235,27 @@ def run_partition(
             specs = stored_buffers(declared_buffers(bind(template, context, place)))
             out.append({k: s.allocate(0, sig_shape, k) for k, s in specs.items()})
         return out
-
-    pstart, pstop = dataset.present_range
-    k0, k1 = np.searchsorted(selected, [pstart, pstop])
-    present = selected[k0:k1]
+    full_sig = Slice.full(Shape(sig_shape, sig_dims=len(sig_shape)))
     plan = context.backends
     targets = plan.targets if plan is not None else (BACKEND_NUMPY,) * len(udfs)
     bound = []
     for template, target in zip(udfs, targets, strict=True):
-        b = _Bound(bind(template, context, place, backend=target), selected, sig_shape, target)
-        b.udf.meta.set_slice(origin, n_sel, full_sig, None)
+        b = _BoundUDF(bind(template, context, place, backend=target), selected, sig_shape, target)
+        b.udf.meta.set_slice(origin, selected.size, full_sig, None)
         b.set_views(None, None)
         b.udf.task_data = Namespace(b.udf.get_task_data() or {})
         if hasattr(b.udf, "preprocess"):
             b.udf.preprocess()
         bound.append(b)
-
-    # (the dtype of the tiles the UDFs see: the data's integers where they take them)
-    seen = read_dtype if context.tile_dtype is None else context.tile_dtype
-    shared = SharedStats.make([b.udf for b in bound if b.process_flat is not None], seen)
-    if shared is not None:
-        for b in bound:
-            if b.process_flat is not None and shared.wants(b.udf):
-                b.shared = shared
-    source = BACKEND_NUMPY if plan is None else plan.source
-    sums = None
-    if present.size and context.decoder_sums:
-        sums = dataset.tile_sums(present, scheme)  # type: ignore[attr-defined]
-    if sums is not None:
-        b = bound[0]
-        for first, n, s, acc in sums:
-            at = int(k0) + first
-            b.udf.meta.set_slice(origin + at, n, scheme.slices[s], s)
-            b.set_views(slice(at, at + n), scheme.sig_indices[s], s)
-            b.udf.process_tile_sums(acc, n, context.tile_dtype)  # type: ignore[attr-defined]
-    elif present.size:
-        sig_indices = scheme.sig_indices
-        tile_dtype = read_dtype if corrections is None else corrections.tile_dtype
-        if context.tile_dtype is not None:  # (integers, for UDFs that take them)
-            tile_dtype = context.tile_dtype
-        corrected = None  # the buffer corrected tiles are written to (the largest tile's)
-        if corrections is not None:
-            largest = max(math.prod(sl.shape) for sl in scheme.slices)
-            corrected = scratch.empty(scheme.depth * largest, read_dtype)
-        if context.layout is not None:  # (the raw frames, for UDFs that move their sums)
-            tiles = context.layout.dataset.iter_flat_tiles(
-                present, context.layout_scheme, tile_dtype, block
-            )
-        elif source == BACKEND_NUMPY:
-            tiles = dataset.iter_flat_tiles(present, scheme, tile_dtype, block)
-        else:
-            tiles = _native_tiles(dataset, present, scheme, tile_dtype, block, source)
-        for data, first, s, flat in tiles:
-            forms = None  # the tile in the array types of UDFs that want no numpy
-            if source != BACKEND_NUMPY:
-                forms = TileForms(data, source, scheme.slices[s].shape)
-                if any(b.dense for b in bound):
-                    data = forms.dense()  # (once per tile, for the UDFs that want numpy)
-                    flat = flat_of(data)
-            if corrections is not None:
-                whole = len(scheme) == 1
-                data = corrections.apply(
-                    data, read_dtype, None if whole else sig_indices[s], corrected, flat
-                )
-                flat = flat_of(data)
-            if forms is None:
-                forms = TileForms(data, BACKEND_NUMPY, scheme.slices[s].shape)
-            if isinstance(data, np.ndarray):
-                data = read_only(data)
-            if flat is not None:
-                flat = (read_only(flat[0]), *flat[1:])
-            n = data.shape[0]
-            sig_slice = scheme.slices[s]
-            sig_index = sig_indices[s]
-            at = int(k0) + first
-            stats = None
-            for b in bound:
-                udf, meta = b.udf, b.udf.meta
-                if not b.dense:
-                    _process_other(b, forms, origin, at, sig_slice, sig_index, s)
-                    continue
-                if b.method is UDFMethod.TILE:
-                    meta.set_slice(origin + at, n, sig_slice, s)
-                    b.set_views(slice(at, at + n), sig_index, s)
-                    if b.process_flat is None:
-                        try:
-                            b.process(data)
-                        except ValueError as e:
-                            raise _written_tile(udf, "process_tile", e) from e
-                        continue
-                    if flat is None:
-                        flat = _flat_copy(data)
-                    if b.shared is not None:
-                        if stats is None:
-                            stats = b.shared.compute(flat[0], flat[1], flat[2], s)
-                        b.process_shared(stats)
-                    else:
-                        b.process_flat(*flat)
-                elif b.method is UDFMethod.FRAME:
-                    for i in range(n):
-                        meta.set_slice(origin + at + i, 1, sig_slice, s)
-                        b.set_views(slice(at + i, at + i + 1), sig_index, s, frame=True)
-                        try:
-                            b.process(data[i])
-                        except ValueError as e:
-                            raise _written_tile(udf, "process_frame", e) from e
-                else:
-                    meta.set_slice(origin + at, n, sig_slice, s)
-                    b.set_views(slice(at, at + n), sig_index, s)
-                    try:
-                        b.process(data)
-                    except ValueError as e:
-                        raise _written_tile(udf, "process_partition", e) from e
-
+    pstart, pstop = dataset.present_range
+    k0, k1 = (int(k) for k in np.searchsorted(selected, [pstart, pstop]))
+    if k1 > k0:
+        feed = PartitionFeed(dataset, selected[k0:k1], k0, origin, scheme, bound, context)
+        feed.block, feed.corrections = block, corrections
+        context.path.deliver(feed)
     out = []
     for b in bound:
-        b.udf.meta.set_slice(origin, n_sel, full_sig, None)
+        b.udf.meta.set_slice(origin, selected.size, full_sig, None)
         b.set_views(None, None)
         if hasattr(b.udf, "postprocess"):
             b.udf.postprocess()
@@ -361,26 +264,105 @@ def run_partition(
     return out
 
 
-def _native_tiles(dataset: DataSet, present, scheme: TilingScheme, dtype, block, source: str):
-    """``(tile, first, scheme index, None)`` in the dataset's native array type `source`."""
-    for tile, first, s in dataset.iter_tiles(present, scheme, dtype, block, array_backend=source):
-        yield tile, first, s, None
+class PartitionFeed:
+    """A partition task's frames on their way to the bound UDFs: what a run's path
+    (`ltdask.udf.paths.TilePath`) delivers them through. `present`: the selected
+    positions of the partition whose frames exist, from its `first`-th selected one; its
+    first selected one is the `origin`-th of the run."""
+
+    def __init__(self, dataset, present, first: int, origin: int, scheme, bound, context):
+        self.dataset: DataSet = dataset
+        self.present: np.ndarray = present
+        self.scheme: TilingScheme = scheme
+        self.bound: list[_BoundUDF] = bound
+        #: the run's input dtype: that of the tiles, unless the path reads the data's
+        #: integers (`RunContext.tile_dtype`)
+        self.read_dtype: np.dtype = context.input_dtype
+        seen = self.read_dtype if context.tile_dtype is None else context.tile_dtype
+        plan = context.backends
+        #: the array type the dataset delivers
+        self.source: str = BACKEND_NUMPY if plan is None else plan.source
+        self.block = None
+        #: the corrections applied to every tile (prepared), or None
+        self.corrections: Any = None
+        self._first = first
+        self._origin = origin
+        flat_udfs = [b for b in bound if b.process_flat is not None]
+        shared = SharedStats.make([b.udf for b in flat_udfs], seen)
+        if shared is not None:
+            for b in flat_udfs:
+                if shared.wants(b.udf):
+                    b.shared = shared
+
+    def point(self, b: _BoundUDF, first: int, n: int, s: int, frame: bool = False) -> None:
+        """Point UDF `b` at `n` frames from the `first` present one, cut to slice `s` of
+        the scheme (`frame`: a single frame, for ``process_frame``)."""
+        at = self._first + first
+        b.udf.meta.set_slice(self._origin + at, n, self.scheme.slices[s], s)
+        b.set_views(slice(at, at + n), self.scheme.sig_indices[s], s, frame=frame)
+
+    def consume(self, tiles: Iterable[tuple[Any, int, int, tuple | None]]) -> None:
+        """Hand every UDF the tiles ``(data, first, scheme index, flat)`` (as
+        `DataSet.iter_flat_tiles` yields them), corrected where the run corrects them."""
+        source, corrections, whole = self.source, self.corrections, len(self.scheme) == 1
+        dense = any(b.dense for b in self.bound)
+        corrected = None  # the buffer corrected tiles are written to (the largest tile's)
+        if corrections is not None:
+            largest = max(math.prod(sl.shape) for sl in self.scheme.slices)
+            corrected = scratch.empty(self.scheme.depth * largest, self.read_dtype)
+        for data, first, s, flat in tiles:
+            forms = None  # the tile in the array types of UDFs that want no numpy
+            if source != BACKEND_NUMPY:
+                forms = TileForms(data, source, self.scheme.slices[s].shape)
+                if dense:
+                    data = forms.dense()  # (once per tile, for the UDFs that want numpy)
+                    flat = flat_of(data)
+            if corrections is not None:
+                index = None if whole else self.scheme.sig_indices[s]
+                data = corrections.apply(data, self.read_dtype, index, corrected, flat)
+                flat = flat_of(data)
+            if forms is None:
+                forms = TileForms(data, BACKEND_NUMPY, self.scheme.slices[s].shape)
+            if isinstance(data, np.ndarray):
+                data = read_only(data)
+            if flat is not None:
+                flat = (read_only(flat[0]), *flat[1:])
+            stats = None
+            for b in self.bound:
+                if not b.dense:
+                    self._give_other(b, forms, first, s)
+                elif b.method is UDFMethod.FRAME:
+                    for i in range(data.shape[0]):
+                        self.point(b, first + i, 1, s, frame=True)
+                        _process(b, "process_frame", data[i])
+                elif b.process_flat is None:
+                    self.point(b, first, data.shape[0], s)
+                    _process(b, f"process_{b.method.value}", data)
+                else:
+                    self.point(b, first, data.shape[0], s)
+                    if flat is None:
+                        flat = _flat_copy(data)
+                    if b.shared is None:
+                        b.process_flat(*flat)
+                        continue
+                    if stats is None:
+                        stats = b.shared.compute(flat[0], flat[1], flat[2], s)
+                    b.process_shared(stats)
+
+    def _give_other(self, b: _BoundUDF, forms: TileForms, first: int, s: int) -> None:
+        """Hand the tile in the UDF's backend (not numpy) to its process method."""
+        if b.method is UDFMethod.FRAME:
+            for i in range(forms.tile.shape[0]):
+                self.point(b, first + i, 1, s, frame=True)
+                b.process(forms.frame(b.target, i))
+            return
+        tile = forms.get(b.target)
+        self.point(b, first, tile.shape[0], s)
+        b.process(tile)
 
 
-def _process_other(
-    b: _Bound, forms: TileForms, origin: int, at: int, sig_slice, sig_index, s: int
-) -> None:
-    """Hand the tile in the UDF's backend (not numpy) to its process method; `at`: the
-    tile's first frame among the partition's selected ones, `origin`: the partition's."""
-    meta = b.udf.meta
-    tile = forms.get(b.target) if b.method is not UDFMethod.FRAME else forms.tile
-    n = tile.shape[0]
-    if b.method is UDFMethod.FRAME:
-        for i in range(n):
-            meta.set_slice(origin + at + i, 1, sig_slice, s)
-            b.set_views(slice(at + i, at + i + 1), sig_index, s, frame=True)
-            b.process(forms.frame(b.target, i))
-        return
-    meta.set_slice(origin + at, n, sig_slice, s)
-    b.set_views(slice(at, at + n), sig_index, s)
-    b.process(tile)
+def _process(b: _BoundUDF, method: str, data) -> None:
+    try:
+        b.process(data)
+    except ValueError as e:
+        raise _written_tile(b.udf, method, e) from e

@@ -1,7 +1,7 @@
 """Shared tile statistics: reductions that several UDFs of one run need, computed once.
 
 A tile UDF with flat tiles (``process_flat_tile``) may also declare
-``SHARED_TILE_STATS``, a tuple of names from :data:`STATS`, and implement
+``TILE_PATHS = TilePaths(shared_stats=...)``, names from :data:`STATS`, and implement
 ``process_shared_stats(stats)``. When two or more UDFs of a run declare statistics and
 one of them needs ``"moments"`` (its own pass would be the moments pass anyway), the
 runner computes them all in one numba pass per tile and calls ``process_shared_stats``
@@ -26,9 +26,10 @@ import numpy as np
 from ltdask.kernels.integer_moments import MAX_FRAMES, add_integer_sums, flush_integer_sums
 from ltdask.kernels.statistics import BLOCK, moments_frame_sums
 from ltdask.runtime import scratch
+from ltdask.udf.paths.declared import SHARED_STATS, tile_paths
 
 #: statistics the runner can share
-STATS = frozenset({"moments", "pixel_sums", "frame_sums"})
+STATS = SHARED_STATS
 
 
 def moments_state(px: int, dtype=np.float64) -> list:
@@ -137,7 +138,7 @@ class SharedStats:
         integer = integer_tiles(read_dtype)
         if np.dtype(read_dtype).kind != "f" and not integer:
             return None
-        wanted = [set(getattr(u, "SHARED_TILE_STATS", ())) for u in udfs]
+        wanted = [set(tile_paths(u).shared_stats) for u in udfs]
         if len([w for w in wanted if w]) < 2:
             return None
         union = set().union(*wanted)
@@ -147,7 +148,7 @@ class SharedStats:
 
     @staticmethod
     def wants(udf) -> bool:
-        return bool(getattr(udf, "SHARED_TILE_STATS", ()))
+        return bool(tile_paths(udf).shared_stats)
 
     def compute(self, frames: np.ndarray, p0: int, p1: int, scheme_idx: int) -> TileStats:
         if self.integer:

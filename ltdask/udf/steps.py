@@ -102,7 +102,7 @@ def iter_steps(
             control.parameters = None
             run = Run(dataset, changed, run.plan.roi.flat, corrections, backends, target)
             initial = _initial_states(run.plan, unprocessed)
-        blocks = [leading_block(run.cells, i) for i in idx]
+        blocks = [leading_block(run.partition_results, i) for i in idx]
         computed = dask.compute(*blocks, **local_scheduler(blocks))
         for i, c in zip(idx, computed, strict=True):
             cells[i] = c[0]

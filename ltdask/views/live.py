@@ -1,12 +1,15 @@
 """A live view of a run: a figure per 2-D result, redrawn from the partial results as
-partitions finish (``ltdask.live``), with the plot classes of :mod:`ltdask.viz`."""
+partitions finish (``ltdask.live``), with the plot classes of :mod:`ltdask.views.viz`."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from ltdask.io.dataset import DataSet
 from ltdask.udf.api import compute_datasets, iter_steps
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.roi import normalize_roi
+from ltdask.views.buffers import buffer_views
 
 __all__ = ["live"]
 
@@ -60,10 +63,8 @@ def live(
     1024.0
     """
     # here, not with the module: ``ltdask.live`` is imported by ``import ltdask``, and the
-    # compatibility layer and the plots are not (see `ltdask.common._lazy`)
-    from ltdask.compat.results import Damage, UDFResults, result_buffers
-    from ltdask.compat.steps import prepare_plots, update_plots
-    from ltdask.views.viz import MPLLive2DPlot
+    # plots are not (see `ltdask.common._lazy`)
+    from ltdask.views.viz import MPLLive2DPlot, prepare_plots, update_plots
 
     udfs = [udfs] if isinstance(udfs, UDFBase) else list(udfs)
     roi_flat = normalize_roi(roi, dataset)
@@ -72,15 +73,18 @@ def live(
     shown = prepare_plots(plot_class, udfs, dataset, roi_flat, plots, min_delta=min_delta)
     results: list = []
     step = None
-    for make, damage in iter_steps(
+    nav_shape = tuple(dataset.nav_shape)
+    for make, done in iter_steps(
         dataset, udfs, roi_flat, corrections=corrections, backends=backends
     ):
         results = compute_datasets(make())
         buffers = tuple(
-            result_buffers(r, u, dataset, roi_flat) for r, u in zip(results, udfs, strict=True)
+            buffer_views(r, u, dataset, roi_flat) for r, u in zip(results, udfs, strict=True)
         )
-        step = UDFResults(buffers, Damage(damage, dataset.nav_shape, roi_flat))
-        update_plots(shown, udfs, step, force=False)
+        # the positions processed (`done`, flat) within the ROI
+        damage = (done if roi_flat is None else done & roi_flat).reshape(nav_shape)
+        step = (buffers, np.asarray(damage))
+        update_plots(shown, udfs, *step, force=False)
     if step is not None:
-        update_plots(shown, udfs, step, force=True)
+        update_plots(shown, udfs, *step, force=True)
     return results

@@ -7,6 +7,11 @@ None)`` and implements :meth:`Live2DPlot.display` and :meth:`Live2DPlot.update`;
 is a buffer name, a ``(name, function)`` pair, or a function of ``(buffers, damage)``.
 `MPLLive2DPlot` draws with matplotlib (imported when a plot is made, never by ``import
 ltdask``); `Dummy2DPlot` draws nothing (for scripts and tests without a screen).
+
+Plots read a UDF's results as `ltdask.views.buffers.BufferView` objects (LiberTEM's
+buffer interface over ltdask's xarray results); `prepare_plots` makes them for a run from
+LiberTEM's forms of ``plots=``, `update_plots` feeds them each step. ``ltdask.live`` and
+the compatibility layer's ``Context`` both run them.
 """
 
 from __future__ import annotations
@@ -14,6 +19,9 @@ from __future__ import annotations
 import time
 
 import numpy as np
+
+from ltdask.exceptions import warn
+from ltdask.views.buffers import Step, initial_buffers
 
 
 def plottable_channels(buffers: dict) -> list[str]:
@@ -40,17 +48,18 @@ class Live2DPlot:
     min_delta
         Seconds between two updates at least (except the last one).
     udfresult
-        The results before the run (`ltdask.compat.UDFResults` with one UDF); made from the
-        UDF's buffers after ``preprocess`` if not given.
+        The results before the run: ``buffers`` (a tuple with the UDF's dict of result
+        buffers) and ``damage`` (a `ltdask.views.buffers.Step`, or LiberTEM's
+        ``UDFResults`` with one UDF, ``ltdask.compat.UDFResults``); made from the UDF's
+        buffers after ``preprocess`` if not given.
     """
 
     def __init__(
         self, dataset, udf, roi=None, channel=None, title=None, min_delta=0.0, udfresult=None
     ):
         if udfresult is None:
-            from ltdask.compat.results import dry_run
-
-            udfresult = dry_run(dataset, [udf], roi)
+            nothing = np.zeros(tuple(dataset.nav_shape), dtype=bool)
+            udfresult = Step(initial_buffers(dataset, [udf], roi), nothing)
         buffers = udfresult.buffers[0]
         eligible = plottable_channels(buffers)
         self._extract = None
@@ -206,3 +215,65 @@ def show_now(fig):
         plt.close(fig)  # shown through the handle, not once more when the cell ends
         return handle
     return None
+
+
+def prepare_plots(plot_class, udfs, dataset, roi_flat, plots, before=None, **plot_kwargs) -> list:
+    """The live plots of a run, from LiberTEM's three forms of ``plots``: True (a plot of
+    `plot_class` per 2-D result of each UDF), channels per UDF (buffer names, ``(name,
+    function)`` pairs or functions; see `Live2DPlot`; UDFs after the last list are not
+    plotted), or plot objects (shown by their maker). The plots made here are shown
+    (``display()``); `plot_kwargs` go to them. `before`: a function giving the results before
+    the run, with ``buffers`` (one dict per UDF) and ``damage`` (as a `Step` has them);
+    by default the UDFs' buffers after ``preprocess``."""
+    if plots is True:
+        channels = None
+    elif isinstance(plots, (list, tuple)) and all(
+        isinstance(p, (list, tuple))
+        and all(isinstance(c, (str, list, tuple)) or callable(c) for c in p)
+        for p in plots
+    ):
+        channels = plots
+    else:
+        return list(plots)
+    if channels is not None and len(channels) > len(udfs):
+        raise ValueError(
+            f"plots: {len(channels)} lists of channels for {len(udfs)} UDFs; expected one list "
+            "per UDF, in the order of the UDFs (UDFs after the last list are not plotted)"
+        )
+    if before is None:
+        nothing = np.zeros(tuple(dataset.nav_shape), dtype=bool)
+        start = Step(initial_buffers(dataset, udfs, roi_flat), nothing)
+    else:
+        start = before()
+    if channels is None:
+        channels = [plottable_channels(b) for b in start.buffers]
+        for u, (udf, chans) in enumerate(zip(udfs, channels, strict=True)):
+            if not chans:
+                warn(
+                    f"No plottable channels found for UDF #{u}: {type(udf).__name__}, "
+                    "not plotting.",
+                    UserWarning,
+                )
+    out = []
+    # as LiberTEM: UDFs after the last list of channels are not plotted
+    for u, (udf, chans) in enumerate(zip(udfs[: len(channels)], channels, strict=True)):
+        for channel in chans:
+            plot = plot_class(
+                dataset,
+                udf=udf,
+                roi=roi_flat,
+                channel=channel,
+                udfresult=Step((start.buffers[u],), start.damage),
+                **plot_kwargs,
+            )
+            plot.display()
+            out.append(plot)
+    return out
+
+
+def update_plots(plots, udfs, buffers, damage, force: bool) -> None:
+    """Feed each of `plots` its UDF's `buffers` (one dict per UDF, in the order of `udfs`)
+    and `damage` (nav-shaped: the positions processed so far)."""
+    for plot in plots:
+        index = next(i for i, u in enumerate(udfs) if u is plot.get_udf())
+        plot.new_data(buffers[index], damage, force=force)

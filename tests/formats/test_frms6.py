@@ -8,6 +8,7 @@ it. LiberTEM's reading of the same files is compared in ``tests/reference``.
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 
 import dask
@@ -78,10 +79,9 @@ def test_udfs_with_dark_and_roi(tmp_path, binning):
 
 
 def _without_layout(cls):
-    """`cls` as a subclass that reads decoded frames (``FOLDS_LAYOUT`` is declared by a
-    class itself; the other declarations are kept)."""
-    attrs = {k: v for k, v in vars(cls).items() if k.isupper() and k != "FOLDS_LAYOUT"}
-    return type(f"Decoded{cls.__name__}", (cls,), attrs)
+    """`cls` as a subclass that reads decoded frames (it declares the other paths)."""
+    paths = dataclasses.replace(cls.TILE_PATHS, folds_layout=False)
+    return type(f"Decoded{cls.__name__}", (cls,), {"TILE_PATHS": paths})
 
 
 @pytest.mark.parametrize(

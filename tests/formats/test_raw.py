@@ -456,18 +456,19 @@ def test_copied_chunks_stay_small(tmp_path, monkeypatch):
         np.testing.assert_array_equal(arr.compute(), data)
 
 
-def test_view_chunks_join_partitions(tmp_path):
-    """Chunks that are views of the files join several partitions (fewer, larger tasks);
-    chunks that need decoding stay one partition each."""
+def test_view_chunks_join_partitions(tmp_path, monkeypatch):
+    """Chunks that are views of the files join several partitions (fewer, larger tasks:
+    ``ltdask.partition-bytes`` ``auto`` makes them 4x the dataset's partitions); chunks that
+    need decoding stay one partition each."""
+    from ltdask.runtime import settings
+
     data = np.arange(16 * 6 * 4 * 4, dtype=np.float32).reshape(16, 6, 4, 4)
     path = tmp_path / "scan.raw"
     data.tofile(path)
-    config = {
-        "ltdask.partition-bytes": 6 * 16 * 4,
-        "ltdask.min-partitions": 1,
-        "ltdask.view-chunk-partitions": 4,
-    }
-    with dask.config.set(config):
+    row = 6 * 16 * 4  # one scan row of float32 frames
+    auto = {**settings.AUTO_PARTITION_BYTES, "dataset": row, "views": 4 * row}
+    monkeypatch.setattr(settings, "AUTO_PARTITION_BYTES", auto)
+    with dask.config.set({"ltdask.min-partitions": 1}):
         ds = ltdask.open_raw(path, nav_shape=(16, 6), sig_shape=(4, 4), dtype="float32")
         assert len(ds.get_partitions()) == 16
         views = ds.to_dask()

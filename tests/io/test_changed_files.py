@@ -172,7 +172,14 @@ def test_one_stat_per_file_per_task(tmp_path, monkeypatch):
     ds = ltdask.open_raw(path, nav_shape=(64,), sig_shape=(16, 16), dtype="uint16")
     calls = []
     real = os.fstat
-    monkeypatch.setattr(os, "fstat", lambda fd: calls.append(fd) or real(fd))
+
+    def counting(fd):
+        stat = real(fd)
+        if os.path.samestat(stat, os.stat(path)):  # (other threads' fstat calls: not ours)
+            calls.append(fd)
+        return stat
+
+    monkeypatch.setattr(os, "fstat", counting)
     with dask.config.set({"ltdask.partition-bytes": 4096, "ltdask.tile-bytes": 512}):
         arr = ds.to_dask(dtype="float32")
         assert arr.npartitions > 1

@@ -30,10 +30,23 @@ def on_cluster(monkeypatch, *workers):
     monkeypatch.setattr(schedulers, "cluster_client", lambda: FakeClient(list(workers)))
 
 
+def auto_sizes(monkeypatch, dataset=256 * FRAME, runs=2048 * FRAME) -> None:
+    """``ltdask.partition-bytes`` ``auto`` at test sizes: datasets' own partitions of
+    `dataset` bytes, runs' (threads and cluster) of `runs`."""
+    sizes = {"dataset": dataset, "views": dataset, "threads": runs, "cluster": runs}
+    monkeypatch.setattr(settings, "AUTO_PARTITION_BYTES", sizes)
+
+
+#: at least one partition (the default: one per core)
+ONE = {"ltdask.min-partitions": 1}
+
+
 @pytest.fixture
-def scan():
-    """A lazily zero scan of 64 x 64 frames in 16 partitions of 4 scan rows each."""
-    with dask.config.set({"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}):
+def scan(monkeypatch):
+    """A lazily zero scan of 64 x 64 frames in 16 partitions of 4 scan rows each (under
+    ``auto`` sizes of 256 frames for datasets, 2048 frames for runs)."""
+    auto_sizes(monkeypatch)
+    with dask.config.set(ONE):
         ds = ltdask.from_array(np.zeros((64, 64, *SIG), np.float32))
         assert len(ds.get_partitions()) == 16
     return ds
@@ -43,59 +56,68 @@ def partitions(ds) -> int:
     return len(ds.get_partitions())
 
 
-def test_local_runs_keep_the_partitions_by_default(scan):
-    """The scan's 256 KiB partitions are far below ``ltdask.run-partition-bytes``, but there
-    are no more of them than two per thread of a scheduler with 8 threads."""
-    with dask.config.set(scheduler="threads", num_workers=8):
-        assert for_run(scan, RunTarget.resolve()) is scan
+def planned(ds):
+    return for_run(ds, RunTarget.resolve())
 
 
-LOCAL = {"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}
+def test_local_runs_keep_the_partitions_by_default(monkeypatch, scan):
+    """Run partitions of 2048 frames, but no more partitions than two per thread of a
+    scheduler with 8 threads: the scan's 16 stay."""
+    with dask.config.set(ONE, scheduler="threads", num_workers=8):
+        assert planned(scan) is scan
 
 
 @pytest.mark.parametrize("scheduler", [None, "threads", "threading"])
 def test_threaded_runs_take_larger_partitions(monkeypatch, scheduler):
-    """At least two per thread, of at most ``ltdask.run-partition-bytes``, and at most an
-    eighth of a thread's share of the RAM; results as numpy's."""
+    """At least two per thread, of at most the run size, and at most an eighth of a
+    thread's share of the RAM; results as numpy's."""
+    auto_sizes(monkeypatch)
     data = np.arange(64 * 64, dtype=np.float32).reshape(64, 64, 1, 1) * np.ones(SIG, np.float32)
-    with dask.config.set({**LOCAL, "ltdask.run-partition-bytes": 2048 * FRAME}):
+    with dask.config.set(ONE):
         ds = ltdask.from_array(data)
         assert partitions(ds) == 16
         with dask.config.set(scheduler=scheduler, num_workers=2):
-            coarse = for_run(ds, RunTarget.resolve())
+            coarse = planned(ds)
             assert partitions(coarse) == 4  # 2 threads: at least 4 (not the 2 of 2048 frames)
             with dask.config.set(num_workers=1):
-                assert (
-                    partitions(for_run(ds, RunTarget.resolve())) == 2
-                )  # 1 thread: 2048 frames each
+                assert partitions(planned(ds)) == 2  # 1 thread: 2048 frames each
             monkeypatch.setattr(settings, "total_memory", lambda: 2 * 8 * 1024 * FRAME)
-            assert (
-                partitions(for_run(ds, RunTarget.resolve())) == 4
-            )  # 8 MiB of RAM per thread: 1024 frames
+            assert partitions(planned(ds)) == 4  # 8 MiB of RAM per thread: 1024 frames
             monkeypatch.setattr(settings, "total_memory", lambda: 2 * 8 * 512 * FRAME)
-            assert partitions(for_run(ds, RunTarget.resolve())) == 8
+            assert partitions(planned(ds)) == 8
             res = ltdask.udf.SumSigUDF().compute(ds)
     np.testing.assert_array_equal(res["intensity"].values, data.sum(axis=(2, 3)))
 
 
 @pytest.mark.parametrize("scheduler", ["sync", "synchronous", "processes"])
-def test_other_local_schedulers_keep_the_partitions(scheduler):
-    with dask.config.set({**LOCAL, "ltdask.run-partition-bytes": 2048 * FRAME}):
+def test_other_local_schedulers_keep_the_partitions(monkeypatch, scheduler):
+    auto_sizes(monkeypatch)
+    with dask.config.set(ONE):
         ds = ltdask.from_array(np.zeros((64, 64, *SIG), np.float32))
         with dask.config.set(scheduler=scheduler, num_workers=2):
-            assert for_run(ds, RunTarget.resolve()) is ds
+            assert planned(ds) is ds
+
+
+def test_a_size_given_is_every_partition_size(monkeypatch):
+    """``ltdask.partition-bytes`` set to a size: datasets and runs alike take it (a run
+    keeps the dataset's partitions, already of that size)."""
+    auto_sizes(monkeypatch)
+    with dask.config.set({**ONE, "ltdask.partition-bytes": 512 * FRAME}):
+        ds = ltdask.from_array(np.zeros((64, 64, *SIG), np.float32))
+        assert partitions(ds) == 8
+        with dask.config.set(scheduler="threads", num_workers=1):
+            assert planned(ds) is ds
 
 
 def test_larger_partitions_at_least_two_per_thread(monkeypatch, scan):
     on_cluster(monkeypatch, {"nthreads": 1}, {"nthreads": 1})
-    overrides = {"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}
-    with dask.config.set({**overrides, "ltdask.cluster-partition-bytes": 2048 * FRAME}):
-        coarse = for_run(scan, RunTarget.resolve())
+    with dask.config.set(ONE):
+        coarse = planned(scan)
         assert partitions(coarse) == 4  # 2 threads: at least 4 (not the 2 of 2048 frames)
         on_cluster(monkeypatch, {"nthreads": 1})
-        assert partitions(for_run(scan, RunTarget.resolve())) == 2  # 1 thread: 2048 frames each
+        assert partitions(planned(scan)) == 2  # 1 thread: 2048 frames each
         on_cluster(monkeypatch, {"nthreads": 8})
-        assert for_run(scan, RunTarget.resolve()) is scan  # 16 threads' worth: no fewer partitions
+        assert planned(scan) is scan  # 16 threads' worth: no fewer partitions
     np.testing.assert_array_equal(
         ltdask.udf.SumUDF().compute(coarse)["intensity"].values, np.zeros(SIG)
     )
@@ -103,12 +125,11 @@ def test_larger_partitions_at_least_two_per_thread(monkeypatch, scan):
 
 def test_memory_limit_caps_the_partitions(monkeypatch, scan):
     """A thread's share of its worker's memory limit, an eighth of it per partition."""
-    overrides = {"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}
-    with dask.config.set({**overrides, "ltdask.cluster-partition-bytes": 2048 * FRAME}):
+    with dask.config.set(ONE):
         on_cluster(monkeypatch, {"nthreads": 1, "memory_limit": 8 * 1024 * FRAME})
-        assert partitions(for_run(scan, RunTarget.resolve())) == 4  # 1024 frames each
+        assert partitions(planned(scan)) == 4  # 1024 frames each
         on_cluster(monkeypatch, {"nthreads": 2, "memory_limit": 8 * 1024 * FRAME})
-        assert partitions(for_run(scan, RunTarget.resolve())) == 8  # 512 each: 4 MiB per thread
+        assert partitions(planned(scan)) == 8  # 512 each: 4 MiB per thread
 
 
 def test_unknown_clusters_and_other_settings_keep_the_partitions(monkeypatch, scan):
@@ -116,13 +137,13 @@ def test_unknown_clusters_and_other_settings_keep_the_partitions(monkeypatch, sc
     partitions made under other settings than the run's (set when the dataset was
     opened) stay."""
     on_cluster(monkeypatch)
-    big = {"ltdask.cluster-partition-bytes": 2048 * FRAME}
-    overrides = {"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}
-    with dask.config.set({**overrides, **big}):
-        assert for_run(scan, RunTarget.resolve()) is scan
+    with dask.config.set(ONE):
+        assert planned(scan) is scan
     on_cluster(monkeypatch, {"nthreads": 1})
-    with dask.config.set(big):  # (the defaults: 128 MiB partitions, not the scan's)
-        assert for_run(scan, RunTarget.resolve()) is scan
+    with dask.config.set({"ltdask.min-partitions": 64}):
+        assert planned(scan) is scan  # (64 partitions now: not the scan's grid)
+    with dask.config.set({**ONE, "ltdask.partition-bytes": 2048 * FRAME}):
+        assert planned(scan) is scan  # (a size now: not the scan's grid)
 
 
 def test_cluster_workers_asks_the_scheduler_once_a_second(monkeypatch):
@@ -150,26 +171,26 @@ def test_cluster_workers_asks_the_scheduler_once_a_second(monkeypatch):
 
 def test_runs_of_large_frames_hold_more_of_them(monkeypatch):
     """Frames of 1 MiB or more (as float32): run partitions of at least `RUN_MIN_FRAMES`
-    frames even below ``ltdask.run-partition-bytes`` (their per-pixel state and results
-    are frame-sized), still at least two per thread and within the memory cap."""
+    frames even below the run size (their per-pixel state and results are frame-sized),
+    still at least two per thread and within the memory cap."""
     from ltdask.io.partition import RUN_MIN_FRAMES
 
     sig = (512, 512)  # 1 MiB as float32
     n = 4 * RUN_MIN_FRAMES + 3
     data = np.zeros((n, *sig), np.uint16)
     data[:, 0, 0] = np.arange(n)
-    overrides = {"ltdask.partition-bytes": "16MiB", "ltdask.min-partitions": 1}
-    with dask.config.set({**overrides, "ltdask.run-partition-bytes": "32MiB"}):
+    auto_sizes(monkeypatch, dataset=16 * 2**20, runs=32 * 2**20)
+    with dask.config.set(ONE):
         ds = ltdask.from_array(data)
         assert max(p.num_frames for p in ds.get_partitions()) < RUN_MIN_FRAMES
         with dask.config.set(scheduler="threads", num_workers=2):
-            frames = [p.num_frames for p in for_run(ds, RunTarget.resolve()).get_partitions()]
+            frames = [p.num_frames for p in planned(ds).get_partitions()]
             assert min(frames[:-1]) >= RUN_MIN_FRAMES and sum(frames) == n
             with dask.config.set(num_workers=1):
-                frames = [p.num_frames for p in for_run(ds, RunTarget.resolve()).get_partitions()]
+                frames = [p.num_frames for p in planned(ds).get_partitions()]
                 assert min(frames[:-1]) >= RUN_MIN_FRAMES and len(frames) >= 2
             monkeypatch.setattr(settings, "total_memory", lambda: 2 * 8 * 40 * 2**20)
-            frames = [p.num_frames for p in for_run(ds, RunTarget.resolve()).get_partitions()]
+            frames = [p.num_frames for p in planned(ds).get_partitions()]
             assert max(frames) <= 40  # the memory cap: 40 MiB per thread's eighth
             res = ltdask.udf.SumSigUDF().compute(ds)
     np.testing.assert_array_equal(res["intensity"].values, np.arange(n))
@@ -202,15 +223,15 @@ def test_planning_changes_no_global_setting(monkeypatch):
 @pytest.mark.parametrize(
     "scheduler, kind", [("threads", "threads"), ("sync", "local"), ("processes", "local")]
 )
-def test_runs_are_planned_for_the_scheduler_given(scan, scheduler, kind):
+def test_runs_are_planned_for_the_scheduler_given(monkeypatch, scan, scheduler, kind):
     """``scheduler=`` plans a run for that scheduler whatever is active: the threaded one
     takes larger partitions (two per thread at least), the others keep the dataset's."""
     from ltdask.udf import SumUDF
 
     target = RunTarget.resolve(scheduler)
     assert target.kind == kind and not target.on_cluster
-    sizes = {"ltdask.partition-bytes": 256 * FRAME, "ltdask.min-partitions": 1}  # as opened
-    with dask.config.set({**sizes, "ltdask.run-partition-bytes": 1024 * FRAME, "num_workers": 2}):
+    auto_sizes(monkeypatch, runs=1024 * FRAME)
+    with dask.config.set(ONE, num_workers=2):
         with dask.config.set(scheduler="sync"):  # active: keeps 16
             text = str(ltdask.explain(scan, [SumUDF()], scheduler=scheduler))
             (res,) = ltdask.lazy(scan, [SumUDF()], scheduler=scheduler)

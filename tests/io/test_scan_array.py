@@ -272,3 +272,32 @@ def test_bad_axes_raise_as_numpy(tmp_path, axis, dtype, reduction):
         getattr(arr, reduction)(axis=axis).compute()
     with pytest.raises(type(numpy_error.value)):
         getattr(np, reduction)(arr, axis=axis).compute()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "uint16"])
+def test_the_same_sum_by_every_route(tmp_path, dtype):
+    """Every way a user sums ``to_dask()`` over the same chunks gives the same bits (float32
+    sums round by the order of their additions): the method, numpy's and dask's functions,
+    ``ltdask.sum``, xarray's, a persisted or pickled copy, dask's ``nansum``; and equals
+    numpy's float64 sum to float32 rounding."""
+    import pickle
+
+    rng = np.random.default_rng(9)
+    data = (rng.random((8, 9, 17, 19)) * 1000).astype(dtype)
+    ds = _raw(tmp_path, data)
+    arr = ds.to_dask()
+    axes = (0, 1)
+    routes = {
+        "method": lambda: arr.sum(axis=axes, dtype=np.float32),
+        "numpy": lambda: np.sum(arr, axis=axes, dtype=np.float32),
+        "dask": lambda: da.sum(arr, axis=axes, dtype=np.float32),
+        "ltdask": lambda: ltdask.sum(arr, axis=axes, dtype=np.float32),
+        "persisted": lambda: arr.persist().sum(axis=axes, dtype=np.float32),
+        "pickled": lambda: pickle.loads(pickle.dumps(arr)).sum(axis=axes, dtype=np.float32),
+        "nansum": lambda: da.nansum(arr, axis=axes, dtype=np.float32),
+        "xarray": lambda: ds.to_xarray().sum(dim=ds.dims[:2], dtype=np.float32).data,
+    }
+    got = {name: np.asarray(route().compute()) for name, route in routes.items()}
+    first = got["method"]
+    assert {name for name, v in got.items() if not np.array_equal(v, first)} == set()
+    np.testing.assert_allclose(first, data.astype(np.float64).sum(axis=axes), rtol=1e-5)

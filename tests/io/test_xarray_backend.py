@@ -46,14 +46,14 @@ def test_reads_only_what_is_selected(tmp_path, monkeypatch):
     data = make_data("<f4", nav=(6, 8), sig=(9, 11))
     path, _ = write_npy(tmp_path, data)
     reads = []
-    real = xarray_backend.ScanArray._read
+    real = xarray_backend.ScanBackendArray._read
 
     def spy(self, key):
         out = real(self, key)
         reads.append(out.shape)
         return out
 
-    monkeypatch.setattr(xarray_backend.ScanArray, "_read", spy)
+    monkeypatch.setattr(xarray_backend.ScanBackendArray, "_read", spy)
     var = xr.open_dataset(path, engine="ltdask")["data"]
     assert reads == []
     np.testing.assert_array_equal(var.isel(scan_y=[1, 4], det_x=3).values, data[[1, 4], :, :, 3])

@@ -251,10 +251,13 @@ def test_iter_partial_results(ds):
     for valid in done:
         assert not (valid & ~mask).any()
     _assert_equal_datasets(steps[-1], ex.TileSumUDF().compute(ds, roi=roi))
-    # one partition a step, and the dataset's own partitions (no finer cut for updates)
+    # one partition with ROI frames a step (those without any go with the next: every step
+    # adds positions), and the dataset's own partitions (no finer cut for updates)
     with dask.config.set({"ltdask.min-partitions": 1, "ltdask.iter-updates": 1}):
         steps = list(ltdask.iter(ds, [ex.TileSumUDF(), ex.MergeOnlyUDF()], roi=roi))
-    assert len(steps) == len(ds.get_partitions())
+    flat = mask.reshape(-1)
+    holding = [p for p in ds.get_partitions() if flat[p.start : p.stop].any()]
+    assert len(steps) == max(1, len(holding))
     final = ltdask.compute(ds, [ex.TileSumUDF(), ex.MergeOnlyUDF()], roi=roi)
     for a, b in zip(steps[-1], final, strict=True):
         _assert_equal_datasets(a, b)
@@ -334,7 +337,7 @@ def test_partition_results_report_their_size_to_dask():
 
     data = random_data((4, 5, 16, 16), "float32")
     run = Run(ltdask.from_array(data), [SumUDF(), StdDevUDF()])
-    (cell,) = dask.compute(leading_block(run.cells, 0), scheduler="sync")
+    (cell,) = dask.compute(leading_block(run.partition_results, 0), scheduler="sync")
     assert isinstance(cell, PartitionCell)
     buffers = sum(a.nbytes for partials in cell[0] for a in partials.values())
     assert buffers >= 16 * 16 * (4 + 8 + 8)  # a float32 sum; float64 sum and varsum

@@ -1,5 +1,5 @@
 """8- and 16-bit data reduced from its own integers: SumUDF, SumSigUDF, StdDevUDF, CoMUDF
-and ApplyMasksUDF declare ``NATIVE_INTEGER_TILES``, so a run of only them reads the file's
+and ApplyMasksUDF declare ``TilePaths(integer_tiles=True)``, so a run of only them reads the file's
 integers (views, no float copy) while ``meta.input_dtype`` stays float32; sums are numpy's
 exact ones in float32, the other results those of float tiles (up to the order of sums)."""
 
@@ -12,7 +12,15 @@ from hypothesis import strategies as st
 
 import ltdask
 from ltdask.corrections import CorrectionSet
-from ltdask.udf import ApplyMasksUDF, CoMUDF, LogsumUDF, StdDevUDF, SumSigUDF, SumUDF
+from ltdask.udf import (
+    ApplyMasksUDF,
+    CoMUDF,
+    LogsumUDF,
+    StdDevUDF,
+    SumSigUDF,
+    SumUDF,
+    TilePaths,
+)
 from ltdask.udf.graph import Run
 
 
@@ -72,11 +80,16 @@ def test_float_tiles_where_any_udf_wants_them(tmp_path):
     data = np.ones((3, 4, 5, 6), dtype="<u2")
     ds = raw_scan(tmp_path, data)
 
-    class MySum(SumUDF):  # a subclass processes tiles its own way unless it says so
+    class MySum(SumUDF):  # a subclass with its own tile code: float tiles unless it says so
+        def process_flat_tile(self, frames, p0, p1):
+            super().process_flat_tile(frames, p0, p1)
+
+    class SameSum(SumUDF):  # tiles processed as SumUDF does: its paths
         pass
 
     assert tile_dtype(ds, [SumUDF(), LogsumUDF()]) is None
     assert tile_dtype(ds, [MySum()]) is None
+    assert tile_dtype(ds, [SameSum()]) == np.dtype("uint16")
     dark = CorrectionSet(dark=np.zeros((5, 6)))
     hot = np.zeros((5, 6), bool)
     hot[2, 3] = True
@@ -101,16 +114,16 @@ def test_large_sums_exact_before_rounding(tmp_path, dtype):
     np.testing.assert_allclose(total, exact, rtol=2**-23)
 
 
-class FloatStdDev(StdDevUDF):  # (subclasses take float tiles unless they say otherwise)
-    pass
+class FloatStdDev(StdDevUDF):  # (declaring no paths: float tiles)
+    TILE_PATHS = TilePaths()
 
 
 class FloatCoM(CoMUDF):
-    pass
+    TILE_PATHS = TilePaths()
 
 
 class FloatMasks(ApplyMasksUDF):
-    pass
+    TILE_PATHS = TilePaths()
 
 
 def _masks(sig, count, sparse, seed):

@@ -16,6 +16,7 @@ from ltdask.udf.base import FlatTileUDF
 from ltdask.udf.builtin._kernels import dot_mask, dot_masks, dot_runs
 from ltdask.udf.builtin.sums import SUM_BACKENDS, csr_parts, dense_backend
 from ltdask.udf.interface import UDFBase
+from ltdask.udf.paths import TilePaths
 
 if TYPE_CHECKING:
     import scipy.sparse
@@ -316,9 +317,8 @@ class ApplyMasksUDF(FlatTileUDF):
     [4.0, 16.0]
     """
 
-    #: 8/16-bit tiles come as the file's integers: the kernels convert each pixel to the
-    #: product's float dtype (the sums are those of float tiles)
-    NATIVE_INTEGER_TILES = True
+    #: 8/16-bit tiles as the file's integers: the kernels convert them to the product's dtype
+    TILE_PATHS = TilePaths(integer_tiles=True)
 
     def __init__(
         self,
@@ -369,9 +369,9 @@ class ApplyMasksUDF(FlatTileUDF):
 
     @property
     def masks(self):
-        """LiberTEM's ``udf.masks``, made on first access (`compat.container.udf_masks`)."""
+        """LiberTEM's ``udf.masks``: `ltdask.masks.container.udf_masks`, on first access."""
         if self._mask_container is None:
-            from ltdask.compat.container import udf_masks
+            from ltdask.masks.container import udf_masks
 
             self._mask_container = udf_masks(self.params, self.meta)
         return self._mask_container

@@ -11,6 +11,7 @@ from ltdask.udf.apply import apply_whole
 from ltdask.udf.backends import to_host
 from ltdask.udf.base import UDF
 from ltdask.udf.builtin._kernels import com_disk, flat_tile, interval_moments
+from ltdask.udf.paths import TilePaths
 
 NO_REGRESSION = -1
 
@@ -106,7 +107,7 @@ class CoMUDF(UDF):
 
     #: 8/16-bit tiles come as the file's integers: the kernel converts each pixel to the
     #: float dtype of the run (the sums are those of float tiles)
-    NATIVE_INTEGER_TILES = True
+    TILE_PATHS = TilePaths(integer_tiles=True)
 
     def __init__(self, com_params: CoMParams | None = None, **kwargs):
         if com_params is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ltdask.udf.base import UDF
+from ltdask.udf.paths import TilePaths
 
 
 class PickUDF(UDF):
@@ -21,7 +22,7 @@ class PickUDF(UDF):
     [[[20, 21], [22, 23]]]
     """
 
-    MERGE_ALL_ON_NUMPY = True
+    TILE_PATHS = TilePaths(merge_all_on_numpy=True)
 
     def get_preferred_input_dtype(self):
         return self.USE_NATIVE_DTYPE

@@ -12,6 +12,7 @@ from ltdask.udf.backends import to_host
 from ltdask.udf.base import FlatTileUDF
 from ltdask.udf.builtin.sums import csr_parts, dense_backend
 from ltdask.udf.interface import UDFBase
+from ltdask.udf.paths import TilePaths
 from ltdask.udf.shared import (
     IntegerMoments,
     finished_moments,
@@ -95,16 +96,19 @@ class StdDevUDF(FlatTileUDF):
     True
     """
 
-    MERGE_ALL_ON_NUMPY = True
-    #: SumUDF and SumSigUDF in the same run share this pass (see ``ltdask.udf.shared``)
-    SHARED_TILE_STATS = ("moments",)
-    #: 8/16-bit tiles come as the file's integers: their sums of x and x * x are exact in
-    #: int64 (`IntegerMoments`), turned into float64 moments a partition at a time
-    NATIVE_INTEGER_TILES = True
-    #: a dark frame and gain map are applied to the moments, not to every tile
-    FOLDS_CORRECTIONS = ("dark", "gain")
-    #: frames stored with their pixels moved are reduced as stored, the moments moved once
-    FOLDS_LAYOUT = True
+    TILE_PATHS = TilePaths(
+        merge_all_on_numpy=True,
+        # SumUDF and SumSigUDF in the same run share this pass (see ``ltdask.udf.shared``)
+        shared_stats=frozenset({"moments"}),
+        # 8/16-bit tiles come as the file's integers: their sums of x and x * x are exact
+        # in int64 (`IntegerMoments`), turned into float64 moments a partition at a time
+        integer_tiles=True,
+        # a dark frame and gain map are applied to the moments, not to every tile
+        folds_corrections=frozenset({"dark", "gain"}),
+        # frames stored with their pixels moved are reduced as stored, the moments moved
+        # once
+        folds_layout=True,
+    )
 
     def __init__(self, dtype=None, use_numba=True):
         super().__init__(dtype=dtype, use_numba=use_numba)
@@ -177,13 +181,13 @@ class StdDevUDF(FlatTileUDF):
     def postprocess(self):
         scheme = self.meta.tiling_scheme
         states = {idx: finished_moments(s) for idx, s in self.task_data.stats.items()}
-        layout = self.meta.pixel_layout
+        layout = self.tile_form.pixel_layout
         if layout is not None:  # (moments of the raw frames' pixels: moved to the image's)
             states = {idx: moved_moments(layout, s) for idx, s in states.items()}
         counts = {s[0] for s in states.values()}
         if len(counts) > 1:
             raise UDFError(f"StdDevUDF: signal slices saw different frame counts {counts}")
-        folded = self.meta.folded_corrections
+        folded = self.tile_form.folded_corrections
         for idx, (count, mean, m2, _) in states.items():
             index = scheme[idx].get()
             if folded is not None:  # (new arrays: the state may be shared with SumUDF)

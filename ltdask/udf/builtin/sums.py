@@ -9,6 +9,7 @@ from ltdask.kernels.statistics import add_rows, sum_frames, sum_pixels
 from ltdask.runtime import scratch
 from ltdask.udf.base import FlatTileUDF
 from ltdask.udf.interface import UDFBase
+from ltdask.udf.paths import TilePaths
 from ltdask.udf.shared import IntegerMoments, moved_moments
 
 #: what the sums process: numpy first (the numba kernels), sparse tiles as they are read
@@ -118,18 +119,20 @@ class SumUDF(FlatTileUDF):
     (4, 5)
     """
 
-    MERGE_ALL_ON_NUMPY = True
-    #: with StdDevUDF in the same run, the sums come from the shared moments pass
-    SHARED_TILE_STATS = ("pixel_sums",)
-    #: 8/16-bit data is summed from its own integers (exactly), not from float copies
-    NATIVE_INTEGER_TILES = True
-    #: a dark frame and gain map are applied to the sums, not to every tile
-    FOLDS_CORRECTIONS = ("dark", "gain")
-    #: frames stored with their pixels moved are summed as stored, the sums moved once
-    FOLDS_LAYOUT = True
-    #: run alone on packed pixels, it takes each tile's sums from the decoder, which adds
-    #: the pixels up as it unpacks them (`process_tile_sums`): no tile is made
-    SUMS_FROM_DECODER = True
+    TILE_PATHS = TilePaths(
+        merge_all_on_numpy=True,
+        # with StdDevUDF in the same run, the sums come from the shared moments pass
+        shared_stats=frozenset({"pixel_sums"}),
+        # 8/16-bit data is summed from its own integers (exactly), not from float copies
+        integer_tiles=True,
+        # a dark frame and gain map are applied to the sums, not to every tile
+        folds_corrections=frozenset({"dark", "gain"}),
+        # frames stored with their pixels moved are summed as stored, the sums moved once
+        folds_layout=True,
+        # run alone on packed pixels, it takes each tile's sums from the decoder, which
+        # adds the pixels up as it unpacks them (`process_tile_sums`): no tile is made
+        sums_from_decoder=True,
+    )
 
     def __init__(self, dtype="float32"):
         super().__init__(dtype=dtype)
@@ -177,7 +180,7 @@ class SumUDF(FlatTileUDF):
 
     def process_tile_sums(self, sums: np.ndarray, n: int, dtype) -> None:
         """The per-pixel `sums` of the current tile's `n` frames of integers of `dtype`
-        (``SUMS_FROM_DECODER``), in place of the tile."""
+        (``sums_from_decoder``), in place of the tile."""
         acc = self._acc(sums.size, dtype)
         acc += sums
         self._count(n)
@@ -188,7 +191,7 @@ class SumUDF(FlatTileUDF):
     def postprocess(self):
         scheme = self.meta.tiling_scheme
         out = self.results.intensity
-        folded = self.meta.folded_corrections
+        folded = self.tile_form.folded_corrections
         sums = dict(self.task_data.acc)
         frames = dict(self.task_data.frames)
         moments = {}
@@ -198,7 +201,7 @@ class SumUDF(FlatTileUDF):
                 sums[idx] = state.pixel_sums
             else:
                 moments[idx] = state
-        layout = self.meta.pixel_layout
+        layout = self.tile_form.pixel_layout
         if layout is not None:  # (sums of the raw frames: moved to the image's pixels)
             sums = {idx: layout.gather(acc) for idx, acc in sums.items()}
             moments = {idx: moved_moments(layout, state) for idx, state in moments.items()}
@@ -253,16 +256,18 @@ class SumSigUDF(FlatTileUDF):
     np.float32(20.0)
     """
 
-    #: with StdDevUDF in the same run, the frame sums come from the shared moments pass
-    SHARED_TILE_STATS = ("frame_sums",)
-    #: 8/16-bit data is summed from its own integers (exactly), not from float copies
-    NATIVE_INTEGER_TILES = True
-    #: a dark frame is taken off each frame's sum, not off every pixel of the tile (a gain
-    #: map weights the pixels: with one, the tiles are corrected)
-    FOLDS_CORRECTIONS = ("dark",)
-    #: frames stored with their pixels moved are summed as stored (each raw pixel counted
-    #: as the image pixels it stands for)
-    FOLDS_LAYOUT = True
+    TILE_PATHS = TilePaths(
+        # with StdDevUDF in the same run, the frame sums come from the shared moments pass
+        shared_stats=frozenset({"frame_sums"}),
+        # 8/16-bit data is summed from its own integers (exactly), not from float copies
+        integer_tiles=True,
+        # a dark frame is taken off each frame's sum, not off every pixel of the tile (a
+        # gain map weights the pixels: with one, the tiles are corrected)
+        folds_corrections=frozenset({"dark"}),
+        # frames stored with their pixels moved are summed as stored (each raw pixel
+        # counted as the image pixels it stands for)
+        folds_layout=True,
+    )
 
     def get_backends(self):
         return SUM_BACKENDS
@@ -278,10 +283,10 @@ class SumSigUDF(FlatTileUDF):
     def _folded(self, sums: np.ndarray) -> np.ndarray:
         """`sums` of the current tile's uncorrected frames over its signal slice, less the
         dark frame's sum over the slice where the run folds it (float64)."""
-        layout = self.meta.pixel_layout
+        layout = self.tile_form.pixel_layout
         if layout is not None and layout.multiplicity != 1:
             sums = sums * layout.multiplicity
-        folded = self.meta.folded_corrections
+        folded = self.tile_form.folded_corrections
         if folded is None:
             return sums
         return sums - folded.dark_total(self.meta.sig_slice.get())
@@ -297,9 +302,9 @@ class SumSigUDF(FlatTileUDF):
     def process_flat_tile(self, frames, p0, p1):
         out = self.results.intensity
         acc_dtype = _accumulator_dtype(frames.dtype)
-        layout = self.meta.pixel_layout
+        layout = self.tile_form.pixel_layout
         moved = layout is not None and layout.multiplicity != 1
-        if out.dtype == acc_dtype and self.meta.folded_corrections is None and not moved:
+        if out.dtype == acc_dtype and self.tile_form.folded_corrections is None and not moved:
             sum_pixels(frames, p0, p1, out)
             return
         sums = np.zeros(frames.shape[0], acc_dtype)

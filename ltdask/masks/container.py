@@ -1,6 +1,7 @@
-"""`MaskContainer` with LiberTEM's interface (``libertem.common.container``): a stack of
-masks made by factory functions, cut per signal slice of a tile and converted to the dense
-or sparse format a product needs.
+"""`MaskContainer` with LiberTEM's interface (``libertem.common.container``, re-exported as
+``ltdask.compat.MaskContainer``): a stack of masks made by factory functions, cut per
+signal slice of a tile and converted to the dense or sparse format a product needs. It
+lives with the masks, below the UDFs, as LiberTEM's ``ApplyMasksUDF.masks`` is one.
 
 ltdask's own `ApplyMasksUDF` uses :class:`ltdask.udf.MaskContainer`, which cuts masks into
 the layouts of its kernels; this one is for UDFs written for LiberTEM (LiberTEM-blobfinder's
@@ -57,7 +58,7 @@ class MaskContainer:
     --------
     >>> import numpy as np
     >>> from ltdask import Shape, Slice
-    >>> from ltdask.compat import MaskContainer
+    >>> from ltdask.masks.container import MaskContainer
     >>> masks = MaskContainer([lambda: np.ones((4, 4)), lambda: np.eye(4)], dtype=np.float32)
     >>> len(masks), masks.dtype, masks.use_sparse
     (2, dtype('float32'), False)

@@ -74,7 +74,7 @@ def to_hyperspy(
         The variable of a result Dataset to convert (required where it has several).
     signal_dims
         The dims that become the signal axes (the rest navigate), in place of the rules in
-        `ltdask.views.hyperspy`.
+        `ltdask.store.hyperspy`.
     dtype, chunks, corrections
         For a dataset: as :meth:`ltdask.DataSet.to_dask` takes them.
 
@@ -119,9 +119,9 @@ def to_hyperspy(
     hs = _import_hyperspy()
     import xarray as xr
 
-    from ltdask.io.dataset import DataSet
-
-    if isinstance(source, DataSet):
+    # (a dataset by what it offers: this package sits below the datasets, whose
+    # ``to_hyperspy`` method calls this function)
+    if not isinstance(source, (xr.Dataset, xr.DataArray)) and hasattr(source, "to_dask"):
         if name is not None:
             raise TypeError(
                 f"to_hyperspy: name={name!r} picks a variable of a result, not of a dataset"
