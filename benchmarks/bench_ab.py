@@ -28,7 +28,7 @@ next by up to 2x (float32 SumUDF, which followed it: 15 against 35 GB/s).
 The table gives each method's GB/s, its ratio to the dask expression of the same reduction
 (sums only), and its ratio to the limit of that reduction.
 
-``--against REV`` runs every ltdask method a second time on git revision REV, imported
+``--against REV [REV ...]`` runs every ltdask method once more on each git revision REV, imported
 beside this tree in the same process (``revision.py``), interleaved in the same rounds, and
 prints, per method, the median over rounds of the per-round speed ratio this tree / REV:
 the before/after comparison of a change (issue 32 asks that every such ratio stay within
@@ -237,10 +237,10 @@ def ltdask_methods(lt, path, dtype, nav) -> dict:
     return out
 
 
-def methods_for(path, dtype, nav, nbytes, pool, against=None) -> tuple[dict, dict]:
+def methods_for(path, dtype, nav, nbytes, pool, against=()) -> tuple[dict, dict]:
     """The methods of one scan, and for each the reduction it does ('nav', 'sig' or None);
-    with `against` (a revision's package), each ltdask method once more on that revision,
-    named ``"<method> @<revision>"``."""
+    for each package in `against` (other revisions'), each ltdask method once more on that
+    revision, named ``"<method> @<revision>"``."""
     out, kind = {}, {}
     for red, axis in AXES.items():
         out[f"limit sum/{red}"] = limit_method(path, dtype, nav, axis, pool)
@@ -258,9 +258,9 @@ def methods_for(path, dtype, nav, nbytes, pool, against=None) -> tuple[dict, dic
         log(f"  best dask astype(float32).sum() over nav: chunks {label}")
     mine = ltdask_methods(ltdask, path, dtype, nav)
     out.update(mine)
-    if against is not None:
-        rev = against.__name__.partition("_")[2]
-        for name, fn in ltdask_methods(against, path, dtype, nav).items():
+    for package in against:
+        rev = package.__name__.partition("_")[2]
+        for name, fn in ltdask_methods(package, path, dtype, nav).items():
             out[f"{name} @{rev}"] = fn
             kind[f"{name} @{rev}"] = kind.get(name, "sig" if name == "SumSigUDF" else "nav")
     for name in out:
@@ -292,17 +292,16 @@ def report(dtype, times: dict, kind: dict, nbytes: int) -> None:
 
 
 def report_revision(times: dict) -> None:
-    """Each ltdask method against its twin on the other revision: the median over rounds of
-    the per-round ratio of their speeds (this tree / the revision), and its spread."""
-    twins = {name.partition(" @")[0]: name for name in times if " @" in name}
-    if not twins:
-        return
-    rev = next(iter(twins.values())).partition(" @")[2]
-    print(f"\nthis tree / {rev}, per-round speed ratios: median [min, max]")
-    for name, twin in twins.items():
-        ratios = sorted(t_rev / t for t, t_rev in zip(times[name], times[twin], strict=True))
-        mid = statistics.median(ratios)
-        print(f"{name:<24} {mid:7.3f}  [{ratios[0]:.3f}, {ratios[-1]:.3f}]")
+    """Each ltdask method against its twin on each other revision: the median over rounds
+    of the per-round ratio of their speeds (this tree / the revision), and its spread."""
+    revs = list(dict.fromkeys(name.partition(" @")[2] for name in times if " @" in name))
+    for rev in revs:
+        print(f"\nthis tree / {rev}, per-round speed ratios: median [min, max]")
+        for twin in [n for n in times if n.endswith(f" @{rev}")]:
+            name = twin.partition(" @")[0]
+            ratios = sorted(t_rev / t for t, t_rev in zip(times[name], times[twin], strict=True))
+            mid = statistics.median(ratios)
+            print(f"{name:<24} {mid:7.3f}  [{ratios[0]:.3f}, {ratios[-1]:.3f}]")
 
 
 def main(argv=None) -> None:
@@ -314,10 +313,12 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--against",
         metavar="REV",
-        help="also run every ltdask method on git revision REV, interleaved (revision.py)",
+        nargs="+",
+        default=[],
+        help="also run every ltdask method on each git revision REV, interleaved (revision.py)",
     )
     args = parser.parse_args(argv)
-    against = load_revision(args.against) if args.against else None
+    against = [load_revision(rev) for rev in args.against]
     nav = (32, 32) if args.small else (128, 128)
     os.makedirs(args.dir, exist_ok=True)
     dask.config.set(scheduler="threads", num_workers=THREADS)

@@ -1,5 +1,6 @@
 """Pages generated from the code itself at build time: the command-line reference (from the
-click commands) and the list of formats (from the format registry)."""
+click commands), the list of formats and the API reference's list of openers (from the format
+registry)."""
 
 from __future__ import annotations
 
@@ -102,11 +103,30 @@ def format_pages() -> dict[str, str]:
     return pages
 
 
+def api_openers() -> dict[str, str]:
+    """The API reference's list of the built-in formats' openers (the registry's list, which
+    ``ltdask`` exports), for ``api.rst`` to include, and their stub pages: autosummary
+    writes stubs only for the names it finds in source files, not in included ones."""
+    from ltdask.io.formats import _openers
+
+    names = "".join(f"   {name}\n" for name in _openers.__all__)
+    pages = {"api-openers.rst.inc": f".. autosummary::\n   :toctree: api/generated\n\n{names}"}
+    for name in _openers.__all__:
+        title = f"ltdask.{name}".replace("_", "\\_")
+        pages[f"../api/generated/ltdask.{name}.rst"] = (
+            f"{title}\n{'=' * len(title)}\n\n.. currentmodule:: ltdask\n\n"
+            f".. autofunction:: {name}\n"
+        )
+    return pages
+
+
 def write_generated(folder: Path) -> None:
     """Write the generated pages into `folder` (only when their text changed, so that
     Sphinx's incremental builds stay incremental)."""
     (folder / "formats").mkdir(parents=True, exist_ok=True)
-    for name, text in {"cli.md": cli_reference(), **format_pages()}.items():
+    (folder.parent / "api" / "generated").mkdir(parents=True, exist_ok=True)
+    pages = {"cli.md": cli_reference(), **api_openers(), **format_pages()}
+    for name, text in pages.items():
         path = folder / name
         if not path.exists() or path.read_text() != text:
             path.write_text(text)

@@ -24,9 +24,10 @@ from ltdask.exceptions import (
     UDFError,
     UseDiscouragedWarning,
 )
-from ltdask.io import _LAZY as _io_lazy
 from ltdask.io import DataSet, Negotiator, TilingPreferences, TilingScheme, from_array
 from ltdask.io import open_dataset as open  # noqa: A004  (the documented name)
+from ltdask.io import registry as _registry
+from ltdask.io.formats import _openers
 from ltdask.store import StoreReplaceError, to_hyperspy, to_zarr
 from ltdask.udf import UDF
 from ltdask.udf.api import compute, lazy
@@ -40,24 +41,7 @@ from ltdask.views.live import live
 if TYPE_CHECKING:
     from ltdask import analysis as analysis
     from ltdask import compat, masks
-    from ltdask.io import (
-        open_blo,
-        open_dectris,
-        open_dm,
-        open_emd,
-        open_empad,
-        open_frms6,
-        open_hdf5,
-        open_k2is,
-        open_mib,
-        open_mrc,
-        open_npy,
-        open_raw,
-        open_raw_csr,
-        open_seq,
-        open_tvips,
-        open_zarr,
-    )
+    from ltdask.io.formats._openers import *  # noqa: F403
     from ltdask.io.scan_array import mean_scan as mean
     from ltdask.io.scan_array import sum_scan as sum  # noqa: A004  (the documented name)
     from ltdask.views import viz as viz
@@ -66,8 +50,9 @@ if TYPE_CHECKING:
 #: openers (each format's module), the LiberTEM compatibility layer and its Analysis API,
 #: the masks (which need ``sparse`` and ``scipy.sparse``) and the live plots
 _LAZY = {
-    # the openers that ltdask.io imports lazily, from it
-    **{name: f"ltdask.io:{name}" for name in _io_lazy if name.startswith("open_")},
+    # each built-in format's opener (the registry's list, see ltdask.io); plug-ins' openers
+    # are found in the registry (the fallback)
+    **_openers.NAMES,
     **{name: f"ltdask.{name}" for name in ("analysis", "compat", "masks")},
     # LiberTEM's live plot classes (``libertem.viz``), under their name there
     "viz": "ltdask.views.viz",
@@ -75,7 +60,7 @@ _LAZY = {
     "sum": "ltdask.io.scan_array:sum_scan",
     "mean": "ltdask.io.scan_array:mean_scan",
 }
-__getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY, fallback=_registry.opener_named)
 
 # LTDASK_ALIAS_LIBERTEM=1: ``import libertem`` resolves to ltdask (see ltdask.compat.alias)
 if _os.environ.get("LTDASK_ALIAS_LIBERTEM", "").strip().lower() not in (
@@ -128,20 +113,5 @@ __all__ = [
     "warmup",
     "from_array",
     "open",
-    "open_dm",
-    "open_dectris",
-    "open_emd",
-    "open_blo",
-    "open_empad",
-    "open_frms6",
-    "open_hdf5",
-    "open_k2is",
-    "open_mib",
-    "open_mrc",
-    "open_npy",
-    "open_raw",
-    "open_raw_csr",
-    "open_tvips",
-    "open_seq",
-    "open_zarr",
 ]
+__all__ += _openers.__all__

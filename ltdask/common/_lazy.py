@@ -19,11 +19,18 @@ __all__ = ["lazy_exports"]
 
 
 def lazy_exports(
-    package: str, namespace: dict[str, Any], names: Mapping[str, str]
+    package: str,
+    namespace: dict[str, Any],
+    names: Mapping[str, str],
+    fallback: Callable[[str], Any] | None = None,
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """The ``__getattr__`` and ``__dir__`` of `package` (whose globals are `namespace`) that
     import each of `names` (``{name: "module:attribute"}``, or ``{name: "module"}`` for a
     module) when it is first asked for.
+
+    `fallback` is asked for a name that is none of `names` (the openers of format plug-ins,
+    which are known only once the registry is loaded); it returns the value or raises
+    `AttributeError`.
 
     Examples
     --------
@@ -45,6 +52,11 @@ def lazy_exports(
         try:
             where = names[name]
         except KeyError:
+            if fallback is not None:
+                try:  # not kept in the namespace: the registry can change (refresh())
+                    return fallback(name)
+                except AttributeError:
+                    pass
             raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
         module_name, _, attribute = where.partition(":")
         module = importlib.import_module(module_name)

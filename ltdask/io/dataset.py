@@ -108,7 +108,7 @@ class DataSet(Calibrated):
         if self.num_frames > self.image_count:
             if self.nav_origin is not None:
                 # the user chose no nav shape: say now that the header's cannot be processed
-                self._check_empty_partitions(nav_grid(nav, self.partition_frame_bytes()))
+                self.checked_grid(Sizing.from_settings())
             warn(
                 f"{where}: {self._nav_text()} asks for {self.num_frames} frames, but the files "
                 f"hold {self.image_count} (sync_offset={self.sync_offset}): only positions "
@@ -202,7 +202,10 @@ class DataSet(Calibrated):
 
     def checked_grid(self, sizing: Sizing) -> tuple[tuple[int, ...], ...]:
         """`partition_grid`; a `DataSetError` where most partitions would hold no frame."""
-        chunks = self.partition_grid(sizing)
+        try:
+            chunks = self.partition_grid(sizing)
+        except DataSetError as e:  # (too many partitions to plan: say for which file)
+            raise DataSetError(f"{self.path}: {self._nav_text()}: {e}") from None
         self._check_empty_partitions(chunks)
         return chunks
 

@@ -117,6 +117,16 @@ def nav_grid(
         return tuple((n,) for n in nav)
     cut = split - 1
     per = max(1, target_frames // max(1, math.prod(nav[split:])))
+    count = math.prod(nav[:cut]) * -(-nav[cut] // per)
+    if count > MAX_PARTITIONS:
+        from ltdask.exceptions import DataSetError
+
+        raise DataSetError(
+            f"{total} frames would be cut into {count} partitions of "
+            f"{per * math.prod(nav[split:])} frames; at most {MAX_PARTITIONS} can be "
+            "planned: give a nav_shape that fits the frames in the files, or larger "
+            "partitions (ltdask.partition-bytes)"
+        )
     for j, n in enumerate(nav):
         if j < cut:
             chunks.append((1,) * n)
@@ -125,6 +135,12 @@ def nav_grid(
         else:
             chunks.append((n,))
     return tuple(chunks)
+
+
+#: the most partitions a scan is cut into: the grid's tuples of chunk sizes and the plan's
+#: per-partition lists grow with the count (a header announcing 10^15 frames would need
+#: GiBs for them before any check of the files could say that they hold far fewer)
+MAX_PARTITIONS = 2**22
 
 
 def _uniform(n: int, size: int) -> tuple[int, ...]:

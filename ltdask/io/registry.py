@@ -1,8 +1,9 @@
 """The file formats ltdask reads: the built-in ones, and plug-ins from other packages.
 
-A format is one module that declares a `Format` record: its name, how its files are
-recognised (suffixes, magic bytes, a sniffing function), the function that opens them and
-the keywords that function takes. Everything that lists formats reads this registry:
+A format is one package (a folder) that declares a `Format` record: its name, how its files
+are recognised (suffixes, magic bytes, a sniffing function), the function that opens them
+and the keywords that function takes; its ``__all__`` names what ``ltdask.io`` exports of
+it (see `ltdask.io.formats`). Everything that lists formats reads this registry:
 :func:`ltdask.open`, the xarray engine, ``Context.load`` and ``ltdask info``.
 
 Built-in formats are the lines of `BUILTIN`. Another package adds a format with an entry
@@ -217,6 +218,13 @@ class Format:
             if p.kind is not inspect.Parameter.VAR_POSITIONAL and p.name not in CALIBRATION_KEYWORDS
         )
 
+    def opener_name(self) -> str:
+        """The opener's own name, under which ``ltdask`` and ``ltdask.io`` export it where it
+        starts with ``open_`` (``open_mib``; a plug-in's too, once its record is loaded)."""
+        if isinstance(self.opener, str):
+            return self.opener.rpartition(":")[2].rpartition(".")[2]
+        return getattr(self.opener, "__name__", "")
+
     def open(self, *args, **kwargs) -> DataSet:
         """Call the opener; what it returns must be a dataset."""
         from ltdask.io.dataset import DataSet
@@ -379,6 +387,22 @@ def get_format(name: str, where: str | None = None) -> Format:
 def format_names() -> tuple[str, ...]:
     """The names of the formats that could be loaded."""
     return tuple(_registry().formats)
+
+
+def opener_named(name: str) -> Callable[..., DataSet]:
+    """The opener of the format whose opener is called `name` (``ltdask.open_toy`` of a
+    plug-in; the built-in ones are exported without loading the registry).
+
+    Raises
+    ------
+    AttributeError
+        No format's opener has that name.
+    """
+    if name.startswith("open_"):
+        for record in formats():
+            if record.opener_name() == name:
+                return record.load_opener()
+    raise AttributeError(f"no format's opener is called {name!r}")
 
 
 def broken_formats() -> dict[str, str]:

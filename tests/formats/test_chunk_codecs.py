@@ -1,4 +1,4 @@
-"""Bitshuffle chunks decoded without HDF5 (`ltdask.io.formats.chunk_codecs`): equal to the
+"""Bitshuffle chunks decoded without HDF5 (`ltdask.io.formats.dectris.codecs`): equal to the
 `bitshuffle` package's own decoder on chunks it compressed, into a caller's buffer or not,
 through the C library or the Python fallback; damaged chunks give errors, never a crash."""
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ltdask import DataSetError
-from ltdask.io.formats import chunk_codecs
+from ltdask.io.formats.dectris import codecs as chunk_codecs
 
 bitshuffle = pytest.importorskip("bitshuffle")  # ltdask[hdf5], installed by ltdask[test]
 

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ltdask
-from ltdask.io.formats import dectris_chunks
+from ltdask.io.formats.dectris import chunks as dectris_chunks
 from ltdask.udf import SumSigUDF, SumUDF
 
 pytest.importorskip("hdf5plugin")

@@ -181,7 +181,7 @@ def test_missing_filter_is_named(request, tmp_path, monkeypatch):
 
 
 def test_without_decompression_packages_reads_through_h5py(tmp_path, monkeypatch):
-    from ltdask.io.formats import dectris_chunks
+    from ltdask.io.formats.dectris import chunks as dectris_chunks
 
     master = series(tmp_path)
     monkeypatch.setattr(dectris_chunks, "_have", lambda module: False)

@@ -188,7 +188,7 @@ def test_info_prints_the_detector(tmp_path):
 def test_opening_again_reuses_the_runs_until_the_file_changes(tmp_path, monkeypatch):
     """The runs of frame chunks are found once per version of a file: opening it again does
     not walk its chunks; a rewritten file is walked again (and read as it now is)."""
-    from ltdask.io.formats import velox
+    from ltdask.io.formats.velox import dataset as velox
 
     walks = []
     real = velox._chunk_offsets

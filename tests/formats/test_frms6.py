@@ -19,7 +19,7 @@ from helpers.frms6files import fold, random_images, write_acquisition
 
 import ltdask
 from ltdask.io.formats.frms6 import open_frms6
-from ltdask.io.formats.frms6_kernels import unfold
+from ltdask.io.formats.frms6.kernels import unfold
 from ltdask.udf import PickUDF, StdDevUDF, SumSigUDF, SumUDF
 
 SMALL = {"ltdask.partition-bytes": 3000, "ltdask.min-partitions": 1, "ltdask.tile-bytes": 400}

@@ -13,7 +13,7 @@ from helpers.formatfiles import make_data
 import ltdask
 from ltdask import DataSetError
 from ltdask.io.formats.hdf5 import HDF5DataSet, open_hdf5
-from ltdask.io.formats.hdf5_mapped import HDF5MappedDataSet
+from ltdask.io.formats.hdf5.mapped import HDF5MappedDataSet
 
 h5py = pytest.importorskip("h5py")
 

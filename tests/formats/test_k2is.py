@@ -21,8 +21,16 @@ from hypothesis import strategies as st
 import ltdask
 from ltdask.common import Shape, Slice
 from ltdask.io.formats.k2is import open_k2is
-from ltdask.io.formats.k2is_kernels import decode_k2is, unpack12
+from ltdask.io.formats.k2is.kernels import decode_k2is, unpack12
 from ltdask.io.tiling import TilingScheme
+from ltdask.testing import (
+    check_pickle,
+    check_roi,
+    check_shape_and_dtype,
+    check_sync_offset,
+    check_tile_shapes,
+    check_values,
+)
 
 N = 5
 
@@ -126,7 +134,7 @@ def test_tiles_follow_blocks(scan, frames):
 def test_sum_from_the_decoder(scan, frames, settings, roi, monkeypatch):
     """SumUDF alone takes each tile's sums from the decoder (unpacked and added in one pass,
     four frames at a time, no tile): equal to numpy, and the tiles are never unpacked."""
-    from ltdask.io.formats.k2is import K2ISDecoder
+    from ltdask.io.formats.k2is.dataset import K2ISDecoder
 
     roi = {None: None, "some": np.array([1, 0, 1, 1, 1], bool), "one": np.eye(1, 5, 3)[0] > 0}.get(
         roi, np.zeros(5, bool)
@@ -260,6 +268,26 @@ def test_on_scheduler(scheduler, scan, frames):
         picked = ds.to_dask()[3, 900:960, 250:270].compute()
     np.testing.assert_array_equal(res["intensity"].values, frames[roi].sum(0, dtype="f8"))
     np.testing.assert_array_equal(picked, frames[3, 900:960, 250:270])
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        pytest.param(check_shape_and_dtype, id="shape-and-dtype"),
+        pytest.param(check_values, id="values", marks=pytest.mark.slow),
+        pytest.param(check_tile_shapes, id="tile-shapes", marks=pytest.mark.slow),
+        pytest.param(check_roi, id="roi"),
+        pytest.param(check_pickle, id="pickle"),
+    ],
+)
+def test_conformance_kit(scan, frames, check):
+    """The checks of the conformance table (``ltdask.testing``), on this module's few frames:
+    K2IS frames are too large for the table's scans (the slow ones read every tile shape)."""
+    check(open_k2is(scan), frames)
+
+
+def test_conformance_kit_sync_offset(scan, frames):
+    check_sync_offset(lambda **k: open_k2is(scan, **k), frames)
 
 
 def test_calibration_keywords(scan):

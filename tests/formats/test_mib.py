@@ -263,7 +263,7 @@ def test_sum_from_the_decoder(tmp_path, monkeypatch, quad, gap, sig, raw, tile_b
     as the decoder reads them, four frames at a time, never decoding a tile: equal to
     numpy over several files, with a sync offset, a ROI and any tiling."""
     from ltdask.io import decode
-    from ltdask.io.formats import mib_layout
+    from ltdask.io.formats.mib import layout as mib_layout
 
     counts = make_counts(np.random.default_rng(5), 23, sig, 12, gap)
     paths = write_scan(tmp_path, counts, files=3, depth=12, raw=raw, quad=quad, gap=gap)

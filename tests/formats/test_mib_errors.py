@@ -124,6 +124,10 @@ def _mib(folder: Path, kind: str):
         write_mib(folder)
         hdr = write_hdr(folder, scan_hdr(FRAMES, 6, scan=(10**6, 10**6)))
         return hdr, hdr
+    if kind == "hdr-astronomic-scan":
+        write_mib(folder)
+        hdr = write_hdr(folder, scan_hdr(FRAMES, 6, scan=(10**8, 10**8)))
+        return hdr, hdr
     if kind == "hdr-absurd-frames":
         write_mib(folder)
         hdr = write_hdr(folder, HDR_OK.format(frames=10**12, per_trigger=10**6))
@@ -171,6 +175,11 @@ MIB_CASES = [
     pytest.param("hdr-absurd-scan", {}, DataSetError,
                  r"\(from ScanY=1000000, ScanX=1000000 in '.*scan\.hdr'\) asks for "
                  r"1000000000000 frames, but the files hold 24", id="hdr-scan-10**6-squared"),
+    # 10**16 frames: the partition grid alone would have taken GiBs (MemoryError)
+    pytest.param("hdr-astronomic-scan", {}, DataSetError,
+                 r"ScanY=100000000.*scan\.hdr'\): 10000000000000000 frames would be cut into "
+                 r"\d+ partitions",
+                 id="hdr-scan-10**8-squared"),
     pytest.param("hdr-absurd-frames", {}, DataSetError,
                  r"\(from Frames in Acquisition \(Number\)=1000000000000, Frames per Trigger "
                  r"\(Number\)=1000000 in '.*scan\.hdr'\) asks for", id="hdr-frames-10**12"),

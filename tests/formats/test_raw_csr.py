@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import ltdask
 from ltdask import DataSetError, TilingScheme
 from ltdask.io.formats.raw_csr import RawCSRDataSet, open_raw_csr
-from ltdask.io.formats.raw_csr_kernels import csr_densify, csr_densify_reference
+from ltdask.io.formats.raw_csr.kernels import csr_densify, csr_densify_reference
 
 DATA = make_data("<f4", sparse=True, nav=(6, 8), sig=(9, 11))
 

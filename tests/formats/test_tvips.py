@@ -246,7 +246,7 @@ def test_native_tiles_are_rows_of_the_records(tmp_path, header):
 def test_scan_found_once_per_version_of_the_files(tmp_path, monkeypatch):
     """Opening the same series again reads no frame header but the first (its time and
     mode); a file that changed (another scan written over it) is read again."""
-    from ltdask.io.formats import tvips_scan
+    from ltdask.io.formats.tvips import scan as tvips_scan
 
     nav, lead = (4, 5), 2
     frames = tvips_frames(lead + 20, (6, 7), seed=3)

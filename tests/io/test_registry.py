@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import inspect
 import subprocess
 import sys
@@ -43,13 +45,46 @@ def test_declared_keywords_are_the_openers(name):
 
 @pytest.mark.parametrize("name", list(BUILTIN))
 def test_every_format_has_a_conformance_row(name):
-    """Adding a format is its module, its line in BUILTIN and its row in the table of
-    ``tests/formatfiles.py`` that ``test_conformance.py`` runs."""
+    """Adding a format is its folder, its line in BUILTIN and its row in the table of
+    ``tests/helpers/formatfiles.py`` that ``test_conformance.py`` runs."""
     opener = get_format(name).load_opener()
     if name in TOO_LARGE_FOR_TABLE:  # its own module runs the table's checks on fewer frames
         assert (Path(__file__).parents[1] / TOO_LARGE_FOR_TABLE[name]).is_file()
         return
     assert any(row.opener is opener for row in FORMATS), f"no row of FORMATS opens {name}"
+
+
+def _tool(name: str):
+    path = Path(__file__).parents[2] / "tools" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_public_names_come_from_the_format_folders():
+    """A format is its folder and its line in BUILTIN: ``ltdask.io`` exports each format
+    package's ``__all__`` and ``ltdask`` its opener, from the lists that
+    ``tools/write_format_names.py`` writes from the registry (and that must be up to date)."""
+    assert _tool("write_format_names").main(["--check"]) == 0
+    exported_by_formats = set()
+    for name, where in BUILTIN.items():
+        package = importlib.import_module(where.partition(":")[0])
+        assert package.__name__ == f"ltdask.io.formats.{name}"  # the format's own folder
+        assert package.FORMAT is get_format(name)
+        for export in set(package.__all__) - {"FORMAT"}:
+            assert export in ltdask.io.__all__, export
+            assert getattr(ltdask.io, export) is getattr(package, export), export
+            exported_by_formats.add(export)
+        opener = get_format(name).load_opener()
+        assert opener.__name__ in ltdask.__all__ and opener.__name__ in package.__all__
+        assert getattr(ltdask, opener.__name__) is opener
+    # and nothing else of a format: the rest of the lists are the package's own names
+    openers = {n for n in ltdask.__all__ if n.startswith("open_") and n != "open_dataset"}
+    assert openers <= exported_by_formats
+    with pytest.raises(AttributeError, match="module 'ltdask' has no attribute 'open_tiff'"):
+        ltdask.open_tiff  # noqa: B018
 
 
 def test_aliases_and_unknown_names(tmp_path):
