@@ -155,7 +155,7 @@ def test_workers_freeze_their_objects_after_a_partition_task(client, scan):
 
     _, raw, _ = scan
     SumUDF().compute(raw)
-    ran = client.run(lambda: __import__("ltdask").worker_gc._FROZEN_IN)
+    ran = client.run(lambda: __import__("ltdask.runtime.worker_gc").runtime.worker_gc._FROZEN_IN)
     counts = client.run(gc.get_freeze_count)
     assert ran and all(pids for pids in ran.values())
     assert all(counts[w] > 10_000 for w in ran), counts
