@@ -121,3 +121,16 @@ class RoiBuilder:
         roi = np.zeros(self.nav_shape, dtype=bool)
         roi[index] = True
         return roi
+
+
+def default_dims(nav_dims: int, sig_dims: int) -> tuple[str, ...]:
+    """Dim names: ``scan_y, scan_x`` / ``frame`` / ``nav_i`` and ``det_y, det_x`` / ``sig_i``."""
+    nav: tuple[str, ...]
+    if nav_dims == 2:
+        nav = ("scan_y", "scan_x")
+    elif nav_dims == 1:
+        nav = ("frame",)
+    else:
+        nav = tuple(f"nav_{i}" for i in range(nav_dims))
+    sig = ("det_y", "det_x") if sig_dims == 2 else tuple(f"sig_{i}" for i in range(sig_dims))
+    return nav + sig

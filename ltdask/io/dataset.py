@@ -10,30 +10,23 @@ from typing import Any
 import numpy as np
 
 from ltdask.common import Shape, Slice
-from ltdask.common.shape import RoiBuilder
+from ltdask.common.shape import RoiBuilder, default_dims
 from ltdask.exceptions import DataSetError, MissingFramesWarning, UDFError, warn
 from ltdask.io.calibration import Calibrated
 from ltdask.io.checks import SUPPORTED_DTYPES, check_dtype, check_shape, unsupported
-from ltdask.io.partition import Partition, Sizing, nav_grid, partitions_for_grid
+from ltdask.io.partition import (
+    Partition,
+    Sizing,
+    TooManyPartitions,
+    nav_grid,
+    partitions_for_grid,
+)
 from ltdask.io.tiling import Negotiator, TilingPreferences, TilingScheme, flat_of
 
 #: partitions without any frame (a nav shape far beyond the files) that planning accepts
 MAX_EMPTY_PARTITIONS = 10_000
 #: bytes of raw data a signal slice should at least hold (LiberTEM's rule of thumb)
 MIN_SIG_BYTES = 4 * 4096
-
-
-def default_dims(nav_dims: int, sig_dims: int) -> tuple[str, ...]:
-    """Dim names: ``scan_y, scan_x`` / ``frame`` / ``nav_i`` and ``det_y, det_x`` / ``sig_i``."""
-    nav: tuple[str, ...]
-    if nav_dims == 2:
-        nav = ("scan_y", "scan_x")
-    elif nav_dims == 1:
-        nav = ("frame",)
-    else:
-        nav = tuple(f"nav_{i}" for i in range(nav_dims))
-    sig = ("det_y", "det_x") if sig_dims == 2 else tuple(f"sig_{i}" for i in range(sig_dims))
-    return nav + sig
 
 
 class DataSet(Calibrated):
@@ -204,17 +197,17 @@ class DataSet(Calibrated):
         """`partition_grid`; a `DataSetError` where most partitions would hold no frame."""
         try:
             chunks = self.partition_grid(sizing)
-        except DataSetError as e:  # (too many partitions to plan: say for which file)
+        except TooManyPartitions as e:  # (say why, for which file)
+            self._check_empty_partitions(e.count)
             raise DataSetError(f"{self.path}: {self._nav_text()}: {e}") from None
-        self._check_empty_partitions(chunks)
+        self._check_empty_partitions(math.prod(len(c) for c in chunks))
         return chunks
 
     def _nav_text(self) -> str:
         origin = f" (from {self.nav_origin})" if self.nav_origin else ""
         return f"nav_shape={self.nav_shape}{origin}"
 
-    def _check_empty_partitions(self, chunks) -> None:
-        count = math.prod(len(c) for c in chunks)
+    def _check_empty_partitions(self, count: int) -> None:
         start, stop = self.present_range
         empty = count * (1 - (stop - start) / self.num_frames)
         if empty > MAX_EMPTY_PARTITIONS:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ltdask.common import Shape, Slice
+from ltdask.exceptions import DataSetError
 from ltdask.runtime import settings
 from ltdask.runtime.schedulers import RunTarget
 
@@ -119,13 +120,12 @@ def nav_grid(
     per = max(1, target_frames // max(1, math.prod(nav[split:])))
     count = math.prod(nav[:cut]) * -(-nav[cut] // per)
     if count > MAX_PARTITIONS:
-        from ltdask.exceptions import DataSetError
-
-        raise DataSetError(
+        raise TooManyPartitions(
+            count,
             f"{total} frames would be cut into {count} partitions of "
             f"{per * math.prod(nav[split:])} frames; at most {MAX_PARTITIONS} can be "
             "planned: give a nav_shape that fits the frames in the files, or larger "
-            "partitions (ltdask.partition-bytes)"
+            "partitions (ltdask.partition-bytes)",
         )
     for j, n in enumerate(nav):
         if j < cut:
@@ -135,6 +135,14 @@ def nav_grid(
         else:
             chunks.append((n,))
     return tuple(chunks)
+
+
+class TooManyPartitions(DataSetError):
+    """A scan that would be cut into more than `MAX_PARTITIONS` partitions (`count`)."""
+
+    def __init__(self, count: int, message: str):
+        super().__init__(message)
+        self.count = count
 
 
 #: the most partitions a scan is cut into: the grid's tuples of chunk sizes and the plan's

@@ -35,7 +35,7 @@ import numpy as np
 EXTRA = "hyperspy"
 #: pyxem's signal type of 2-D diffraction patterns (its ``Diffraction2D``)
 DIFFRACTION = "diffraction"
-#: default dim names of the scan and of the detector (see `ltdask.io.dataset.default_dims`),
+#: default dim names of the scan and of the detector (see `ltdask.common.shape.default_dims`),
 #: recognised in a result that does not say which its dataset had
 _NAV_NAME = re.compile(r"scan_y|scan_x|frame|nav_\d+")
 _SIG_NAME = re.compile(r"det_y|det_x|sig_\d+")
