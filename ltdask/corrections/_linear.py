@@ -118,6 +118,21 @@ class RepairedMoments:
     raw_index
         Where the tiles are a `PixelLayout`'s raw frames: its ``index`` (image pixel to
         raw pixel), to read the sources from.
+
+    Examples
+    --------
+    >>> import numpy as np, ltdask
+    >>> hot = np.zeros((3, 3), dtype=bool); hot[1, 1] = True
+    >>> cs = ltdask.CorrectionSet(dark=np.ones((3, 3)), excluded_pixels=hot)
+    >>> moments = RepairedMoments(cs.for_shape((3, 3)).linear())
+    >>> frames = np.arange(2 * 9, dtype=np.uint16).reshape(2, 9)  # two uncorrected frames
+    >>> moments.add(frames, 0, 9)
+    >>> mean, m2 = np.zeros(9), np.zeros(9)
+    >>> moments.finish(mean, m2)
+    >>> corrected = frames - 1.0  # dark; the centre is the mean of its 8 neighbours
+    >>> centre = corrected[:, [0, 1, 2, 3, 5, 6, 7, 8]].mean(axis=1)
+    >>> bool(np.isclose(mean[4], centre.mean()) and np.isclose(m2[4], centre.var() * 2))
+    True
     """
 
     def __init__(self, linear: LinearCorrection, raw_index: np.ndarray | None = None) -> None:
