@@ -12,11 +12,11 @@ import functools
 
 import numpy as np
 
-from ltdask.compat.buffers import BufferWrapper, get_bbox_slice
+from ltdask.compat.buffers import BufferWrapper
 from ltdask.udf.api import compute_datasets, initial_datasets
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.roi import normalize_roi
-from ltdask.views.buffers import buffer_views
+from ltdask.views.buffers import BufferView, buffer_views
 
 
 class ResultBuffer(BufferWrapper):
@@ -46,46 +46,36 @@ class ResultBuffer(BufferWrapper):
     """
 
     def __init__(self, variable, valid, kind: str, roi_flat, nav_dims: int):
-        data = np.asarray(variable)
-        if kind in ("nav", "sig"):
-            extra = data.shape[nav_dims:]
-        else:
-            extra = data.shape if data.shape != (1,) else ()
-        super().__init__(kind=kind, extra_shape=extra, dtype=data.dtype)
-        self.data = data
-        self.valid_mask = np.asarray(valid)
-        # a copy: the caller may change its ROI array after the run
+        # a copy of the ROI: the caller may change its array after the run
         self._roi = None if roi_flat is None else np.array(roi_flat, dtype=bool).reshape(-1)
-        self._nav_dims = nav_dims
-
-    def _raw(self, arr: np.ndarray) -> np.ndarray:
-        if self.kind != "nav":
-            return arr
-        flat = arr.reshape((-1, *arr.shape[self._nav_dims :]))
-        return flat if self._roi is None else flat[self._roi]
+        #: the views of the live plots read the same buffer the same way
+        self._view = BufferView(variable, valid, kind, self._roi, nav_dims)
+        super().__init__(kind=kind, extra_shape=self._view.extra_shape, dtype=self._view.dtype)
+        self.data = self._view.data
+        self.valid_mask = self._view.valid_mask
 
     @property
     def raw_data(self) -> np.ndarray:
-        return self._raw(self.data)
+        return self._view.raw_data
 
     @property
     def _valid_mask(self) -> np.ndarray:
         """The valid mask shaped as ``raw_data`` (LiberTEM's private attribute)."""
-        return self._raw(self.valid_mask)
+        return self._view.raw_valid_mask
 
     @property
     def masked_data(self) -> np.ma.MaskedArray:
-        return np.ma.masked_array(self.data, mask=~self.valid_mask)
+        return self._view.masked_data
 
     @property
     def raw_masked_data(self) -> np.ma.MaskedArray:
-        return np.ma.masked_array(self.raw_data, mask=~self._valid_mask)
+        return self._view.raw_masked_data
 
     @property
     def valid_slice_bounding(self) -> tuple[slice, ...]:
         """Per dim of ``data``, the slice from the first to the last valid element (for no
         valid element, LiberTEM's empty ``slice(size, 1)``)."""
-        return get_bbox_slice(self.valid_mask)
+        return self._view.valid_slice_bounding
 
     @property
     def shape(self):

@@ -31,14 +31,7 @@ def correct_frames(src, p0, p1, dark, gain, excluded, sources, counts, out):
         else:
             for k in range(px):
                 dest[k] = row[k]
-        for j in range(excluded.shape[0]):
-            c = counts[j]
-            if c == 0:
-                continue
-            acc = 0.0
-            for m in range(c):
-                acc += dest[sources[j, m]]
-            dest[excluded[j]] = acc / c
+        repair_values(dest, excluded, sources, counts)
 
 
 @numba.njit(nogil=True, cache=True)

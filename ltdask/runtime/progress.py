@@ -37,8 +37,9 @@ def compute(*collections, progress: bool | None = None, scheduler=None) -> tuple
     module's notes)."""
     import dask
 
-    client = default_client() if scheduler is None and on_a_cluster() else None
-    if scheduler is not None:
+    if scheduler is None:
+        client = default_client() if on_a_cluster() else None
+    else:
         client = client_for(scheduler)
     how = local_scheduler(collections) if scheduler is None else {"scheduler": scheduler}
     with dask.config.set(NO_FUSION):

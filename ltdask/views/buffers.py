@@ -67,8 +67,13 @@ class BufferView:
         return np.ma.masked_array(self.data, mask=~self.valid_mask)
 
     @property
+    def raw_valid_mask(self) -> np.ndarray:
+        """The valid mask shaped as ``raw_data``."""
+        return self._raw(self.valid_mask)
+
+    @property
     def raw_masked_data(self) -> np.ma.MaskedArray:
-        return np.ma.masked_array(self.raw_data, mask=~self._raw(self.valid_mask))
+        return np.ma.masked_array(self.raw_data, mask=~self.raw_valid_mask)
 
     @property
     def valid_slice_bounding(self) -> tuple[slice, ...]:
