@@ -221,6 +221,12 @@ class DataSet(Calibrated):
     def get_partitions(self) -> list[Partition]:
         return partitions_for_grid(self.nav_chunks)
 
+    def settle(self, datasets: list) -> list:
+        """A run's computed results (`datasets`, one per UDF) as this dataset vouches for
+        them: a file's as they are; a live acquisition's with the positions whose frames
+        never came invalid (see :mod:`ltdask.acquire`)."""
+        return datasets
+
     def hands_out_views(self, dtype) -> bool:
         """Whether reading as `dtype` gives views of the files rather than copies."""
         return False

@@ -1,0 +1,32 @@
+"""Live acquisitions: scans processed while the detector is still producing them.
+
+An acquisition is a dataset (`Acquisition`) whose frames arrive over time, from a detector
+stream or a file still being written; every run (``ltdask.compute``, ``ltdask.iter``,
+``ltdask.live``, ``ltdask.lazy`` with ``to_zarr``) processes it partition by partition as
+the frames come, with the results of the frames so far at every step.
+
+Examples
+--------
+>>> import numpy as np, ltdask
+>>> from ltdask.acquire import Acquisition, ReplaySource
+>>> frames = np.ones((12, 8, 8), dtype=np.uint16)
+>>> with Acquisition(ReplaySource(frames, drop=[5]), nav_shape=(3, 4)) as acq:
+...     (res,) = ltdask.compute(acq, [ltdask.udf.SumSigUDF()])  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from ltdask.acquire.dataset import Acquisition
+from ltdask.acquire.replay import ReplaySource
+from ltdask.acquire.source import Header, Sink, Source
+from ltdask.acquire.store import AcquisitionError, FrameStore
+
+__all__ = [
+    "Acquisition",
+    "AcquisitionError",
+    "FrameStore",
+    "Header",
+    "ReplaySource",
+    "Sink",
+    "Source",
+]
