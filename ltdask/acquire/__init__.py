@@ -17,6 +17,8 @@ Examples
 from __future__ import annotations
 
 from ltdask.acquire.dataset import Acquisition
+from ltdask.acquire.merlin import MerlinControl, MerlinSource, merlin
+from ltdask.acquire.mib_follow import MibFollowSource, follow_mib
 from ltdask.acquire.replay import ReplaySource
 from ltdask.acquire.source import Header, Sink, Source
 from ltdask.acquire.store import AcquisitionError, FrameStore
@@ -26,7 +28,12 @@ __all__ = [
     "AcquisitionError",
     "FrameStore",
     "Header",
+    "MerlinControl",
+    "MerlinSource",
+    "MibFollowSource",
     "ReplaySource",
     "Sink",
     "Source",
+    "follow_mib",
+    "merlin",
 ]
