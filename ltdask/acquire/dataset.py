@@ -91,7 +91,7 @@ class Acquisition(ArrayDataSet):
         self.store = FrameStore(
             starts,
             math.prod(nav),
-            header.payload_shape,
+            header.payload_shape or header.sig_shape,
             header.payload_dtype,
             memory_limit=limit,
             name=source.name,
