@@ -195,3 +195,24 @@ def test_lazy_results_go_to_zarr(frames, tmp_path):
     np.testing.assert_array_equal(
         stored["intensity"].values, frames.astype(np.float64).sum(axis=(1, 2)).reshape(NAV)
     )
+
+
+def test_every_scheduler(frames, scheduler):
+    """Threads and sync read the store in their tasks; a cluster's workers get each
+    partition from the feeder; process pools cannot reach the frames (a clear error)."""
+    with Acquisition(
+        ReplaySource(frames, rate=3000, drop=[8]), nav_shape=NAV, frames_per_partition=6
+    ) as acq:
+        if scheduler == "processes":
+            with pytest.raises(DataSetError, match="cannot be sent to another"):
+                ltdask.compute(acq, [SumUDF()])
+            return
+        with pytest.warns(MissingFramesWarning, match="frame 8"):
+            total, per_frame = ltdask.compute(acq, [SumUDF(), SumSigUDF()])
+    f64 = frames.astype(np.float64)
+    np.testing.assert_array_equal(total["intensity"].values, f64.sum(axis=0) - f64[8])
+    valid = per_frame["intensity_valid"].values.reshape(-1)
+    assert np.flatnonzero(~valid).tolist() == [8]
+    np.testing.assert_array_equal(
+        per_frame["intensity"].values.reshape(-1)[valid], f64.sum(axis=(1, 2))[valid]
+    )
