@@ -135,7 +135,8 @@ class Acquisition(ArrayDataSet):
         client = cluster_client() or default_client()
         other = object.__new__(type(self))
         other.__dict__.update(self.__dict__)
-        other._array, other._feeder = cluster_blocks(self, client)
+        other._array, feeder = cluster_blocks(self, client)
+        other.__dict__["_feeder"] = feeder
         other._array_name = other._array.name
         return other
 
