@@ -9,9 +9,11 @@ Examples
 --------
 >>> import numpy as np, ltdask
 >>> from ltdask.acquire import Acquisition, ReplaySource
->>> frames = np.ones((12, 8, 8), dtype=np.uint16)
->>> with Acquisition(ReplaySource(frames, drop=[5]), nav_shape=(3, 4)) as acq:
-...     (res,) = ltdask.compute(acq, [ltdask.udf.SumSigUDF()])  # doctest: +SKIP
+>>> frames = np.ones((12, 8, 8), dtype=np.uint16)  # a detector sending 1000 frames/s:
+>>> with Acquisition(ReplaySource(frames, rate=1000), nav_shape=(3, 4)) as acq:
+...     (res,) = ltdask.compute(acq, [ltdask.udf.SumSigUDF()])
+>>> res["intensity"].values.tolist()
+[[64.0, 64.0, 64.0, 64.0], [64.0, 64.0, 64.0, 64.0], [64.0, 64.0, 64.0, 64.0]]
 """
 
 from __future__ import annotations

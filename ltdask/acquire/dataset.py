@@ -91,7 +91,7 @@ class Acquisition(ArrayDataSet):
         self.store = FrameStore(
             starts,
             math.prod(nav),
-            header.payload_shape,
+            header.payload_shape or header.sig_shape,
             header.payload_dtype,
             memory_limit=limit,
             name=source.name,
@@ -122,6 +122,33 @@ class Acquisition(ArrayDataSet):
 
     def partition_frame_bytes(self) -> int:
         return math.prod(self.sig_shape) * self.dtype.itemsize
+
+    # -- runs ------------------------------------------------------------------------------
+    def planned_for(self, target) -> ArrayDataSet:
+        """On a cluster: a copy whose partitions the workers get from this process's
+        feeder (see :mod:`ltdask.acquire.cluster`); else the acquisition itself."""
+        if not target.on_cluster:
+            return self
+        from ltdask.acquire.cluster import cluster_blocks
+        from ltdask.runtime.schedulers import cluster_client, default_client
+
+        client = cluster_client() or default_client()
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other._array, feeder = cluster_blocks(self, client)
+        other.__dict__["_feeder"] = feeder
+        other._array_name = other._array.name
+        return other
+
+    def for_task(self) -> ArrayDataSet:
+        """What the partition tasks need: an in-memory dataset of the same grid, without
+        the receiver, the store and the source (they stay in this process)."""
+        light = object.__new__(ArrayDataSet)
+        live = ("source", "store", "header", "_receiver", "_watchdog", "_feeder")
+        light.__dict__.update({k: v for k, v in self.__dict__.items() if k not in live})
+        light._array = None
+        light.coords = {}
+        return light
 
     # -- the receiver ----------------------------------------------------------------------
     def _receive(self) -> None:
