@@ -90,6 +90,8 @@ class MerlinSimulator:
         if int(repeat) < 1:
             raise ValueError(f"repeat={repeat!r}: expected a count >= 1")
         self.path = os.fspath(path)
+        #: what GET answers (the frames' size and depth, and what was SET)
+        self.params: dict[str, str] = {}
         self._load(self.path, int(repeat))
         self.rate = rate
         self.max_frames = max_frames
@@ -104,7 +106,6 @@ class MerlinSimulator:
         self.port = self.control_port = 0
         #: frames sent so far, in all acquisitions
         self.frames_sent = 0
-        self.params: dict[str, str] = {}
         self._stop = threading.Event()
         self._armed = threading.Event()
         self._triggered = threading.Event()
@@ -117,11 +118,9 @@ class MerlinSimulator:
         ds = open_mib(path)
         fs = ds.fileset
         self.stride = fs.frame_stride
-        self._maps = [np.memmap(f.path, np.uint8, "r") for f in fs.files]
-        self._where = [
-            (m, i) for m, f in zip(self._maps, fs.files, strict=True) for i in range(f.num_frames)
-        ]
-        self.file_frames = len(self._where)
+        self._files = [(f.path, f.num_frames) for f in fs.files]
+        self._where: list = []  # (file's memory map, frame in it): while serving
+        self.file_frames = sum(n for _, n in self._files)
         self.repeat = repeat
         self.num_frames = self.file_frames * repeat
         hdr_path = path if path.lower().endswith(".hdr") else find_hdr(path)
@@ -139,7 +138,7 @@ class MerlinSimulator:
         self.hdr = hdr
         h = ds.header
         sig = ds.sig_shape
-        self.params = {
+        self.params |= {
             "IMAGEX": str(sig[-1]),
             "IMAGEY": str(sig[0]),
             "COUNTERDEPTH": str(h.counter_depth or 8 * ds.dtype.itemsize),
@@ -149,6 +148,10 @@ class MerlinSimulator:
     def start(self) -> MerlinSimulator:
         """Listen on the ports and serve in background threads; returns the simulator."""
         self._started = time.monotonic()
+        maps = [np.memmap(path, np.uint8, "r") for path, _ in self._files]
+        self._where = [
+            (m, i) for m, (_, n) in zip(maps, self._files, strict=True) for i in range(n)
+        ]
         data = self._listen(self._ports[0])
         self.port = data.getsockname()[1]
         self._serve(self._data_server, data, "data")
@@ -212,7 +215,7 @@ class MerlinSimulator:
             thread.join(5.0)
         for sock in self._listeners:
             sock.close()
-        self._threads, self._listeners = [], []
+        self._threads, self._listeners, self._where = [], [], []  # (the maps hold files open)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until the simulator stops by its bounds (or `stop`); whether it has."""
@@ -248,11 +251,11 @@ class MerlinSimulator:
     def _wait_for(self, event: threading.Event, conn: socket.socket) -> bool:
         """Wait for `event` (and clear it); False where the client left or we stop."""
         while not self._stopping():
-            if event.wait(POLL):
+            if _closed(conn, wait=False):
+                return False  # (the event stays for the next client)
+            if event.wait(POLL) and not _closed(conn, wait=False):
                 event.clear()
                 return True
-            if _closed(conn):
-                return False
         return False
 
     def _linger(self, conn: socket.socket) -> None:
@@ -373,11 +376,13 @@ def _send_all(conn: socket.socket, buffers: list, stopping) -> bool:
     return True
 
 
-def _closed(conn: socket.socket) -> bool:
-    """Whether the client closed the connection (waits up to `POLL` s for it)."""
+def _closed(conn: socket.socket, wait: bool = True) -> bool:
+    """Whether the client closed the connection (waiting up to `POLL` s for it, or not)."""
     try:
-        return conn.recv(4096) == b""
-    except TimeoutError:
+        if wait:
+            return conn.recv(4096) == b""
+        return conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except (TimeoutError, BlockingIOError):
         return False
     except OSError:
         return True
