@@ -175,18 +175,17 @@ class MerlinSource(Source):
                 )
             filled += n
             k = filled // record
-            if k == 0:  # (a shorter message than a frame: look at it once its type is in)
-                if filled >= PREFIX_BYTES + 4 and (buf[:PREFIX_BYTES] != self._prefix).any():
-                    self._not_a_frame(buf[:filled], self._offset)
-                    return
-                continue
-            records = buf[: k * record].reshape(k, record)
-            if self._hand_over(sink, records, self._offset) < k:
-                return  # (a new acquisition's header: this one has ended)
-            self._offset += k * record
-            rest = filled - k * record
-            buf[:rest] = buf[k * record : filled]
-            filled = rest
+            if k:
+                records = buf[: k * record].reshape(k, record)
+                if self._hand_over(sink, records, self._offset) < k:
+                    return  # (a new acquisition's header: this one has ended)
+                self._offset += k * record
+                filled -= k * record
+                buf[:filled] = buf[k * record : k * record + filled]
+            # a message shorter than a frame: looked at once its type is in
+            if filled >= PREFIX_BYTES + 4 and (buf[:PREFIX_BYTES] != self._prefix).any():
+                self._not_a_frame(buf[:filled], self._offset)
+                return
 
     def _hand_over(self, sink: Sink, records: np.ndarray, offset: int) -> int:
         """Put the frames of `records` (messages as long as the first frame's) into `sink`

@@ -330,7 +330,7 @@ class MerlinControl:
         length = parse_prefix(prefix, 0, self.name)
         # the length should count the body and one; some servers count the body only:
         # read what is announced, then one more byte if it follows at once
-        body = recv_exactly(self._sock, max(length - 1, 0), deadline, self.name, PREFIX_BYTES)
+        body = recv_exactly(self._sock, length, deadline, self.name, PREFIX_BYTES)
         if select.select([self._sock], [], [], 0.05)[0]:
             body += self._sock.recv(1)
         fields = body.decode("ascii", "replace").split(",")
