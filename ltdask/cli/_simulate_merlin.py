@@ -27,47 +27,20 @@ import click
     is_flag=True,
     help="Send the header on CMD,STARTACQUISITION and the frames on CMD,SOFTTRIGGER.",
 )
-def merlin(
-    path,
-    port,
-    control_port,
-    rate,
-    max_frames,
-    max_seconds,
-    repeat,
-    drop,
-    duplicate,
-    reorder,
-    cut_after,
-    stall_after,
-    wait_trigger,
-) -> None:
+def merlin(path, **options) -> None:
     """Serve the Merlin acquisition PATH (.hdr or .mib) on 127.0.0.1, as the detector's
     data port (and control port) would send it. Ctrl-C stops it."""
     from ltdask.acquire.simulate.merlin import MerlinSimulator
 
-    if wait_trigger and control_port is None:
-        raise click.BadParameter(
-            "needs --control-port (0: any free port)", param_hint="--wait-trigger"
-        )
-    sim = MerlinSimulator(
-        path,
-        port=port,
-        control_port=control_port,
-        rate=rate,
-        max_frames=max_frames,
-        max_seconds=max_seconds,
-        drop=drop,
-        duplicate=duplicate,
-        reorder=reorder,
-        cut_after=cut_after,
-        stall_after=stall_after,
-        wait_trigger=wait_trigger,
-        repeat=repeat,
-    )
+    if options["wait_trigger"] and options["control_port"] is None:
+        raise click.BadParameter("needs --control-port (0: any)", param_hint="--wait-trigger")
+    try:
+        sim = MerlinSimulator(path, **options)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
     sim.start()
     try:
-        control = f", control port {sim.control_port}" if control_port is not None else ""
+        control = "" if options["control_port"] is None else f", control port {sim.control_port}"
         click.echo(
             f"merlin simulator: {sim.num_frames} frames of {path} on 127.0.0.1, data port "
             f"{sim.port}{control}; Ctrl-C stops it",
