@@ -129,7 +129,7 @@ class MerlinSource(Source):
             num_frames=hdr.num_frames,
             nav_shape=hdr.nav_shape(),
             payload_shape=(self.frames.frame_bytes,),
-            payload_dtype=np.uint8,
+            payload_dtype=np.dtype(np.uint8),
             attrs={**self.frames.describe(), "merlin_hdr": dict(hdr.fields)},
         )
 
@@ -153,7 +153,7 @@ class MerlinSource(Source):
         self._hand_over(sink, first.reshape(1, record), self._offset - record)
         capacity = max(1, BATCH_BYTES // record)
         buf = np.empty(capacity * record, dtype=np.uint8)
-        view = memoryview(buf)
+        view = buf.data
         filled = 0
         quiet_since = None
         while not sink.cancelled and not self._seen.all():

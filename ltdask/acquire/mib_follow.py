@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from io import BufferedReader
 
 import numpy as np
 
@@ -48,7 +49,7 @@ class MibFollowSource(Source):
         self.name = self.path
         self.num_frames = num_frames
         self.poll = poll
-        self._file = None
+        self._file: BufferedReader | None = None
 
     def open(self, timeout: float) -> Header:
         from ltdask.io.formats.mib.dataset import find_hdr
@@ -88,7 +89,7 @@ class MibFollowSource(Source):
             num_frames=self.expected,
             nav_shape=hdr.nav_shape() if hdr else None,
             payload_shape=(frames.frame_bytes,),
-            payload_dtype=np.uint8,
+            payload_dtype=np.dtype(np.uint8),
             attrs=frames.describe(),
         )
 
@@ -121,7 +122,7 @@ class MibFollowSource(Source):
             k = min(k, batch)
             records = np.empty((k, size), np.uint8)
             self._file.seek(done * size)
-            got = self._file.readinto(memoryview(records).cast("B"))
+            got = self._file.readinto(records.data)
             k = min(k, (got or 0) // size)
             good = self._checked(records[:k], done)
             if good:
