@@ -23,11 +23,19 @@ from collections.abc import Iterable
 import numpy as np
 
 from ltdask._types import PathLike
-from ltdask.acquire.mpx import POLL, PREFIX_BYTES, message, mpx_prefix, parse_prefix
+from ltdask.acquire.mpx import (
+    POLL,
+    PREFIX_BYTES,
+    SEQ_DIGITS,
+    SEQ_OFFSET,
+    message,
+    mpx_prefix,
+    parse_prefix,
+)
 from ltdask.acquire.store import AcquisitionError
 
-#: frames sent in one ``sendmsg`` at most (two or three buffers each)
-SEND_BATCH = 128
+#: bytes of messages sent at once at most
+SEND_BYTES = 4 * 2**20
 LOOPBACK = "127.0.0.1"
 
 
@@ -119,7 +127,8 @@ class MerlinSimulator:
         fs = ds.fileset
         self.stride = fs.frame_stride
         self._files = [(f.path, f.num_frames) for f in fs.files]
-        self._where: list = []  # (file's memory map, frame in it): while serving
+        self._views: list = []  # (first frame, the file's frames mapped): while serving
+        self._file_of: list[int] = []
         self.file_frames = sum(n for _, n in self._files)
         self.repeat = repeat
         self.num_frames = self.file_frames * repeat
@@ -148,10 +157,13 @@ class MerlinSimulator:
     def start(self) -> MerlinSimulator:
         """Listen on the ports and serve in background threads; returns the simulator."""
         self._started = time.monotonic()
-        maps = [np.memmap(path, np.uint8, "r") for path, _ in self._files]
-        self._where = [
-            (m, i) for m, (_, n) in zip(maps, self._files, strict=True) for i in range(n)
-        ]
+        # each file's frames as rows, and the file of each frame
+        self._views, self._file_of, start = [], [], 0
+        for k, (path, n) in enumerate(self._files):
+            mapped = np.memmap(path, np.uint8, "r", shape=(n * self.stride,))
+            self._views.append((start, mapped.reshape(n, self.stride)))
+            self._file_of += [k] * n
+            start += n
         data = self._listen(self._ports[0])
         self.port = data.getsockname()[1]
         self._serve(self._data_server, data, "data")
@@ -215,7 +227,8 @@ class MerlinSimulator:
             thread.join(5.0)
         for sock in self._listeners:
             sock.close()
-        self._threads, self._listeners, self._where = [], [], []  # (the maps hold files open)
+        self._threads, self._listeners = [], []
+        self._views, self._file_of = [], []  # (the maps hold the files open)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until the simulator stops by its bounds (or `stop`); whether it has."""
@@ -235,14 +248,14 @@ class MerlinSimulator:
     # -- the data port ---------------------------------------------------------------------
     def _data_server(self, conn: socket.socket) -> None:
         if not self.wait_trigger:
-            _send_all(conn, [message(self.hdr)], self._stopping)
+            _send_all(conn, message(self.hdr), self._stopping)
             self._acquisition(conn)
             self._linger(conn)
             return
         while not self._stopping():
             if not self._wait_for(self._armed, conn):
                 return
-            _send_all(conn, [message(self.hdr)], self._stopping)
+            _send_all(conn, message(self.hdr), self._stopping)
             if not self._wait_for(self._triggered, conn):
                 return
             if not self._acquisition(conn):
@@ -273,8 +286,10 @@ class MerlinSimulator:
 
     def _acquisition(self, conn: socket.socket) -> bool:
         """Send one acquisition's frames; False where the connection was cut."""
-        order = self.order()
-        prefix = mpx_prefix(self.stride)
+        order = np.array(self.order(), dtype=np.int64)
+        record = PREFIX_BYTES + self.stride
+        wire = np.empty((max(1, SEND_BYTES // record), record), np.uint8)
+        wire[:, :PREFIX_BYTES] = np.frombuffer(mpx_prefix(self.stride), np.uint8)
         t0 = time.monotonic()
         sent = 0
         while sent < len(order):
@@ -284,7 +299,7 @@ class MerlinSimulator:
             if self.stall_after is not None and sent >= self.stall_after:
                 self._linger(conn)
                 return False
-            n = min(SEND_BATCH, len(order) - sent)
+            n = min(len(wire), len(order) - sent)
             for limit in (self.cut_after, self.stall_after):
                 n = n if limit is None else min(n, limit - sent)
             if self.max_frames is not None:
@@ -297,25 +312,33 @@ class MerlinSimulator:
                 n = min(n, due)
             if n <= 0 or self._stopping():
                 return False
-            buffers = []
-            for i in order[sent : sent + n]:
-                buffers += [prefix, *self._frame(i)]
-            if not _send_all(conn, buffers, self._stopping):
+            self._fill(wire[:n], order[sent : sent + n])
+            if not _send_all(conn, wire[:n].reshape(-1).data, self._stopping):
                 return False
             sent += n
             self.frames_sent += n
         return True
 
-    def _frame(self, i: int) -> list:
-        """Frame `i` of the acquisition: the file's bytes, as buffers to send (the
-        sequence number changed in the file's repeats)."""
-        mapped, k = self._where[i % self.file_frames]
-        data = mapped[k * self.stride : (k + 1) * self.stride]
-        if i < self.file_frames:
-            return [data]
-        head = bytearray(data[:16])
-        head[4:10] = b"%06d" % ((i + 1) % 1_000_000)
-        return [head, data[16:]]
+    def _fill(self, rows: np.ndarray, frames: np.ndarray) -> None:
+        """The messages of `frames` (indices in the acquisition) into `rows` (after their
+        prefixes): the files' bytes, with the sequence numbers of the repeats."""
+        in_file = frames % self.file_frames
+        pixels = rows[:, PREFIX_BYTES:]
+        first = int(in_file[0])
+        start, view = self._views[self._file_of[first]]
+        last = first + len(frames)
+        if (np.diff(in_file) == 1).all() and last <= start + len(view):
+            pixels[:] = view[first - start : last - start]
+        else:
+            for row, i in enumerate(in_file.tolist()):
+                start, view = self._views[self._file_of[i]]
+                pixels[row] = view[i - start]
+        repeated = frames >= self.file_frames
+        if repeated.any():
+            seq = (frames[repeated] + 1) % 10**SEQ_DIGITS
+            digits = seq[:, None] // 10 ** np.arange(SEQ_DIGITS - 1, -1, -1) % 10 + ord("0")
+            at = PREFIX_BYTES + SEQ_OFFSET
+            rows[repeated, at : at + SEQ_DIGITS] = digits
 
     # -- the control port ------------------------------------------------------------------
     def _control_server(self, conn: socket.socket) -> None:
@@ -355,24 +378,16 @@ class MerlinSimulator:
         return f"{kind},{param},2"
 
 
-def _send_all(conn: socket.socket, buffers: list, stopping) -> bool:
-    """Send `buffers` (in one ``sendmsg`` where the socket takes them all); False where
-    the simulator stops first."""
-    views = [memoryview(b).cast("B") for b in buffers]
-    while views:
+def _send_all(conn: socket.socket, data, stopping) -> bool:
+    """Send `data` (bytes or a memoryview); False where the simulator stops first."""
+    view = memoryview(data).cast("B")
+    while len(view):
         if stopping():
             return False
         try:
-            n = conn.sendmsg(views[:1024])
+            view = view[conn.send(view) :]
         except TimeoutError:
             continue
-        while n and views:
-            if n >= len(views[0]):
-                n -= len(views[0])
-                views.pop(0)
-            else:
-                views[0] = views[0][n:]
-                n = 0
     return True
 
 
