@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 
@@ -42,13 +43,14 @@ def main() -> None:
 
     udfs = [SumUDF(), CoMUDF.with_params(cy=cy, cx=cx, r=r), ApplyMasksUDF([ring_mask])]
     with LiveContext() as ctx:
-        with ctx.make_connection("merlin").open(
-            data_host="127.0.0.1",
-            data_port=args.data_port,
-            api_host="127.0.0.1",
-            api_port=args.control_port,
-        ) as conn:
-            for _ in range(args.runs):  # (the last one timed: the first ones warm up)
+        for _ in range(args.runs):  # (the last one timed: the first ones warm up)
+            # a connection per acquisition: the simulator sends one to each new connection
+            with ctx.make_connection("merlin").open(
+                data_host="127.0.0.1",
+                data_port=args.data_port,
+                api_host="127.0.0.1",
+                api_port=args.control_port,
+            ) as conn:
                 pending = conn.wait_for_acquisition(timeout=30)
                 t0 = time.perf_counter()
                 aq = ctx.make_acquisition(
@@ -59,6 +61,7 @@ def main() -> None:
                 )
                 total, com, rings = ctx.run_udf(dataset=aq, udf=udfs)
                 seconds = time.perf_counter() - t0
+            print(f"run: {seconds:.2f} s", file=sys.stderr, flush=True)
     print(
         json.dumps(
             {

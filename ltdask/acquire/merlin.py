@@ -97,7 +97,7 @@ class MerlinSource(Source):
             self._control = MerlinControl(self.host, self.control_port, timeout)
             if self.arm:
                 self._control.cmd("STARTACQUISITION")
-        kind, body = self._message(deadline)
+        kind, body = self._message(deadline, " (the acquisition header: is it armed?)")
         if kind != b"HDR":
             raise AcquisitionError(
                 f"{self.name}: the stream starts with a {kind!r} message at byte 0; expected "
@@ -108,7 +108,7 @@ class MerlinSource(Source):
             assert self._control is not None
             self._control.cmd("SOFTTRIGGER")
         start = self._offset
-        kind, first = self._message(deadline)
+        kind, first = self._message(deadline, " (the first frame: is the scan triggered?)")
         if kind != b"MQ1":
             raise AcquisitionError(
                 f"{self.name}: a {kind!r} message at byte {start} after the acquisition "
@@ -133,10 +133,10 @@ class MerlinSource(Source):
             attrs={**self.frames.describe(), "merlin_hdr": dict(hdr.fields)},
         )
 
-    def _message(self, deadline: float) -> tuple[bytes, bytes]:
+    def _message(self, deadline: float, what: str = "") -> tuple[bytes, bytes]:
         """The next message's type word and body."""
         assert self._sock is not None
-        prefix = recv_exactly(self._sock, PREFIX_BYTES, deadline, self.name, self._offset)
+        prefix = recv_exactly(self._sock, PREFIX_BYTES, deadline, self.name, self._offset, what)
         length = parse_prefix(prefix, self._offset, self.name)
         self._offset += PREFIX_BYTES
         body = recv_exactly(self._sock, length, deadline, self.name, self._offset)

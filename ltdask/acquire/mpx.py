@@ -259,8 +259,10 @@ def connect(host: str, port: int, timeout: float, what: str) -> socket.socket:
     return sock
 
 
-def recv_exactly(sock: socket.socket, n: int, deadline: float, name: str, offset: int):
-    """`n` bytes from `sock` by `deadline` (time.monotonic)."""
+def recv_exactly(
+    sock: socket.socket, n: int, deadline: float, name: str, offset: int, what: str = ""
+):
+    """`n` bytes from `sock` by `deadline` (time.monotonic), `what` they are for messages."""
     out = bytearray(n)
     view = memoryview(out)
     got = 0
@@ -268,7 +270,7 @@ def recv_exactly(sock: socket.socket, n: int, deadline: float, name: str, offset
         if time.monotonic() > deadline:
             raise AcquisitionError(
                 f"{name}: timed out waiting for {n - got} more bytes at byte {offset + got} of "
-                "the stream"
+                f"the stream{what}"
             )
         try:
             k = sock.recv_into(view[got:])

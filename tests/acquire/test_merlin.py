@@ -7,6 +7,7 @@ results of ``ltdask.iter``; no thread or socket left behind."""
 from __future__ import annotations
 
 import re
+import socket
 
 import numpy as np
 import pytest
@@ -164,3 +165,14 @@ def test_the_simulator_stops_at_its_bounds(tmp_path):
             assert sim.wait(5) and sim.frames_sent == 10
         with MerlinSimulator(hdr, port=0, max_seconds=0.2) as sim:
             assert sim.wait(5)
+
+
+def test_the_control_port_survives_a_malformed_request(tmp_path):
+    hdr, _ = write_scan(tmp_path, "raw12")
+    with nothing_left_behind():
+        with MerlinSimulator(hdr, port=0, control_port=0) as sim:
+            with socket.create_connection(("127.0.0.1", sim.control_port), timeout=5) as s:
+                s.sendall(b"HELLO, MERLIN")
+                assert s.recv(100) == b""  # (it closes that connection)
+            with MerlinControl("127.0.0.1", sim.control_port) as control:
+                assert control.get("IMAGEX") == "32"

@@ -223,3 +223,31 @@ def test_control_errors(response, match):
             with MerlinControl("127.0.0.1", server.port) as control:
                 with pytest.raises(AcquisitionError, match=match):
                     control.cmd("STARTACQUISITION")
+
+
+def test_no_first_frame_within_the_timeout(stream):
+    hdr, _, _ = stream
+    with nothing_left_behind():
+        with ByteServer(hdr, linger=2) as server:
+            with pytest.raises(
+                AcquisitionError,
+                match=f"timed out .* at byte {len(hdr)} .*the first frame: is the scan triggered",
+            ):
+                merlin("127.0.0.1", server.port, timeout=0.5)
+
+
+def test_a_continuous_acquisition_takes_nav_shape_frames(stream):
+    _, frames, sums = stream
+    hdr = mpx(
+        b"HDR,\r\nFrames in Acquisition (Number):\t0\r\nCounter Depth (number):\t12\r\nEnd\t"
+    )
+    data = hdr + b"".join(mpx(f) for f in frames)
+    with ByteServer(data, linger=2) as server:
+        with pytest.raises(AcquisitionError, match="a continuous acquisition .* give nav_shape"):
+            merlin("127.0.0.1", server.port, timeout=1)
+    with nothing_left_behind():
+        with ByteServer(data, linger=1) as server:
+            with merlin("127.0.0.1", server.port, nav_shape=(2, 5)) as acq:
+                (res,) = ltdask.compute(acq, [SumSigUDF()])
+    np.testing.assert_array_equal(res["intensity"].values.reshape(-1), sums[:10])
+    assert bool(res["intensity_valid"].all())

@@ -205,8 +205,8 @@ class MerlinSimulator:
             conn.settimeout(POLL)
             try:
                 target(conn)
-            except OSError:
-                pass  # (the client went away)
+            except (OSError, AcquisitionError):
+                pass  # (the client went away, or sent what is not an MPX message)
             finally:
                 conn.close()
 
