@@ -158,8 +158,11 @@ class MerlinSource(Source):
         quiet_since = None
         while not sink.cancelled and not self._seen.all():
             remaining = max(1, int(self.expected - self._seen.sum()))
+            limit = min(capacity, remaining) * record
             try:
-                n = self._sock.recv_into(view[filled : min(capacity, remaining) * record])
+                n = self._sock.recv_into(view[filled:limit])
+                if n:  # (and what else is there already: frames are handled in batches)
+                    n += _recv_waiting(self._sock, view[filled + n : limit])
             except TimeoutError:
                 # after the last frame, a pause ends the acquisition (the gaps stay missing)
                 now = time.monotonic()
@@ -243,6 +246,20 @@ class MerlinSource(Source):
         if self._sock is not None:
             self._sock.close()
             self._sock = None
+
+
+def _recv_waiting(sock: socket.socket, view: memoryview) -> int:
+    """Read into `view` what the socket holds now, without waiting; the bytes read."""
+    got = 0
+    while got < len(view):
+        try:
+            n = sock.recv_into(view[got:], 0, socket.MSG_DONTWAIT)
+        except (BlockingIOError, TimeoutError):
+            break
+        if not n:
+            break
+        got += n
+    return got
 
 
 def acquisition_of(source: Source, nav_shape, options: dict) -> Acquisition:
