@@ -172,7 +172,7 @@ def test_the_control_port_survives_a_malformed_request(tmp_path):
     with nothing_left_behind():
         with MerlinSimulator(hdr, port=0, control_port=0) as sim:
             with socket.create_connection(("127.0.0.1", sim.control_port), timeout=5) as s:
-                s.sendall(b"HELLO, MERLIN")
+                s.sendall(b"HELLO, MERLIN, HELLO")
                 assert s.recv(100) == b""  # (it closes that connection)
             with MerlinControl("127.0.0.1", sim.control_port) as control:
                 assert control.get("IMAGEX") == "32"
