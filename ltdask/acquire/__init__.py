@@ -19,6 +19,9 @@ Examples
 from __future__ import annotations
 
 from ltdask.acquire.dataset import Acquisition
+from ltdask.acquire.follow import follow
+from ltdask.acquire.follow_hdf5 import Hdf5FollowSource
+from ltdask.acquire.follow_raw import RawFollowSource
 from ltdask.acquire.replay import ReplaySource
 from ltdask.acquire.source import Header, Sink, Source
 from ltdask.acquire.store import AcquisitionError, FrameStore
@@ -27,8 +30,11 @@ __all__ = [
     "Acquisition",
     "AcquisitionError",
     "FrameStore",
+    "Hdf5FollowSource",
     "Header",
+    "RawFollowSource",
     "ReplaySource",
     "Sink",
     "Source",
+    "follow",
 ]
