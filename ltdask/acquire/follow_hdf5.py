@@ -123,7 +123,8 @@ class Hdf5FollowSource(Source):
                 "than its first; followed datasets grow along the first axis only"
             )
         self.per_row = math.prod(shape[1:nav_dims])
-        self.growable = maxshape[0] is None or maxshape[0] > shape[0]
+        # (a dataset at its maxshape is complete: a scan it cannot hold ends with it)
+        self.max_rows = maxshape[0]
         most = None if maxshape[0] is None else maxshape[0] * self.per_row
         count, nav = self.num_frames, self.nav_shape
         if count is None:
@@ -133,11 +134,6 @@ class Hdf5FollowSource(Source):
                     "or num_frames"
                 )
             count, nav = most, tuple(int(m) for m in maxshape[:nav_dims])
-        elif most is not None and count > most:
-            raise DataSetError(
-                f"{where} holds at most {most} frames (maxshape {maxshape}), the scan asks "
-                f"for {count} (nav_shape={nav}, num_frames={self.num_frames})"
-            )
         self.num_frames = count
         self._rows = shape[0]
         return Header(
@@ -171,8 +167,8 @@ class Hdf5FollowSource(Source):
             self._rows = rows
             ready = min(count, rows * self.per_row)
             if ready <= done:
-                if not self.growable:
-                    return  # a complete dataset with fewer frames than the scan
+                if self.max_rows is not None and rows >= self.max_rows:
+                    return  # complete, with fewer frames than the scan
                 time.sleep(self.poll_interval)
                 continue
             while done < ready and not sink.cancelled:
