@@ -61,6 +61,9 @@ class Acquisition(ArrayDataSet):
         (positions without frames invalid, a warning says which); None: wait for ever.
     dims
         Names of the nav and sig dims.
+    record
+        A path ending in ``.zarr`` or ``.h5``: every frame is also written there as its
+        partition is processed (see `ltdask.acquire.record`); it must not exist.
     """
 
     path = "<acquisition>"
@@ -74,9 +77,13 @@ class Acquisition(ArrayDataSet):
         timeout: float = 10.0,
         idle_timeout: float | None = 10.0,
         dims=None,
+        record=None,
     ) -> None:
         import dask.array as da
 
+        from ltdask.acquire.record import Recording, check_target
+
+        target = None if record is None else check_target(record)
         self.source = source
         self.path = source.name
         header = source.open(timeout)
@@ -97,6 +104,15 @@ class Acquisition(ArrayDataSet):
             name=source.name,
         )
         sig = header.sig_shape
+        self.recording = None
+        if target is not None:
+            try:
+                self.recording = Recording(
+                    target, nav, sig, header.dtype, grid, source.name, header.attrs
+                )
+            except BaseException:
+                source.close()
+                raise
         darr = da.map_blocks(
             _take_block,
             chunks=(*grid, *((s,) for s in sig)),
@@ -165,6 +181,8 @@ class Acquisition(ArrayDataSet):
         self.store.cancel()
         self._receiver.join(5.0)
         self._watchdog.join(1.0)
+        if self.recording is not None:
+            self.recording.finish(self.store, self.source.decode)
         self.source.close()
 
     def __enter__(self) -> Acquisition:
@@ -234,9 +252,11 @@ def _take_block(block_info=None, acquisition: _Handle | None = None) -> np.ndarr
     first = tuple(lo for lo, _ in location[: len(nav)])
     shape = tuple(hi - lo for lo, hi in location[: len(nav)])
     start = int(np.ravel_multi_index(first, nav)) if nav else 0
-    payloads, _ = acq.store.take(start, start + math.prod(shape))
-    frames = acq.source.decode(payloads)
-    return frames.reshape((*shape, *acq.sig_shape))
+    payloads, arrived = acq.store.take(start, start + math.prod(shape))
+    frames = acq.source.decode(payloads).reshape((*shape, *acq.sig_shape))
+    if acq.recording is not None:
+        acq.recording.write(first, frames, arrived)
+    return frames
 
 
 def _nav_shape(header: Header, nav_shape, name: str) -> tuple[int, ...]:
