@@ -140,6 +140,10 @@ class Acquisition(ArrayDataSet):
         other._array_name = other._array.name
         return other
 
+    def ready_partitions(self, first: int) -> int:
+        """Partitions from `first` on whose frames have all arrived (waits for one)."""
+        return self.store.ready(first)
+
     def for_task(self) -> ArrayDataSet:
         """What the partition tasks need: an in-memory dataset of the same grid, without
         the receiver, the store and the source (they stay in this process)."""

@@ -211,6 +211,18 @@ class FrameStore:
                 self.memory -= len(buf) * self.frame_bytes
             return buf, self.arrived[start:stop].copy()
 
+    def ready(self, first: int) -> int:
+        """How many partitions from `first` on have all their frames (all of them once
+        the acquisition has ended); waits until at least one has."""
+        with self._cond:
+            while not self.ended and self._count[first] < self.stops[first] - self.starts[first]:
+                self._cond.wait()
+            if self.ended:
+                return len(self.starts) - first
+            sizes = np.asarray(self.stops[first:]) - np.asarray(self.starts[first:])
+            complete = self._count[first:] == sizes
+            return int(np.argmin(complete)) if not complete.all() else int(complete.size)
+
     @property
     def missing(self) -> np.ndarray:
         """Indices of the frames that have not arrived."""

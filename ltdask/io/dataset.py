@@ -226,6 +226,11 @@ class DataSet(Calibrated):
         a live acquisition on a cluster sends its frames to the workers."""
         return self
 
+    def ready_partitions(self, first: int) -> int | None:
+        """How many partitions from `first` on can be read now; None: all of them (a
+        file). A live acquisition waits until at least one can."""
+        return None
+
     def settle(self, datasets: list) -> list:
         """A run's computed results (`datasets`, one per UDF) as this dataset vouches for
         them: a file's as they are; a live acquisition's with the positions whose frames
