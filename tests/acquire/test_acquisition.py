@@ -244,3 +244,25 @@ def test_iter_steps_follow_the_frames_as_they_arrive(frames):
     # partitions' worth: the one being filled and one that completed during the step)
     for _, valid, arrived in seen[:-1]:
         assert arrived - valid < 2 * 5 + 5
+
+
+def test_corrections_roi_and_backends_as_on_the_same_frames_in_memory(frames):
+    from ltdask.udf import CoMUDF
+
+    rng = np.random.default_rng(5)
+    excluded = np.zeros(SIG, bool)
+    excluded[0, 0] = excluded[3, 2] = True
+    cs = ltdask.CorrectionSet(
+        dark=rng.random(SIG) * 10, gain=1 + rng.random(SIG), excluded_pixels=excluded
+    )
+    roi = rng.random(NAV) > 0.4
+    udfs = [SumUDF(), SumSigUDF(), CoMUDF.with_params(cy=2.5, cx=2, r=2)]
+    offline = ltdask.compute(
+        ltdask.from_array(frames.reshape(*NAV, *SIG)), udfs, roi=roi, corrections=cs
+    )
+    with Acquisition(ReplaySource(frames, rate=2000), nav_shape=NAV, frames_per_partition=4) as acq:
+        live = ltdask.compute(acq, udfs, roi=roi, corrections=cs, backends=("numpy",))
+    for a, b in zip(live, offline, strict=True):
+        for name in b.data_vars:
+            # (float32 sums: the partitions differ, so does the order of the additions)
+            np.testing.assert_allclose(a[name].values, b[name].values, rtol=1e-6, atol=1e-9)
