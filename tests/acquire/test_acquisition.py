@@ -266,3 +266,31 @@ def test_corrections_roi_and_backends_as_on_the_same_frames_in_memory(frames):
         for name in b.data_vars:
             # (float32 sums: the partitions differ, so does the order of the additions)
             np.testing.assert_allclose(a[name].values, b[name].values, rtol=1e-6, atol=1e-9)
+
+
+def test_the_live_view_plots_an_acquisition(frames):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ltdask.views.viz import MPLLive2DPlot
+
+    updates = []
+
+    class Counting(MPLLive2DPlot):
+        def update(self, damage, force=False):
+            super().update(damage, force)
+            updates.append(int(np.asarray(damage).sum()))
+
+    try:
+        with Acquisition(
+            ReplaySource(frames, rate=200, batch=1), nav_shape=NAV, frames_per_partition=5
+        ) as acq:
+            (res,) = ltdask.live(acq, [SumSigUDF()], plot_class=Counting, min_delta=0)
+    finally:
+        plt.close("all")
+    np.testing.assert_array_equal(
+        res["intensity"].values, frames.astype(np.float64).sum(axis=(1, 2)).reshape(NAV)
+    )
+    assert updates[-1] == np.prod(NAV) and len(updates) >= 2
