@@ -61,6 +61,9 @@ class Acquisition(ArrayDataSet):
         (positions without frames invalid, a warning says which); None: wait for ever.
     dims
         Names of the nav and sig dims.
+    header
+        The source's header where it is open already (LiberTEM-live's pending
+        acquisitions); else the acquisition opens it.
     """
 
     path = "<acquisition>"
@@ -74,12 +77,14 @@ class Acquisition(ArrayDataSet):
         timeout: float = 10.0,
         idle_timeout: float | None = 10.0,
         dims=None,
+        header: Header | None = None,
     ) -> None:
         import dask.array as da
 
         self.source = source
         self.path = source.name
-        header = source.open(timeout)
+        if header is None:
+            header = source.open(timeout)
         self.header = header
         nav = _nav_shape(header, nav_shape, source.name)
         frame_bytes = math.prod(header.sig_shape) * header.dtype.itemsize
