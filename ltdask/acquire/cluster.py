@@ -54,6 +54,7 @@ def _feed(acquisition, client, prefix: str) -> None:
             shape = tuple(s.stop - s.start for s in p.nav_slices)
             frames = acquisition.source.decode(payloads).reshape((*shape, *acquisition.sig_shape))
             value = client.scatter(frames, hash=False)
+            acquisition.store.recycle(payloads)  # (sent: the workers hold copies)
         except Exception as e:  # noqa: BLE001  (the block task raises it on the worker)
             value = _Failed(f"{acquisition.path}: partition {p.index}: {e!r}")
         Variable(f"{prefix}-{p.index}", client=client).set(value)

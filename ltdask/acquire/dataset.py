@@ -272,6 +272,8 @@ def _take_block(block_info=None, acquisition: _Handle | None = None) -> np.ndarr
     start = int(np.ravel_multi_index(first, nav)) if nav else 0
     payloads, _ = acq.store.take(start, start + math.prod(shape))
     frames = acq.source.decode(payloads)
+    if not np.may_share_memory(frames, payloads):
+        acq.store.recycle(payloads)
     return frames.reshape((*shape, *acq.sig_shape))
 
 

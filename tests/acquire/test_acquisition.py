@@ -294,3 +294,16 @@ def test_the_live_view_plots_an_acquisition(frames):
         res["intensity"].values, frames.astype(np.float64).sum(axis=(1, 2)).reshape(NAV)
     )
     assert updates[-1] == np.prod(NAV) and len(updates) >= 2
+
+
+def test_store_reuses_buffers_given_back_without_stale_frames():
+    store = FrameStore([0, 4, 8], 12, (3,), np.uint8, memory_limit=2**20)
+    store.put(0, np.full((4, 3), 9, np.uint8))
+    first, _ = store.take(0, 4)
+    store.recycle(first)
+    store.put(5, np.full((2, 3), 5, np.uint8))  # partition 4:8 gets the buffer back
+    store.finish()
+    frames, arrived = store.take(4, 8)
+    assert np.shares_memory(frames, first)
+    assert frames[:, 0].tolist() == [0, 5, 5, 0] and arrived.tolist() == [False, True, True, False]
+    assert store.memory == 0
