@@ -118,15 +118,16 @@ def iter_steps(
 
 def _groups(dataset: DataSet, counts, per_step: int):
     """The partitions of each step: `_step_groups`, or for a dataset whose partitions
-    become readable over time (a live acquisition), those readable when the step starts
-    (at least one, at most four steps' worth), so that results follow the frames."""
+    become readable over time (a live acquisition), all those readable when the step
+    starts (at least one): results follow the frames, and where making them takes longer
+    than the frames take to come, the steps grow instead of falling behind."""
     if dataset.ready_partitions(0) is None:
         yield from _step_groups(counts, per_step)
         return
     first, n = 0, len(counts)
     while first < n:
         ready = dataset.ready_partitions(first) or 1
-        take = max(1, min(ready, 4 * per_step, n - first))
+        take = max(1, min(ready, n - first))
         yield list(range(first, first + take))
         first += take
 
