@@ -169,7 +169,7 @@ class Acquisition(ArrayDataSet):
         """What the partition tasks need: an in-memory dataset of the same grid, without
         the receiver, the store and the source (they stay in this process)."""
         light = object.__new__(ArrayDataSet)
-        live = ("source", "store", "header", "_receiver", "_watchdog", "_feeder")
+        live = ("source", "store", "header", "_receiver", "_watchdog", "_feeder", "recording")
         light.__dict__.update({k: v for k, v in self.__dict__.items() if k not in live})
         light._array = None
         light.coords = {}

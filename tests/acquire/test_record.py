@@ -243,3 +243,23 @@ def test_a_killed_recording_is_never_mistaken_for_complete(tmp_path, suffix):
         assert suffix == ".h5"
     else:
         assert info["complete"] is False
+
+
+def test_every_scheduler_records(tmp_path, frames, scheduler):
+    """Threads and sync write in their tasks, a cluster's feeder before it scatters."""
+    path = tmp_path / "scan.h5"
+    with Acquisition(
+        ReplaySource(frames, drop=[8]), nav_shape=NAV, frames_per_partition=6, record=path
+    ) as acq:
+        if scheduler == "processes":
+            with pytest.raises(DataSetError, match="cannot be sent to another"):
+                ltdask.compute(acq, [SumUDF()])
+            return
+        with pytest.warns(MissingFramesWarning, match="frame 8"):
+            ltdask.compute(acq, [SumUDF()])
+        assert os.path.exists(path)
+    expected = frames.copy()
+    expected[8] = 0
+    data, arrived, info = _stored(path)
+    np.testing.assert_array_equal(data.reshape(expected.shape), expected)
+    assert np.flatnonzero(~arrived.reshape(-1)).tolist() == [8] and info["complete"]
