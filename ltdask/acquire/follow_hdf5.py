@@ -2,8 +2,11 @@
 
 SWMR (single writer, multiple readers): the writer opens the file with ``libver="latest"``
 and sets ``swmr_mode = True``; this reader opens it with ``swmr=True`` and re-reads the
-dataset's extent (``refresh``): the frames up to the new extent are complete. A finished
-file written without SWMR is read the same way, all its frames at once.
+dataset's extent (``refresh``) every `POLL_S`. A writer extends the dataset before it
+writes the new rows (``resize``, then the data, then ``flush``), so rows that have just
+appeared may still read as the fill value: the frames handed over are those up to the
+extent of the look before (written at least one poll interval ago). A finished file
+written without SWMR is read the same way, all its frames at once.
 """
 
 from __future__ import annotations
@@ -164,10 +167,13 @@ class Hdf5FollowSource(Source):
                     f"{self.path!r}: dataset {dset.name!r} shrank from {self._rows} to {rows} "
                     "along its first axis while it was followed"
                 )
+            # a writer extends the dataset before it writes the new rows, which hold the
+            # fill value until then: the rows of the look before are the written ones
+            settled = min(rows, self._rows)
             self._rows = rows
-            ready = min(count, rows * self.per_row)
+            ready = min(count, settled * self.per_row)
             if ready <= done:
-                if self.max_rows is not None and rows >= self.max_rows:
+                if self.max_rows is not None and settled >= self.max_rows:
                     return  # complete, with fewer frames than the scan
                 time.sleep(self.poll_interval)
                 continue

@@ -288,3 +288,17 @@ def test_the_source_alone_reads_what_is_complete(tmp_path):
         source.close()
     assert [g[0] for g in got] == [0]
     np.testing.assert_array_equal(got[0][1], frames)
+
+
+def test_every_scheduler(tmp_path, scheduler):
+    frames = frames_u16(N)
+    path = tmp_path / "scan.raw"
+    path.write_bytes(_stored(frames, ">u2", frame_header=4))
+    with follow(path, NAV, SIG, ">u2", frame_header_bytes=4, frames_per_partition=6) as acq:
+        if scheduler == "processes":
+            with pytest.raises(DataSetError, match="cannot be sent to another"):
+                ltdask.compute(acq, [SumUDF()])
+            return
+        (res,) = ltdask.compute(acq, [SumSigUDF()])
+    expected = frames.astype(np.float64).sum(axis=(1, 2)).reshape(NAV)
+    np.testing.assert_array_equal(res["intensity"].values, expected)

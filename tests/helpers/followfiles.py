@@ -144,8 +144,13 @@ class SwmrAppender(Writer):
         self.dset[lo:hi] = self.frames[lo:hi]
         self.dset.flush()
 
-    def end(self) -> None:
-        self.file.close()
+    def __exit__(self, *exc) -> None:
+        # closed after the reader: in one process HDF5 shares the open file between the
+        # writer and the reader, and closing the writer's closes the reader's objects
+        try:
+            super().__exit__(*exc)
+        finally:
+            self.file.close()
 
 
 def frames_u16(n: int, sig=(6, 5), seed: int = 34) -> np.ndarray:
