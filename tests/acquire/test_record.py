@@ -263,3 +263,15 @@ def test_every_scheduler_records(tmp_path, frames, scheduler):
     data, arrived, info = _stored(path)
     np.testing.assert_array_equal(data.reshape(expected.shape), expected)
     assert np.flatnonzero(~arrived.reshape(-1)).tolist() == [8] and info["complete"]
+
+
+def test_iterated_runs_record_every_step(tmp_path, frames):
+    path = tmp_path / "scan.zarr"
+    with Acquisition(
+        ReplaySource(frames, rate=700, batch=1), nav_shape=NAV, frames_per_partition=5, record=path
+    ) as acq:
+        steps = list(ltdask.iter(acq, [SumSigUDF()]))
+    assert len(steps) >= 2
+    data, arrived, info = _stored(path)
+    np.testing.assert_array_equal(data, frames.reshape(*NAV, *SIG))
+    assert arrived.all() and info["complete"]
