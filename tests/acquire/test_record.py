@@ -275,3 +275,26 @@ def test_iterated_runs_record_every_step(tmp_path, frames):
     data, arrived, info = _stored(path)
     np.testing.assert_array_equal(data, frames.reshape(*NAV, *SIG))
     assert arrived.all() and info["complete"]
+
+
+@pytest.mark.parametrize("renameat2", [True, False], ids=["renameat2", "no-renameat2"])
+@pytest.mark.parametrize("suffix", [".zarr", ".h5"])
+def test_a_path_taken_while_recording_is_left_alone(
+    tmp_path, frames, suffix, renameat2, monkeypatch
+):
+    if not renameat2:  # (file systems without it: a hard link, or a checked rename)
+        monkeypatch.setattr("ltdask.store._replace._renameat2", lambda *a: False)
+    path = tmp_path / f"scan{suffix}"
+    with Acquisition(ReplaySource(frames), nav_shape=NAV, record=path) as acq:
+        ltdask.compute(acq, [SumUDF()])
+    assert _stored(path)[2]["complete"]
+    path = tmp_path / f"again{suffix}"
+    with Acquisition(ReplaySource(frames), nav_shape=NAV, record=path) as acq:
+        path.write_text("written by someone else meanwhile")
+        with pytest.warns(MissingFramesWarning, match="the path was taken while recording"):
+            ltdask.compute(acq, [SumUDF()])
+    assert path.read_text() == "written by someone else meanwhile"
+    (left,) = [p for p in tmp_path.iterdir() if p.name.startswith(".again")]
+    data, arrived, info = _stored(left)
+    np.testing.assert_array_equal(data, frames.reshape(*NAV, *SIG))
+    assert arrived.all() and info["complete"]
