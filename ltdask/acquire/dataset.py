@@ -109,15 +109,6 @@ class Acquisition(ArrayDataSet):
             name=source.name,
         )
         sig = header.sig_shape
-        self.recording = None
-        if target is not None:
-            try:
-                self.recording = Recording(
-                    target, nav, sig, header.dtype, grid, source.name, header.attrs
-                )
-            except BaseException:
-                source.close()
-                raise
         darr = da.map_blocks(
             _take_block,
             chunks=(*grid, *((s,) for s in sig)),
@@ -127,6 +118,15 @@ class Acquisition(ArrayDataSet):
             acquisition=_Handle(self),
         )
         super().__init__(darr, sig_dims=len(sig), dims=dims)
+        self.recording = None
+        if target is not None:
+            try:
+                self.recording = Recording(
+                    target, nav, sig, header.dtype, grid, source.name, header.attrs, self.dims
+                )
+            except BaseException:
+                source.close()
+                raise
         self.idle_timeout = idle_timeout
         self._receiver = threading.Thread(
             target=self._receive, name=f"ltdask receiver {source.name}", daemon=True

@@ -124,11 +124,13 @@ class Recording:
         grid: tuple[tuple[int, ...], ...],
         source: str,
         header_attrs: dict,
+        dims: tuple[str, ...] | None = None,
     ) -> None:
         self.path, self.kind = target
         self.nav_shape, self.sig_shape = tuple(nav_shape), tuple(sig_shape)
         self.dtype = np.dtype(dtype)
         self.grid = grid
+        self.dims = None if dims is None else tuple(str(d) for d in dims)
         parent, name = os.path.split(self.path)
         tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.partial = os.path.join(parent, f".{name}.recording-{tag}")
@@ -148,6 +150,9 @@ class Recording:
         self.state = "recording"
         frame_bytes = math.prod(self.sig_shape) * self.dtype.itemsize
         nav_chunks = record_chunks(grid, frame_bytes)
+        # (a zarr array or an h5py dataset)
+        self._data: Any = None
+        self._arrived: Any = None
         if self.kind == "zarr":
             self._create_zarr(nav_chunks)
         else:
@@ -175,9 +180,16 @@ class Recording:
             fill_value=0,
             compressors=BloscCodec(cname="lz4", clevel=5, shuffle=shuffle),
             attributes={**self._attrs(), "sig_dims": len(self.sig_shape)},
+            dimension_names=self.dims,
         )
+        nav_dims = None if self.dims is None else self.dims[: len(self.nav_shape)]
         self._arrived = group.create_array(
-            "arrived", shape=self.nav_shape, chunks=nav_chunks, dtype=bool, fill_value=False
+            "arrived",
+            shape=self.nav_shape,
+            chunks=nav_chunks,
+            dtype=bool,
+            fill_value=False,
+            dimension_names=nav_dims,
         )
         self._group = group
 
@@ -206,6 +218,10 @@ class Recording:
         self._arrived = f.create_dataset(
             "arrived", shape=self.nav_shape, chunks=nav_chunks, dtype=bool, fillvalue=False
         )
+        for i, name in enumerate(self.dims or ()):  # (what open_hdf5 names the dims by)
+            self._data.dims[i].label = name
+            if i < len(self.nav_shape):
+                self._arrived.dims[i].label = name
         self._set_hdf5_attrs()
         f.flush()
 

@@ -298,3 +298,15 @@ def test_a_path_taken_while_recording_is_left_alone(
     data, arrived, info = _stored(left)
     np.testing.assert_array_equal(data, frames.reshape(*NAV, *SIG))
     assert arrived.all() and info["complete"]
+
+
+@pytest.mark.parametrize("suffix", [".zarr", ".h5"])
+def test_the_recording_keeps_the_dims(tmp_path, frames, suffix):
+    path = tmp_path / f"scan{suffix}"
+    dims = ("y", "x", "ky", "kx")
+    with Acquisition(ReplaySource(frames), nav_shape=NAV, dims=dims, record=path) as acq:
+        (live,) = ltdask.compute(acq, [SumSigUDF()])
+    (offline,) = ltdask.compute(_open(path), [SumSigUDF()])
+    assert _open(path).dims == dims
+    assert offline["intensity"].dims == live["intensity"].dims == ("y", "x")
+    np.testing.assert_array_equal(offline["intensity"].values, live["intensity"].values)
