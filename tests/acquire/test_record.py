@@ -310,3 +310,13 @@ def test_the_recording_keeps_the_dims(tmp_path, frames, suffix):
     assert _open(path).dims == dims
     assert offline["intensity"].dims == live["intensity"].dims == ("y", "x")
     np.testing.assert_array_equal(offline["intensity"].values, live["intensity"].values)
+
+
+def test_hdf5_without_hdf5plugin_is_gzip(tmp_path, frames, monkeypatch):
+    monkeypatch.setattr("ltdask.io.formats.hdf5.dataset.register_filters", lambda: False)
+    path = tmp_path / "scan.h5"
+    with Acquisition(ReplaySource(frames), nav_shape=NAV, record=path) as acq:
+        ltdask.compute(acq, [SumUDF()])
+    with h5py.File(path, "r") as f:
+        assert f["data"].compression == "gzip"
+        np.testing.assert_array_equal(f["data"][...], frames.reshape(*NAV, *SIG))
