@@ -313,7 +313,10 @@ def test_the_recording_keeps_the_dims(tmp_path, frames, suffix):
 
 
 def test_hdf5_without_hdf5plugin_is_gzip(tmp_path, frames, monkeypatch):
-    monkeypatch.setattr("ltdask.io.formats.hdf5.dataset.register_filters", lambda: False)
+    import importlib
+
+    module = importlib.import_module("ltdask.io.formats.hdf5.dataset")
+    monkeypatch.setattr(module, "register_filters", lambda: False)
     path = tmp_path / "scan.h5"
     with Acquisition(ReplaySource(frames), nav_shape=NAV, record=path) as acq:
         ltdask.compute(acq, [SumUDF()])
