@@ -19,6 +19,9 @@ Examples
 from __future__ import annotations
 
 from ltdask.acquire.dataset import Acquisition
+from ltdask.acquire.follow import follow
+from ltdask.acquire.follow_hdf5 import Hdf5FollowSource
+from ltdask.acquire.follow_raw import RawFollowSource
 from ltdask.acquire.merlin import MerlinControl, MerlinSource, merlin
 from ltdask.acquire.mib_follow import MibFollowSource, follow_mib
 from ltdask.acquire.replay import ReplaySource
@@ -29,13 +32,16 @@ __all__ = [
     "Acquisition",
     "AcquisitionError",
     "FrameStore",
+    "Hdf5FollowSource",
     "Header",
     "MerlinControl",
     "MerlinSource",
     "MibFollowSource",
+    "RawFollowSource",
     "ReplaySource",
     "Sink",
     "Source",
+    "follow",
     "follow_mib",
     "merlin",
 ]

@@ -61,6 +61,12 @@ class Acquisition(ArrayDataSet):
         (positions without frames invalid, a warning says which); None: wait for ever.
     dims
         Names of the nav and sig dims.
+    header
+        The source's header where it is open already (LiberTEM-live's pending
+        acquisitions); else the acquisition opens it.
+    record
+        A path ending in ``.zarr`` or ``.h5``: every frame is also written there as its
+        partition is processed (see `ltdask.acquire.record`); it must not exist.
     """
 
     path = "<acquisition>"
@@ -74,12 +80,18 @@ class Acquisition(ArrayDataSet):
         timeout: float = 10.0,
         idle_timeout: float | None = 10.0,
         dims=None,
+        header: Header | None = None,
+        record=None,
     ) -> None:
         import dask.array as da
 
+        from ltdask.acquire.record import Recording, check_target
+
+        target = None if record is None else check_target(record)
         self.source = source
         self.path = source.name
-        header = source.open(timeout)
+        if header is None:
+            header = source.open(timeout)
         self.header = header
         nav = _nav_shape(header, nav_shape, source.name)
         frame_bytes = math.prod(header.sig_shape) * header.dtype.itemsize
@@ -106,6 +118,15 @@ class Acquisition(ArrayDataSet):
             acquisition=_Handle(self),
         )
         super().__init__(darr, sig_dims=len(sig), dims=dims)
+        self.recording = None
+        if target is not None:
+            try:
+                self.recording = Recording(
+                    target, nav, sig, header.dtype, grid, source.name, header.attrs, self.dims
+                )
+            except BaseException:
+                source.close()
+                raise
         self.idle_timeout = idle_timeout
         self._receiver = threading.Thread(
             target=self._receive, name=f"ltdask receiver {source.name}", daemon=True
@@ -140,11 +161,15 @@ class Acquisition(ArrayDataSet):
         other._array_name = other._array.name
         return other
 
+    def ready_partitions(self, first: int) -> int:
+        """Partitions from `first` on whose frames have all arrived (waits for one)."""
+        return self.store.ready(first)
+
     def for_task(self) -> ArrayDataSet:
         """What the partition tasks need: an in-memory dataset of the same grid, without
         the receiver, the store and the source (they stay in this process)."""
         light = object.__new__(ArrayDataSet)
-        live = ("source", "store", "header", "_receiver", "_watchdog", "_feeder")
+        live = ("source", "store", "header", "_receiver", "_watchdog", "_feeder", "recording")
         light.__dict__.update({k: v for k, v in self.__dict__.items() if k not in live})
         light._array = None
         light.coords = {}
@@ -192,6 +217,8 @@ class Acquisition(ArrayDataSet):
         self.store.cancel()
         self._receiver.join(5.0)
         self._watchdog.join(1.0)
+        if self.recording is not None:
+            self.recording.finish(self.store, self.source.decode)
         self.source.close()
 
     def __enter__(self) -> Acquisition:
@@ -261,9 +288,14 @@ def _take_block(block_info=None, acquisition: _Handle | None = None) -> np.ndarr
     first = tuple(lo for lo, _ in location[: len(nav)])
     shape = tuple(hi - lo for lo, hi in location[: len(nav)])
     start = int(np.ravel_multi_index(first, nav)) if nav else 0
-    payloads, _ = acq.store.take(start, start + math.prod(shape))
+    payloads, arrived = acq.store.take(start, start + math.prod(shape))
     frames = acq.source.decode(payloads)
-    return frames.reshape((*shape, *acq.sig_shape))
+    if not np.may_share_memory(frames, payloads):
+        acq.store.recycle(payloads)
+    frames = frames.reshape((*shape, *acq.sig_shape))
+    if acq.recording is not None:
+        acq.recording.write(first, frames, arrived)
+    return frames
 
 
 def _nav_shape(header: Header, nav_shape, name: str) -> tuple[int, ...]:
