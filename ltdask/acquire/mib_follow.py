@@ -37,7 +37,8 @@ class MibFollowSource(Source):
     Parameters
     ----------
     path
-        The ``.mib`` file (it may not exist yet when the source is made).
+        The ``.mib`` file (it may not exist yet when the source is made), or the ``.hdr``
+        of its acquisition (``NAME.hdr``: ``NAME.mib``).
     num_frames
         The frames of the acquisition, where no ``.hdr`` says.
     poll
@@ -45,7 +46,11 @@ class MibFollowSource(Source):
     """
 
     def __init__(self, path: PathLike, num_frames: int | None = None, poll: float = 0.02):
-        self.path = os.fspath(path)
+        path = os.fspath(path)
+        self.hdr_path: str | None = None
+        if path.lower().endswith(".hdr"):  # (its acquisition: NAME.mib next to NAME.hdr)
+            self.hdr_path, path = path, os.path.splitext(path)[0] + ".mib"
+        self.path = path
         self.name = self.path
         self.num_frames = num_frames
         self.poll = poll
@@ -56,11 +61,16 @@ class MibFollowSource(Source):
 
         deadline = time.monotonic() + timeout
         first = b""
+        hdr = None
         while True:
+            hdr_path = self.hdr_path or find_hdr(self.path)
+            if hdr is None and hdr_path is not None and os.path.exists(hdr_path):
+                with open(hdr_path, "rb") as f:
+                    hdr = AcquisitionHeader(f.read(1 << 20), hdr_path)
             if os.path.exists(self.path):
                 with open(self.path, "rb") as f:
                     first = f.read(1 << 20)
-                frames = self._first_frame(first)
+                frames = self._first_frame(first, hdr.counter_depth if hdr else None)
                 if frames is not None:
                     break
             if time.monotonic() > deadline:
@@ -70,11 +80,6 @@ class MibFollowSource(Source):
                 )
             time.sleep(self.poll)
         self.frames = frames
-        hdr_path = find_hdr(self.path)
-        hdr = None
-        if hdr_path is not None:
-            with open(hdr_path, "rb") as f:
-                hdr = AcquisitionHeader(f.read(1 << 20), hdr_path)
         self.expected = (hdr.num_frames if hdr else 0) or int(self.num_frames or 0)
         if not self.expected:
             raise AcquisitionError(
@@ -93,7 +98,7 @@ class MibFollowSource(Source):
             attrs=frames.describe(),
         )
 
-    def _first_frame(self, data: bytes) -> MibFrames | None:
+    def _first_frame(self, data: bytes, counter_depth: int | None) -> MibFrames | None:
         """The frames' layout from the file's first frame, once it is whole."""
         size = header_size(data)
         if not data.startswith(b"MQ1,") or size is None:
@@ -105,7 +110,7 @@ class MibFollowSource(Source):
             return None
         if len(data) < size:
             return None
-        frames = MibFrames(data, self.path)
+        frames = MibFrames(data, self.path, counter_depth)
         return frames if len(data) >= frames.frame_bytes else None
 
     def receive(self, sink: Sink) -> None:

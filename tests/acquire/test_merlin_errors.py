@@ -238,9 +238,7 @@ def test_no_first_frame_within_the_timeout(stream):
 
 def test_a_continuous_acquisition_takes_nav_shape_frames(stream):
     _, frames, sums = stream
-    hdr = mpx(
-        b"HDR,\r\nFrames in Acquisition (Number):\t0\r\nCounter Depth (number):\t12\r\nEnd\t"
-    )
+    hdr = mpx(b"HDR,\r\nFrames in Acquisition (Number):\t0\r\nCounter Depth (number):\t12\r\nEnd\t")
     data = hdr + b"".join(mpx(f) for f in frames)
     with ByteServer(data, linger=2) as server:
         with pytest.raises(AcquisitionError, match="a continuous acquisition .* give nav_shape"):

@@ -18,9 +18,10 @@ from helpers.merlinstreams import (
     udfs,
     write_scan,
 )
+from helpers.mibfiles import write_mib
 
 import ltdask
-from ltdask.acquire import AcquisitionError, follow_mib
+from ltdask.acquire import AcquisitionError, follow, follow_mib
 from ltdask.exceptions import MissingFramesWarning
 from ltdask.udf import SumSigUDF
 
@@ -147,3 +148,17 @@ def test_files_that_never_become_a_scan(tmp_path, content, match):
     with nothing_left_behind():
         with pytest.raises(AcquisitionError, match=match):
             follow_mib(path, nav_shape=(2, 2), timeout=0.2)
+
+
+@pytest.mark.parametrize("given", ["scan.mib", "scan.hdr"])
+def test_follow_dispatches_mib_and_hdr(tmp_path, given):
+    """``ltdask.acquire.follow`` takes a ``.mib`` or its ``.hdr``; raw frames without a
+    counter depth in their headers take the ``.hdr``'s."""
+    done_hdr, counts, _ = _recorded(tmp_path, "raw6")
+    (tmp_path / "scan.hdr").write_bytes(done_hdr.read_bytes())
+    write_mib(tmp_path / "scan.mib", counts, depth=6, raw=True, with_depth=False)
+    with nothing_left_behind():
+        with follow(tmp_path / given, frames_per_partition=5) as acq:
+            (res,) = ltdask.compute(acq, [SumSigUDF()])
+    expected = counts.sum(axis=(1, 2), dtype=np.float64).reshape(NAV)
+    np.testing.assert_array_equal(res["intensity"].values, expected)
