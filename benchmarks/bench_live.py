@@ -2,7 +2,8 @@
 and LiberTEM-live 0.3 on the same stream.
 
 Run as ``python benchmarks/bench_live.py`` (``--streams merlin-raw1 ...`` for some,
-``--seconds 60`` for a long run of the first stream with its memory sampled each second,
+``--seconds 60`` for a long run of each stream paced at the detector's top rate, its
+memory sampled each second,
 ``--no-libertem`` without the comparison, ``--quick`` for a check with few frames).
 
 Each stream of `STREAMS` is served by the package's simulator in a process of its own
@@ -106,10 +107,11 @@ def write_merlin(folder: str, name: str) -> tuple[str, int, tuple[int, int]]:
 class Simulator:
     """``ltdask simulate merlin`` in a process of its own."""
 
-    def __init__(self, hdr: str, repeat: int):
+    def __init__(self, hdr: str, repeat: int, rate: float | None = None):
         env = {**os.environ, "PYTHONPATH": ROOT}
         args = [sys.executable, "-m", "ltdask.cli", "simulate", "merlin", hdr]
         args += ["--port", "0", "--control-port", "0", "--repeat", str(repeat)]
+        args += [] if rate is None else ["--rate", str(rate)]
         self.proc = subprocess.Popen(
             [*args, "--max-seconds", "900"], stdout=subprocess.PIPE, text=True, env=env
         )
@@ -230,6 +232,18 @@ def measure_merlin(name: str, folder: str, options) -> dict:
     nav = (frames // 64, 64)
     frame_bytes = os.path.getsize(os.path.join(os.path.dirname(hdr), "scan.mib")) // file_frames
     warm_up(hdr, sig)
+    if options.seconds:  # (memory over a long run at the detector's top rate)
+        sim = Simulator(hdr, repeat // 2, rate=top)
+        try:
+            return {
+                "stream": name,
+                "frames": frames // 2,
+                "top": top,
+                "paced": top,
+                "ltdask": run_ltdask(sim.port, (frames // 2 // 64, 64), sig),
+            }
+        finally:
+            sim.close()
     sim = Simulator(hdr, repeat)
     try:
         row = {"stream": name, "frames": frames, "top": top, "frame_bytes": frame_bytes}
@@ -256,6 +270,13 @@ def report(rows: list[dict]) -> None:
     print("|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         n, lt = row["frames"], row["ltdask"]
+        if "paced" in row:
+            mib = [round(x / 2**20) for x in lt["rss_samples"]]
+            print(
+                f"| {row['stream']}, paced at {row['paced']} frames/s | {n} frames in "
+                f"{lt['seconds']:.1f} s, lost {lt['lost']} | RSS each second (MiB): {mib} |"
+            )
+            continue
         fps = n / lt["seconds"]
         lib = row.get("libertem")
         lib_fps = n / lib["seconds"] if lib else None
@@ -283,9 +304,6 @@ def main() -> None:
     for name in options.streams:
         log(f"{name} ...")
         rows.append(STREAMS[name](name, options.dir, options))
-        if options.seconds:
-            samples = rows[-1]["ltdask"]["rss_samples"]
-            log("RSS each second (MiB):", [round(s / 2**20) for s in samples])
     report(rows)
     if options.json:
         with open(options.json, "w") as f:
