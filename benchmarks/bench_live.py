@@ -234,6 +234,7 @@ def measure_merlin(name: str, folder: str, options) -> dict:
     warm_up(hdr, sig)
     if options.seconds:  # (memory over a long run at the detector's top rate)
         sim = Simulator(hdr, repeat // 2, rate=top)
+        frames = file_frames * (repeat // 2)
         try:
             return {
                 "stream": name,

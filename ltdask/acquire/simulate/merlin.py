@@ -305,9 +305,10 @@ class MerlinSimulator:
             if self.max_frames is not None:
                 n = min(n, self.max_frames - self.frames_sent)
             if self.rate is not None:
-                due = int((time.monotonic() - t0) * self.rate) + 1 - sent
-                if due <= 0:
-                    time.sleep(min(POLL, (sent - (time.monotonic() - t0) * self.rate) / self.rate))
+                elapsed = time.monotonic() - t0
+                due = int(elapsed * self.rate) + 1 - sent
+                if due <= 0:  # (the next frame is due at sent / rate)
+                    time.sleep(max(0.0, min(POLL, sent / self.rate - elapsed)))
                     continue
                 n = min(n, due)
             if n <= 0 or self._stopping():
