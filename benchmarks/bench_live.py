@@ -2,8 +2,9 @@
 and LiberTEM-live 0.3 on the same stream.
 
 Run as ``python benchmarks/bench_live.py`` (``--streams merlin-raw1 ...`` for some,
-``--seconds 60`` for a long run of each stream paced at the detector's top rate, its
-memory sampled each second,
+``--seconds 60`` for a long run of each stream paced at the detector's top rate through
+``ltdask.iter`` (its steps take the partitions as they complete), its memory sampled each
+second,
 ``--no-libertem`` without the comparison, ``--quick`` for a check with few frames).
 
 Each stream of `STREAMS` is served by the package's simulator in a process of its own
@@ -157,8 +158,9 @@ def _udfs(sig):
     ]
 
 
-def run_ltdask(port: int, nav, sig) -> dict:
-    """One acquisition through ``ltdask.compute``: seconds, frames lost, memory."""
+def run_ltdask(port: int, nav, sig, steps: bool = False) -> dict:
+    """One acquisition through ``ltdask.compute`` (or ``ltdask.iter`` with `steps`):
+    seconds, frames lost, memory."""
     import ltdask
     from ltdask.acquire import merlin
 
@@ -167,7 +169,11 @@ def run_ltdask(port: int, nav, sig) -> dict:
     sampler.start()
     t0 = time.perf_counter()
     with merlin("127.0.0.1", port, nav_shape=nav, timeout=30) as acq:
-        total, _, rings = ltdask.compute(acq, _udfs(sig))
+        if steps:
+            for total, _, rings in ltdask.iter(acq, _udfs(sig)):  # noqa: B007  (the last)
+                pass
+        else:
+            total, _, rings = ltdask.compute(acq, _udfs(sig))
         seconds = time.perf_counter() - t0
         missing = acq.store.missing.size
     sampler.stop.set()
@@ -238,10 +244,10 @@ def measure_merlin(name: str, folder: str, options) -> dict:
         try:
             return {
                 "stream": name,
-                "frames": frames // 2,
+                "frames": frames,
                 "top": top,
                 "paced": top,
-                "ltdask": run_ltdask(sim.port, (frames // 2 // 64, 64), sig),
+                "ltdask": run_ltdask(sim.port, (frames // 64, 64), sig, steps=True),
             }
         finally:
             sim.close()
