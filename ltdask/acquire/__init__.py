@@ -19,6 +19,7 @@ Examples
 from __future__ import annotations
 
 from ltdask.acquire.dataset import Acquisition
+from ltdask.acquire.dectris import DectrisSource, dectris
 from ltdask.acquire.replay import ReplaySource
 from ltdask.acquire.source import Header, Sink, Source
 from ltdask.acquire.store import AcquisitionError, FrameStore
@@ -26,9 +27,11 @@ from ltdask.acquire.store import AcquisitionError, FrameStore
 __all__ = [
     "Acquisition",
     "AcquisitionError",
+    "DectrisSource",
     "FrameStore",
     "Header",
     "ReplaySource",
     "Sink",
     "Source",
+    "dectris",
 ]

@@ -1,0 +1,390 @@
+"""A DECTRIS detector on 127.0.0.1: a recorded scan streamed as SIMPLON stream v1 over zmq.
+
+`DectrisSimulator` replays the frames of any scan ``ltdask.open`` reads (or an array),
+encoded as the detector would (``bslz4``, ``lz4`` or ``none``), or a "zmq dump" as
+LiberTEM-live records one (records of an int64 little-endian length and a message's
+bytes), on a zmq PUSH socket bound to 127.0.0.1: the series header (``dheader-1.0`` and
+the detector configuration), one four-part message per frame, ``dseries_end-1.0``. It is
+bounded (frames, seconds, zmq's send high-water mark), paced to a frame rate, and has the
+faults of a real stream: dropped, duplicated and reordered frames, a cut stream, a stall.
+With ``api_port`` it serves the SIMPLON REST API (`ltdask.acquire.simulate._simplon`):
+the series starts when a client arms it, as a detector control unit's does.
+``ltdask simulate dectris FILE`` is the same on the command line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import threading
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from ltdask.acquire import bslz4
+from ltdask.acquire.dectris import _zmq, frames_in_series
+from ltdask.acquire.store import AcquisitionError
+
+_CODES = {"bslz4": bslz4.BSLZ4, "lz4": bslz4.LZ4, "none": bslz4.RAW}
+_ENCODINGS = {bslz4.RAW: "<", bslz4.LZ4: "lz4<"}
+
+
+class _Frames:
+    """The frames to send, each as its blob, data header and data config parts."""
+
+    def __init__(self, config: dict, images: list[tuple[bytes, bytes, bytes]]) -> None:
+        self.config = config
+        self.images = images  # per frame: (dimage_d part, blob, dconfig part)
+
+
+def _encoded(frames: np.ndarray, compression: str) -> _Frames:
+    """`frames` ``(n, y, x)`` as blobs of `compression`."""
+    if compression not in _CODES:
+        raise AcquisitionError(f"compression={compression!r}; expected one of {', '.join(_CODES)}")
+    if frames.dtype not in (np.uint8, np.uint16, np.uint32) or frames.ndim != 3:
+        raise AcquisitionError(
+            f"frames of {frames.dtype} and shape {frames.shape}: a DECTRIS stream sends 2D "
+            "uint8, uint16 or uint32 frames"
+        )
+    from ltdask.acquire.simulate.encode import encode_frame
+
+    code = _CODES[compression]
+    n, y, x = frames.shape
+    encoding = _ENCODINGS.get(code, f"bs{frames.dtype.itemsize * 8}-lz4<")
+    config = {
+        "trigger_mode": "exte",
+        "ntrigger": n,
+        "nimages": 1,
+        "x_pixels_in_detector": x,
+        "y_pixels_in_detector": y,
+        "bit_depth_image": frames.dtype.itemsize * 8,
+        "compression": compression,
+        "count_time": 0.001,
+        "frame_time": 0.001,
+    }
+    images = []
+    for frame in frames:
+        blob = encode_frame(frame, code)
+        desc: dict[str, Any] = {"htype": "dimage_d-1.0", "shape": [x, y]}
+        desc.update(type=frames.dtype.name, encoding=encoding, size=len(blob))
+        images.append((json.dumps(desc).encode(), blob, _DCONFIG))
+    return _Frames(config, images)
+
+
+_DCONFIG = json.dumps(
+    {"htype": "dconfig-1.0", "start_time": 0, "stop_time": 0, "real_time": 0}
+).encode()
+
+
+def read_dump(path: str) -> _Frames:
+    """The series of a zmq dump file (LiberTEM-live's: [int64 LE length][message] records)
+    from its first ``dheader-1.0``."""
+    with open(path, "rb") as f:
+        data = f.read()
+    parts, at = [], 0
+    while at < len(data):
+        if len(data) - at < 8:
+            raise AcquisitionError(f"{path}: a record's length cut off at byte {at}")
+        length = int.from_bytes(data[at : at + 8], "little", signed=True)
+        if length < 0 or at + 8 + length > len(data):
+            raise AcquisitionError(
+                f"{path}: a record of {length} bytes at byte {at} runs past the file's end "
+                f"({len(data)} bytes): not a zmq dump"
+            )
+        parts.append(data[at + 8 : at + 8 + length])
+        at += 8 + length
+    start = next((i for i, p in enumerate(parts) if _htype(p) == "dheader-1.0"), None)
+    if start is None or start + 1 >= len(parts):
+        raise AcquisitionError(f"{path}: no series header (dheader-1.0) in the zmq dump")
+    config = json.loads(parts[start + 1])
+    images, i = [], start + 2
+    while i < len(parts):
+        htype = _htype(parts[i])
+        if htype == "dimage-1.0" and i + 3 < len(parts):
+            images.append((parts[i + 1], parts[i + 2], parts[i + 3]))
+            i += 4
+        elif htype.endswith("series_end-1.0"):
+            break
+        else:
+            i += 1
+    return _Frames(config, images)
+
+
+def _htype(part: bytes) -> str:
+    if not part.startswith(b"{"):
+        return ""
+    try:
+        head = json.loads(part)
+    except ValueError:
+        return ""
+    return str(head.get("htype", "")) if isinstance(head, dict) else ""
+
+
+def is_dump(path: str) -> bool:
+    """Whether `path` looks like a zmq dump (its first record is a JSON message)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(9)
+    except OSError:
+        return False
+    length = int.from_bytes(head[:8], "little", signed=True) if len(head) == 9 else -1
+    return 0 < length <= os.path.getsize(path) - 8 and head[8:9] == b"{"
+
+
+def load(source, compression: str = "bslz4", limit: int | None = None) -> _Frames:
+    """What to stream from `source`: a zmq dump's path, a scan's path (``ltdask.open``), an
+    ltdask dataset or an array of frames (``(..., y, x)``); at most `limit` frames read."""
+    import ltdask
+
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if is_dump(path):
+            return read_dump(path)
+        source = ltdask.open(path)
+    if isinstance(source, np.ndarray):
+        frames = source.reshape((-1, *source.shape[-2:]))
+        return _encoded(frames[:limit], compression)
+    sig = tuple(source.sig_shape)
+    count = math.prod(source.nav_shape) if limit is None else min(limit, source.num_frames)
+    flat = source.to_dask().reshape((-1, *sig))
+    chunks = []
+    for start in range(0, count, 256):
+        chunks.append(_encoded(np.asarray(flat[start : min(count, start + 256)]), compression))
+    config = dict(chunks[0].config, ntrigger=count)
+    return _Frames(config, [image for c in chunks for image in c.images])
+
+
+def fault_order(
+    count: int,
+    drop: Iterable[int] = (),
+    duplicate: Iterable[int] = (),
+    reorder: bool = False,
+) -> list[int]:
+    """The frame numbers in the order they are sent: without `drop`, `duplicate` twice,
+    and with `reorder` each pair (0, 1), (2, 3)... swapped."""
+    dropped = set(drop)
+    twice = set(duplicate)
+    order = [i for i in range(count) if i not in dropped]
+    if reorder:
+        for k in range(0, len(order) - 1, 2):
+            order[k], order[k + 1] = order[k + 1], order[k]
+    out = []
+    for i in order:
+        out.append(i)
+        if i in twice:
+            out.append(i)
+    return out
+
+
+def spread(n: int, count: int) -> list[int]:
+    """`n` frame numbers spread evenly over `count` frames (the CLI's ``--drop N``)."""
+    return sorted({count * (k + 1) // (n + 1) for k in range(max(0, n))} - {count})
+
+
+class DectrisSimulator:
+    """A DECTRIS detector control unit's stream on 127.0.0.1 (a context manager).
+
+    Parameters
+    ----------
+    source
+        The frames: a path (a scan ``ltdask.open`` reads, or a zmq dump), an ltdask
+        dataset, or an array ``(..., y, x)`` of uint8/16/32.
+    port, api_port
+        The stream's port (0: one the system picks; see `port`) and the REST API's (None:
+        no REST API, the series starts at once; 0: a free port).
+    rate
+        Frames per second (None: as fast as the receiver takes them).
+    max_frames
+        Frames of a series (the source's frames repeated as needed; default: the source's
+        count, or the REST API's ``ntrigger``/``nimages`` when a client set them).
+    max_seconds
+        The simulator stops sending after this long (None: never).
+    compression
+        ``bslz4``, ``lz4`` or ``none`` (a zmq dump is sent as recorded).
+    drop, duplicate, reorder
+        Frame numbers not sent / sent twice; whether neighbouring pairs are swapped.
+    cut_after, stall_after
+        Close the stream (no series end) / stop sending (keeping the stream open) after
+        this many frames.
+    series
+        The first series number.
+    send_hwm
+        Messages zmq queues for the receiver at most (it then waits: no frame is lost).
+    """
+
+    def __init__(
+        self,
+        source,
+        port: int = 0,
+        api_port: int | None = None,
+        rate: float | None = None,
+        max_frames: int | None = None,
+        max_seconds: float | None = None,
+        compression: str = "bslz4",
+        drop: Iterable[int] = (),
+        duplicate: Iterable[int] = (),
+        reorder: bool = False,
+        cut_after: int | None = None,
+        stall_after: int | None = None,
+        series: int = 1,
+        send_hwm: int = 1024,
+    ) -> None:
+        self.frames = load(source, compression)
+        if not self.frames.images:
+            raise AcquisitionError(f"{source!r}: no frames to send")
+        self.config = dict(self.frames.config)
+        if max_frames is not None:
+            self.config.update(trigger_mode="exte", ntrigger=int(max_frames), nimages=1)
+        self.rate = rate
+        self.max_seconds = max_seconds
+        self.drop, self.duplicate, self.reorder = list(drop), list(duplicate), reorder
+        self.cut_after, self.stall_after = cut_after, stall_after
+        self.series = int(series)
+        self.send_hwm = int(send_hwm)
+        self._port, self._api_port = int(port), api_port
+        self._stop = threading.Event()
+        self.armed = threading.Event()
+        self.triggered = threading.Event()
+        #: image messages sent (all series), and series sent to their end
+        self.sent = 0
+        self.series_done = 0
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+        self._threads: list[threading.Thread] = []
+        self._context: Any = None
+        self._socket: Any = None
+        self._api: Any = None
+
+    # -- life --------------------------------------------------------------------------------
+    def start(self) -> DectrisSimulator:
+        """Bind the stream (and the REST API) and start sending (or waiting to be armed)."""
+        zmq = _zmq()
+        self._context = zmq.Context()
+        sock = self._context.socket(zmq.PUSH)
+        sock.setsockopt(zmq.SNDHWM, self.send_hwm)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.bind(f"tcp://127.0.0.1:{self._port}")
+        self._socket = sock
+        self.port = int(sock.getsockopt(zmq.LAST_ENDPOINT).decode().rsplit(":", 1)[1])
+        self.api_port = None
+        if self._api_port is not None:
+            from ltdask.acquire.simulate._simplon import serve
+
+            self._api, thread = serve(self, self._api_port)
+            self.api_port = self._api.server_address[1]
+            self._threads.append(thread)
+        else:
+            self.armed.set()
+            self.triggered.set()
+        sender = threading.Thread(target=self._run, name="ltdask dectris simulator", daemon=True)
+        sender.start()
+        self._threads.append(sender)
+        return self
+
+    def stop(self) -> None:
+        """Stop sending, close the stream and the REST API, join the threads."""
+        self._stop.set()
+        if self._api is not None:
+            self._api.shutdown()
+            self._api.server_close()
+        for thread in self._threads:
+            thread.join(5.0)
+        self._threads = []
+        if self._socket is not None:
+            self._socket.close(linger=0)
+            self._socket = None
+        if self._context is not None:
+            self._context.term()
+            self._context = None
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the simulator has nothing more to send; whether it came to that."""
+        return self.done.wait(timeout)
+
+    def __enter__(self) -> DectrisSimulator:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- sending ---------------------------------------------------------------------------
+    def num_frames(self) -> int:
+        """Frames of the next series (from the configuration, REST puts included)."""
+        return frames_in_series(self.config)
+
+    def _send(self, parts: list, deadline: float | None) -> bool:
+        """Send one message, waiting while the receiver is behind; False when stopped."""
+        zmq = _zmq()
+        assert self._socket is not None
+        while not self._stop.is_set():
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+            try:
+                self._socket.send_multipart(parts, flags=zmq.NOBLOCK, copy=True)
+                return True
+            except zmq.Again:
+                self._socket.poll(100, zmq.POLLOUT)
+        return False
+
+    def _run(self) -> None:
+        deadline = None if self.max_seconds is None else time.monotonic() + self.max_seconds
+        try:
+            while not self._stop.is_set():
+                while not self.armed.wait(0.1):
+                    if self._stop.is_set() or (deadline and time.monotonic() > deadline):
+                        return
+                more = self._series(deadline)
+                self.armed.clear()
+                self.triggered.clear()
+                if not more or self._api is None:
+                    return
+                self.series += 1
+        except BaseException as e:  # noqa: BLE001  (kept for the tests and the CLI)
+            self.error = e
+        finally:
+            self.done.set()
+
+    def _series(self, deadline: float | None) -> bool:
+        """Send one series; whether the stream is still open after it."""
+        config = dict(self.config)
+        head = {"htype": "dheader-1.0", "series": self.series, "header_detail": "basic"}
+        if not self._send([json.dumps(head).encode(), json.dumps(config).encode()], deadline):
+            return False
+        while not self.triggered.wait(0.1):
+            if self._stop.is_set() or not self.armed.is_set():
+                return not self._stop.is_set()
+        count = frames_in_series(config)
+        images = self.frames.images
+        t0, sent = time.monotonic(), 0
+        for index in fault_order(count, self.drop, self.duplicate, self.reorder):
+            if self.cut_after is not None and sent >= self.cut_after:
+                assert self._socket is not None
+                self._socket.close(linger=2000)  # (what is queued still goes out)
+                self._socket = None
+                return False
+            if self.stall_after is not None and sent >= self.stall_after:
+                self._stop.wait(None if deadline is None else deadline - time.monotonic())
+                return False
+            if self.rate:
+                ahead = t0 + sent / self.rate - time.monotonic()
+                if ahead > 0:
+                    time.sleep(ahead)
+            desc, blob, dconfig = images[index % len(images)]
+            image = {"htype": "dimage-1.0", "series": self.series, "frame": index}
+            image["hash"] = hashlib.md5(blob).hexdigest()
+            if not self._send([json.dumps(image).encode(), desc, blob, dconfig], deadline):
+                return False
+            sent += 1
+            self.sent += 1
+        end = {"htype": "dseries_end-1.0", "series": self.series}
+        if not self._send([json.dumps(end).encode()], deadline):
+            return False
+        self.series_done += 1
+        return True
+
+
+__all__ = ["DectrisSimulator", "fault_order", "is_dump", "load", "read_dump", "spread"]
