@@ -376,7 +376,7 @@ def dectris(
 
     Examples
     --------
-    >>> import numpy as np, ltdask
+    >>> import numpy as np, ltdask, ltdask.acquire
     >>> from ltdask.acquire.simulate.dectris import DectrisSimulator
     >>> frames = np.random.default_rng(0).poisson(2.0, (12, 16, 16)).astype(np.uint16)
     >>> with DectrisSimulator(frames) as sim:

@@ -140,6 +140,8 @@ def load(source, compression: str = "bslz4", limit: int | None = None) -> _Frame
     ltdask dataset or an array of frames (``(..., y, x)``); at most `limit` frames read."""
     import ltdask
 
+    if isinstance(source, _Frames):
+        return source
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         if is_dump(path):
@@ -285,8 +287,9 @@ class DectrisSimulator:
         self._threads.append(sender)
         return self
 
-    def stop(self) -> None:
-        """Stop sending, close the stream and the REST API, join the threads."""
+    def stop(self, linger: float = 0.0) -> None:
+        """Stop sending, close the stream (after at most `linger` s for the messages still
+        queued) and the REST API, join the threads."""
         self._stop.set()
         if self._api is not None:
             self._api.shutdown()
@@ -295,7 +298,7 @@ class DectrisSimulator:
             thread.join(5.0)
         self._threads = []
         if self._socket is not None:
-            self._socket.close(linger=0)
+            self._socket.close(linger=int(linger * 1000))
             self._socket = None
         if self._context is not None:
             self._context.term()
@@ -388,3 +391,63 @@ class DectrisSimulator:
 
 
 __all__ = ["DectrisSimulator", "fault_order", "is_dump", "load", "read_dump", "spread"]
+
+
+def _command():
+    """The ``ltdask simulate dectris`` click command (made on first use of the CLI)."""
+    import click
+
+    @click.command("dectris")
+    @click.argument("path", type=click.Path(exists=True, dir_okay=True))
+    @click.option("--port", default=9999, show_default=True, help="zmq stream port (0: free)")
+    @click.option("--api-port", type=int, default=None, help="SIMPLON REST port (0: free)")
+    @click.option("--rate", type=float, default=None, help="frames per second (default: max)")
+    @click.option("--max-frames", type=int, default=None, help="frames of the series")
+    @click.option("--max-seconds", type=float, default=600.0, show_default=True)
+    @click.option(
+        "--compression", type=click.Choice(list(_CODES)), default="bslz4", show_default=True
+    )
+    @click.option("--drop", type=int, default=0, help="drop N frames, spread over the scan")
+    @click.option("--duplicate", type=int, default=0, help="send N frames twice")
+    @click.option("--reorder", is_flag=True, help="swap neighbouring frames pairwise")
+    @click.option("--cut-after", type=int, default=None, help="close the stream after N")
+    @click.option("--stall-after", type=int, default=None, help="stop sending after N")
+    def dectris(path, port, api_port, rate, max_frames, max_seconds, compression, **faults):
+        """Stream PATH (a scan ltdask.open reads, or a zmq dump) as a DECTRIS detector
+        (SIMPLON stream v1) on 127.0.0.1 until it is sent, --max-seconds pass, or Ctrl-C."""
+        frames = load(path, compression)
+        count = max_frames or frames_in_series(frames.config)
+        sim = DectrisSimulator(
+            frames,
+            port=port,
+            api_port=api_port,
+            rate=rate,
+            max_frames=max_frames,
+            max_seconds=max_seconds,
+            compression=compression,
+            drop=spread(faults["drop"], count),
+            duplicate=spread(faults["duplicate"], count),
+            reorder=faults["reorder"],
+            cut_after=faults["cut_after"],
+            stall_after=faults["stall_after"],
+        )
+        sim.start()
+        try:
+            click.echo(f"tcp://127.0.0.1:{sim.port}", nl=True)
+            if sim.api_port is not None:
+                click.echo(f"http://127.0.0.1:{sim.api_port}/detector/api/1.8.0/")
+            click.echo(f"streaming {count} frames of {path} ({compression})", err=True)
+            while not sim.wait(0.2):
+                pass
+            if sim.error is not None:
+                raise click.ClickException(f"the simulator failed: {sim.error}")
+        except KeyboardInterrupt:
+            click.echo("stopped", err=True)
+        finally:  # (a series sent to its end still goes out to a receiver that is behind)
+            sim.stop(linger=10.0 if sim.series_done else 0.0)
+        click.echo(f"sent {sim.sent} frames", err=True)
+
+    return dectris
+
+
+command = _command()
