@@ -289,49 +289,51 @@ class DectrisSource(Source):
                 sink.put(first, batch[:count])
                 count = 0
 
-        while not sink.cancelled:
-            part = self._next_part(None)
-            if count and (part is None or time.monotonic() - since > POLL / 2):
-                flush()
-            if part is None:
-                continue
-            try:
-                head = json.loads(part)
-            except (ValueError, UnicodeDecodeError):
-                head = None
-            htype = head.get("htype", "") if isinstance(head, dict) else ""
-            if htype == "dimage-1.0":
-                index, code, blob = self._image(head)
-                if count and (index != first + count or count == BATCH):
+        try:  # (the frames before a broken message are kept)
+            while not sink.cancelled:
+                part = self._next_part(None)
+                if count and (part is None or time.monotonic() - since > POLL / 2):
                     flush()
-                if not count:
-                    first, since = index, time.monotonic()
-                n = len(blob)
-                prefix[:4] = np.frombuffer(n.to_bytes(4, "little"), np.uint8)
-                prefix[4] = code
-                prefix[8:] = np.frombuffer(index.to_bytes(8, "little"), np.uint8)
-                row = batch[count]
-                row[: bslz4.PREFIX] = prefix
-                row[bslz4.PREFIX : bslz4.PREFIX + n] = np.frombuffer(blob, np.uint8)
-                count += 1
-                if index < seen.size and not seen[index]:
-                    seen[index] = True
-                    unique += 1
-                    if unique == seen.size:
-                        break
-            elif htype.endswith("series_end-1.0"):
-                break
-            elif htype == "dheader-1.0":
-                raise AcquisitionError(
-                    f"{self.name}: a new series ({head.get('series')}) began after "
-                    f"{unique} of the {self.num_frames} frames of series {self.series}"
-                )
-            elif head is None:
-                raise AcquisitionError(
-                    f"{self.name}: a message part of {len(part)} bytes that is not JSON "
-                    f"where an image or the series' end was expected (after {unique} frames)"
-                )
-        flush()
+                if part is None:
+                    continue
+                try:
+                    head = json.loads(part)
+                except (ValueError, UnicodeDecodeError):
+                    head = None
+                htype = head.get("htype", "") if isinstance(head, dict) else ""
+                if htype == "dimage-1.0":
+                    index, code, blob = self._image(head)
+                    if count and (index != first + count or count == BATCH):
+                        flush()
+                    if not count:
+                        first, since = index, time.monotonic()
+                    n = len(blob)
+                    prefix[:4] = np.frombuffer(n.to_bytes(4, "little"), np.uint8)
+                    prefix[4] = code
+                    prefix[8:] = np.frombuffer(index.to_bytes(8, "little"), np.uint8)
+                    row = batch[count]
+                    row[: bslz4.PREFIX] = prefix
+                    row[bslz4.PREFIX : bslz4.PREFIX + n] = np.frombuffer(blob, np.uint8)
+                    count += 1
+                    if index < seen.size and not seen[index]:
+                        seen[index] = True
+                        unique += 1
+                        if unique == seen.size:
+                            break
+                elif htype.endswith("series_end-1.0"):
+                    break
+                elif htype == "dheader-1.0":
+                    raise AcquisitionError(
+                        f"{self.name}: a new series ({head.get('series')}) began after "
+                        f"{unique} of the {self.num_frames} frames of series {self.series}"
+                    )
+                elif head is None:
+                    raise AcquisitionError(
+                        f"{self.name}: a message part of {len(part)} bytes that is not JSON "
+                        f"where an image or the series' end was expected (after {unique} frames)"
+                    )
+        finally:
+            flush()
 
     def decode(self, payloads: np.ndarray) -> np.ndarray:
         return bslz4.decode_slots(payloads, self.sig_shape, self.dtype)

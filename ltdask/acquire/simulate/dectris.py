@@ -125,14 +125,24 @@ def _htype(part: bytes) -> str:
 
 
 def is_dump(path: str) -> bool:
-    """Whether `path` looks like a zmq dump (its first record is a JSON message)."""
+    """Whether `path` looks like a zmq dump: its first records' lengths fit the file and
+    one of them is a JSON message with an ``htype``."""
     try:
+        size = os.path.getsize(path)
         with open(path, "rb") as f:
-            head = f.read(9)
+            at = 0
+            for _ in range(16):
+                head = f.read(8)
+                length = int.from_bytes(head, "little", signed=True) if len(head) == 8 else -1
+                if length < 0 or at + 8 + length > size:
+                    return False
+                if b'"htype"' in f.read(min(length, 256)):
+                    return True
+                at += 8 + length
+                f.seek(at)
     except OSError:
         return False
-    length = int.from_bytes(head[:8], "little", signed=True) if len(head) == 9 else -1
-    return 0 < length <= os.path.getsize(path) - 8 and head[8:9] == b"{"
+    return False
 
 
 def load(source, compression: str = "bslz4", limit: int | None = None) -> _Frames:
