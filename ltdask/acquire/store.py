@@ -99,9 +99,11 @@ class FrameStore:
     def cancelled(self) -> bool:
         return self._cancelled.is_set()
 
-    def put(self, first: int, payloads: np.ndarray) -> None:
+    def put(self, first: int, payloads: np.ndarray, used=None) -> None:
         """Store frames ``first, first + 1, ...`` (see `ltdask.acquire.source.Sink`)."""
         payloads = np.asarray(payloads)
+        if used is not None and len(self.payload_shape) != 1:
+            raise AcquisitionError(f"{self.name}: used= is for payloads of one dimension")
         if payloads.shape[1:] != self.payload_shape and payloads.size:
             payloads = payloads.reshape((-1, *self.payload_shape))
         k = len(payloads)
@@ -125,7 +127,11 @@ class FrameStore:
                     seen = self.arrived[index : index + n]
                     fresh = ~seen
                     self.duplicates += int(seen.sum())
-                    if fresh.all():
+                    if used is not None:  # (only the leading part of each payload)
+                        for i in np.flatnonzero(fresh):
+                            u = int(used[done + i])
+                            buf[local + i, :u] = payloads[done + i, :u]
+                    elif fresh.all():
                         buf[local : local + n] = payloads[done : done + n]
                     else:  # a duplicate keeps the frame that came first
                         buf[local : local + n][fresh] = payloads[done : done + n][fresh]
