@@ -111,34 +111,88 @@ def _transpose8(x):
     return x ^ t ^ (t << _S28)
 
 
+_ONE, _S58 = np.uint64(1), np.uint64(58)
+_K1 = np.uint64(0x5555555555555555)
+_K2 = np.uint64(0x3333333333333333)
+_K4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_K8 = np.uint64(0x0101010101010101)
+_S1, _S2, _S4, _S56 = np.uint64(1), np.uint64(2), np.uint64(4), np.uint64(56)
+#: de Bruijn multiplier and table: the index of a word's lowest set bit
+_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
+_LOWEST = np.zeros(64, np.int64)
+for _i in range(64):
+    _LOWEST[((0x03F79D71B4CB0A89 << _i) % 2**64) >> 58] = _i
+#: set bits in 64 elements' byte up to which scattering bits beats transposing 8x8 blocks
+_SPARSE_BITS = 24
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _popcount(x):
+    x = x - ((x >> _S1) & _K1)
+    x = (x & _K2) + ((x >> _S2) & _K2)
+    x = (x + (x >> _S4)) & _K4
+    return np.int64((x * _K8) >> _S56)
+
+
 @numba.njit(cache=True, nogil=True)
 def _bitunshuffle(src, dst, d0, m, itemsize):
     """`m` elements (a multiple of 8) of `itemsize` bytes, bit-shuffled in ``src[:m *
-    itemsize]`` (row ``8 * j + b`` holds bit b of byte j of every element), to ``dst[d0:]``."""
+    itemsize]`` (row ``8 * j + b`` holds bit b of byte j of every element, element e at bit
+    e % 8 of the row's byte e // 8), to ``dst[d0:]``.
+
+    By 64 elements (a word of each row): none of their byte j's bits set (the high bytes of
+    diffraction frames, mostly): nothing to do; a few: each set bit is put in place; many:
+    8x8 bit blocks are transposed."""
     row = m // 8
-    words = src[: m * itemsize].view(np.uint64) if row % 8 == 0 else src[:0].view(np.uint64)
+    if row % 8:
+        _bitunshuffle_bytes(src, dst, d0, m, itemsize)
+        return
+    words = src[: m * itemsize].view(np.uint64)
+    per_row = row // 8
+    dst[d0 : d0 + m * itemsize] = 0
     for j in range(itemsize):
-        for c0 in range(0, row, 8):
-            if row % 8 == 0:  # 64 elements whose byte j is all zero bits: skip them
-                nonzero = np.uint64(0)
+        for g in range(per_row):
+            bits = 0
+            for b in range(8):
+                bits += _popcount(words[(8 * j + b) * per_row + g])
+            if bits == 0:
+                continue
+            base = d0 + 64 * g * itemsize + j
+            if bits <= _SPARSE_BITS:
                 for b in range(8):
-                    nonzero |= words[((8 * j + b) * row + c0) // 8]
-                if nonzero == 0:
-                    for e in range(8 * c0, 8 * c0 + 64):
-                        dst[d0 + e * itemsize + j] = 0
-                    continue
-            for c in range(c0, min(c0 + 8, row)):
+                    w = words[(8 * j + b) * per_row + g]
+                    bit = np.uint8(1 << b)
+                    while w != 0:
+                        low = w & (~w + _ONE)
+                        dst[base + _LOWEST[(low * _DEBRUIJN) >> _S58] * itemsize] |= bit
+                        w ^= low
+                continue
+            for q in range(8):
                 x = np.uint64(0)
                 for b in range(8):
-                    x |= np.uint64(src[(8 * j + b) * row + c]) << np.uint64(8 * b)
-                base = d0 + 8 * c * itemsize + j
+                    byte = (words[(8 * j + b) * per_row + g] >> np.uint64(8 * q)) & np.uint64(255)
+                    x |= byte << np.uint64(8 * b)
                 if x == 0:
-                    for k in range(8):
-                        dst[base + k * itemsize] = 0
                     continue
                 x = _transpose8(x)
+                at = base + 8 * q * itemsize
                 for k in range(8):
-                    dst[base + k * itemsize] = np.uint8((x >> np.uint64(8 * k)) & np.uint64(255))
+                    dst[at + k * itemsize] = np.uint8((x >> np.uint64(8 * k)) & np.uint64(255))
+
+
+@numba.njit(cache=True, nogil=True)
+def _bitunshuffle_bytes(src, dst, d0, m, itemsize):
+    """`_bitunshuffle` byte by byte (rows whose length is not a multiple of 8 bytes)."""
+    row = m // 8
+    for j in range(itemsize):
+        for c in range(row):
+            x = np.uint64(0)
+            for b in range(8):
+                x |= np.uint64(src[(8 * j + b) * row + c]) << np.uint64(8 * b)
+            x = _transpose8(x)
+            base = d0 + 8 * c * itemsize + j
+            for k in range(8):
+                dst[base + k * itemsize] = np.uint8((x >> np.uint64(8 * k)) & np.uint64(255))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -169,7 +223,11 @@ def _lz4_block(src, ip, iend, dst, op, oend, err):
         if lit > oend - op:
             err[1] = ip
             return 2
-        dst[op : op + lit] = src[ip : ip + lit]
+        if lit < 16:
+            for i in range(lit):
+                dst[op + i] = src[ip + i]
+        else:
+            dst[op : op + lit] = src[ip : ip + lit]
         ip += lit
         op += lit
         if ip == iend:
@@ -198,7 +256,10 @@ def _lz4_block(src, ip, iend, dst, op, oend, err):
             err[1] = ip
             return 2
         ref = op - offset
-        if offset == 1:
+        if length < 16:  # (short runs: a loop costs less than slicing)
+            for i in range(length):
+                dst[op + i] = dst[ref + i]
+        elif offset == 1:
             dst[op : op + length] = dst[ref]
         elif offset >= length:
             dst[op : op + length] = dst[ref : ref + length]

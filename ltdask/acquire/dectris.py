@@ -278,6 +278,7 @@ class DectrisSource(Source):
 
     def receive(self, sink: Sink) -> None:
         batch = np.zeros((BATCH, self._slot), np.uint8)
+        used = np.zeros(BATCH, np.int64)  # (the store copies a slot's blob, not its rest)
         prefix = np.zeros(bslz4.PREFIX, np.uint8)
         first, count, since = 0, 0, 0.0
         seen = np.zeros(self.num_frames, bool)
@@ -286,7 +287,7 @@ class DectrisSource(Source):
         def flush() -> None:
             nonlocal count
             if count:
-                sink.put(first, batch[:count])
+                sink.put(first, batch[:count], used[:count])
                 count = 0
 
         try:  # (the frames before a broken message are kept)
@@ -314,6 +315,7 @@ class DectrisSource(Source):
                     row = batch[count]
                     row[: bslz4.PREFIX] = prefix
                     row[bslz4.PREFIX : bslz4.PREFIX + n] = np.frombuffer(blob, np.uint8)
+                    used[count] = bslz4.PREFIX + n
                     count += 1
                     if index < seen.size and not seen[index]:
                         seen[index] = True

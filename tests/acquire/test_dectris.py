@@ -230,3 +230,21 @@ def test_frames_in_series_follow_the_trigger_mode():
     assert frames_in_series({"trigger_mode": "exts", "ntrigger": 2, "nimages": 6}) == 12
     assert frames_in_series({"trigger_mode": "ints", "ntrigger": 1, "nimages": 9}) == 9
     assert spread(2, 35) == [11, 23] and spread(0, 35) == []
+
+
+def test_the_store_copies_only_the_used_part_of_each_payload():
+    """The receiver hands slots sized for the largest blob; only each blob's bytes travel."""
+    from ltdask.acquire import FrameStore
+
+    store = FrameStore([0, 2], 4, (6,), np.uint8, memory_limit=2**20, name="slots")
+    payloads = np.arange(1, 25, dtype=np.uint8).reshape(4, 6)
+    store.put(0, payloads[:3], used=np.array([2, 6, 0]))
+    store.put(2, payloads[2:3] + 100, used=[4])  # (a duplicate: the first one is kept)
+    store.finish()
+    first, _ = store.take(0, 2)
+    second, arrived = store.take(2, 4)
+    assert first.tolist() == [[1, 2, 0, 0, 0, 0], [7, 8, 9, 10, 11, 12]]
+    assert second.tolist() == [[0] * 6, [0] * 6] and arrived.tolist() == [True, False]
+    assert store.duplicates == 1
+    with pytest.raises(AcquisitionError, match="slots2d: used= is for payloads of one dim"):
+        FrameStore([0], 1, (2, 3), np.uint8, 2**20, name="slots2d").put(0, np.ones((1, 2, 3)), [1])

@@ -39,6 +39,7 @@ class _Frames:
     def __init__(self, config: dict, images: list[tuple[bytes, bytes, bytes]]) -> None:
         self.config = config
         self.images = images  # per frame: (dimage_d part, blob, dconfig part)
+        self.hashes = [hashlib.md5(blob).hexdigest() for _, blob, _ in images]
 
 
 def _encoded(frames: np.ndarray, compression: str) -> _Frames:
@@ -387,9 +388,11 @@ class DectrisSimulator:
                 if ahead > 0:
                     time.sleep(ahead)
             desc, blob, dconfig = images[index % len(images)]
-            image = {"htype": "dimage-1.0", "series": self.series, "frame": index}
-            image["hash"] = hashlib.md5(blob).hexdigest()
-            if not self._send([json.dumps(image).encode(), desc, blob, dconfig], deadline):
+            image = (
+                f'{{"htype": "dimage-1.0", "series": {self.series}, "frame": {index}, '
+                f'"hash": "{self.frames.hashes[index % len(images)]}"}}'
+            )
+            if not self._send([image.encode(), desc, blob, dconfig], deadline):
                 return False
             sent += 1
             self.sent += 1
