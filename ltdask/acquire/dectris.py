@@ -140,6 +140,11 @@ class DectrisSource(Source):
             return self._pending.popleft()
         zmq = _zmq()
         assert self._socket is not None
+        try:  # (while the stream flows, without a poll per message)
+            self._pending.extend(self._socket.recv_multipart(zmq.NOBLOCK, copy=True))
+            return self._pending.popleft()
+        except zmq.Again:
+            pass
         while True:
             wait = POLL if deadline is None else min(POLL, deadline - time.monotonic())
             if wait <= 0:
@@ -279,7 +284,10 @@ class DectrisSource(Source):
     def receive(self, sink: Sink) -> None:
         batch = np.zeros((BATCH, self._slot), np.uint8)
         used = np.zeros(BATCH, np.int64)  # (the store copies a slot's blob, not its rest)
-        prefix = np.zeros(bslz4.PREFIX, np.uint8)
+        # the slots' prefixes: blob length, encoding code, scan index
+        lengths = batch[:, 0:4].view("<u4")[:, 0]
+        codes = batch[:, 4]
+        indices = batch[:, 8:16].view("<i8")[:, 0]
         first, count, since = 0, 0, 0.0
         seen = np.zeros(self.num_frames, bool)
         unique = 0
@@ -309,12 +317,8 @@ class DectrisSource(Source):
                     if not count:
                         first, since = index, time.monotonic()
                     n = len(blob)
-                    prefix[:4] = np.frombuffer(n.to_bytes(4, "little"), np.uint8)
-                    prefix[4] = code
-                    prefix[8:] = np.frombuffer(index.to_bytes(8, "little"), np.uint8)
-                    row = batch[count]
-                    row[: bslz4.PREFIX] = prefix
-                    row[bslz4.PREFIX : bslz4.PREFIX + n] = np.frombuffer(blob, np.uint8)
+                    lengths[count], codes[count], indices[count] = n, code, index
+                    batch[count, bslz4.PREFIX : bslz4.PREFIX + n] = np.frombuffer(blob, np.uint8)
                     used[count] = bslz4.PREFIX + n
                     count += 1
                     if index < seen.size and not seen[index]:
