@@ -22,6 +22,9 @@ import math
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
 from ltdask.acquire.store import AcquisitionError
 
@@ -195,6 +198,23 @@ def _bitunshuffle_bytes(src, dst, d0, m, itemsize):
                 dst[base + k * itemsize] = np.uint8((x >> np.uint64(8 * k)) & np.uint64(255))
 
 
+@intrinsic
+def _copy8(typingctx, dst, at, src, start):
+    """Copy 8 bytes ``src[start:start + 8]`` to ``dst[at:at + 8]`` as one unaligned 64-bit
+    load and store (the caller checks both ranges)."""
+    sig = types.void(dst, at, src, start)
+
+    def codegen(context, builder, signature, args):
+        out = context.make_array(signature.args[0])(context, builder, args[0])
+        inp = context.make_array(signature.args[2])(context, builder, args[2])
+        word = ir.IntType(64).as_pointer()
+        value = builder.load(builder.bitcast(builder.gep(inp.data, [args[3]]), word), align=1)
+        builder.store(value, builder.bitcast(builder.gep(out.data, [args[1]]), word), align=1)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 @numba.njit(cache=True, nogil=True)
 def _lz4_block(src, ip, iend, dst, op, oend, err):
     """Decompress the LZ4 block ``src[ip:iend]`` into exactly ``dst[op:oend]``; 0, or an
@@ -223,7 +243,11 @@ def _lz4_block(src, ip, iend, dst, op, oend, err):
         if lit > oend - op:
             err[1] = ip
             return 2
-        if lit < 16:
+        if lit <= 16 and iend - ip >= 16 and oend - op >= 16:
+            # (16 bytes at once; those past the literals are overwritten by what follows)
+            _copy8(dst, op, src, ip)
+            _copy8(dst, op + 8, src, ip + 8)
+        elif lit < 16:
             for i in range(lit):
                 dst[op + i] = src[ip + i]
         else:
@@ -256,7 +280,12 @@ def _lz4_block(src, ip, iend, dst, op, oend, err):
             err[1] = ip
             return 2
         ref = op - offset
-        if length < 16:  # (short runs: a loop costs less than slicing)
+        if offset >= 8 and oend - op >= length + 8:
+            # (8 bytes back at least: each word reads bytes already written; the few past
+            # the match are overwritten by what follows)
+            for k in range(0, length, 8):
+                _copy8(dst, op + k, dst, ref + k)
+        elif length < 16:  # (short runs: a loop costs less than slicing)
             for i in range(length):
                 dst[op + i] = dst[ref + i]
         elif offset == 1:
