@@ -26,6 +26,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
+from ltdask.acquire.bitshuffle import bitunshuffle
 from ltdask.acquire.store import AcquisitionError
 
 #: bytes before the blob in a slot: uint32 length, uint8 encoding code, 3 spare, int64 index
@@ -97,107 +98,6 @@ def slot_bytes(frame_bytes: int, itemsize: int) -> int:
 
 
 # -- decoding ----------------------------------------------------------------------------
-_M1 = np.uint64(0x00AA00AA00AA00AA)
-_M2 = np.uint64(0x0000CCCC0000CCCC)
-_M3 = np.uint64(0x00000000F0F0F0F0)
-_S7, _S14, _S28, _S8 = np.uint64(7), np.uint64(14), np.uint64(28), np.uint64(8)
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _transpose8(x):
-    """The 8x8 bit matrix in `x` (byte r = row r, bit c = column c) transposed."""
-    t = (x ^ (x >> _S7)) & _M1
-    x = x ^ t ^ (t << _S7)
-    t = (x ^ (x >> _S14)) & _M2
-    x = x ^ t ^ (t << _S14)
-    t = (x ^ (x >> _S28)) & _M3
-    return x ^ t ^ (t << _S28)
-
-
-_ONE, _S58 = np.uint64(1), np.uint64(58)
-_K1 = np.uint64(0x5555555555555555)
-_K2 = np.uint64(0x3333333333333333)
-_K4 = np.uint64(0x0F0F0F0F0F0F0F0F)
-_K8 = np.uint64(0x0101010101010101)
-_S1, _S2, _S4, _S56 = np.uint64(1), np.uint64(2), np.uint64(4), np.uint64(56)
-#: de Bruijn multiplier and table: the index of a word's lowest set bit
-_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
-_LOWEST = np.zeros(64, np.int64)
-for _i in range(64):
-    _LOWEST[((0x03F79D71B4CB0A89 << _i) % 2**64) >> 58] = _i
-#: set bits in 64 elements' byte up to which scattering bits beats transposing 8x8 blocks
-_SPARSE_BITS = 24
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _popcount(x):
-    x = x - ((x >> _S1) & _K1)
-    x = (x & _K2) + ((x >> _S2) & _K2)
-    x = (x + (x >> _S4)) & _K4
-    return np.int64((x * _K8) >> _S56)
-
-
-@numba.njit(cache=True, nogil=True)
-def _bitunshuffle(src, dst, d0, m, itemsize):
-    """`m` elements (a multiple of 8) of `itemsize` bytes, bit-shuffled in ``src[:m *
-    itemsize]`` (row ``8 * j + b`` holds bit b of byte j of every element, element e at bit
-    e % 8 of the row's byte e // 8), to ``dst[d0:]``.
-
-    By 64 elements (a word of each row): none of their byte j's bits set (the high bytes of
-    diffraction frames, mostly): nothing to do; a few: each set bit is put in place; many:
-    8x8 bit blocks are transposed."""
-    row = m // 8
-    if row % 8:
-        _bitunshuffle_bytes(src, dst, d0, m, itemsize)
-        return
-    words = src[: m * itemsize].view(np.uint64)
-    per_row = row // 8
-    dst[d0 : d0 + m * itemsize] = 0
-    for j in range(itemsize):
-        for g in range(per_row):
-            bits = 0
-            for b in range(8):
-                bits += _popcount(words[(8 * j + b) * per_row + g])
-            if bits == 0:
-                continue
-            base = d0 + 64 * g * itemsize + j
-            if bits <= _SPARSE_BITS:
-                for b in range(8):
-                    w = words[(8 * j + b) * per_row + g]
-                    bit = np.uint8(1 << b)
-                    while w != 0:
-                        low = w & (~w + _ONE)
-                        dst[base + _LOWEST[(low * _DEBRUIJN) >> _S58] * itemsize] |= bit
-                        w ^= low
-                continue
-            for q in range(8):
-                x = np.uint64(0)
-                for b in range(8):
-                    byte = (words[(8 * j + b) * per_row + g] >> np.uint64(8 * q)) & np.uint64(255)
-                    x |= byte << np.uint64(8 * b)
-                if x == 0:
-                    continue
-                x = _transpose8(x)
-                at = base + 8 * q * itemsize
-                for k in range(8):
-                    dst[at + k * itemsize] = np.uint8((x >> np.uint64(8 * k)) & np.uint64(255))
-
-
-@numba.njit(cache=True, nogil=True)
-def _bitunshuffle_bytes(src, dst, d0, m, itemsize):
-    """`_bitunshuffle` byte by byte (rows whose length is not a multiple of 8 bytes)."""
-    row = m // 8
-    for j in range(itemsize):
-        for c in range(row):
-            x = np.uint64(0)
-            for b in range(8):
-                x |= np.uint64(src[(8 * j + b) * row + c]) << np.uint64(8 * b)
-            x = _transpose8(x)
-            base = d0 + 8 * c * itemsize + j
-            for k in range(8):
-                dst[base + k * itemsize] = np.uint8((x >> np.uint64(8 * k)) & np.uint64(255))
-
-
 @intrinsic
 def _copy8(typingctx, dst, at, src, start):
     """Copy 8 bytes ``src[start:start + 8]`` to ``dst[at:at + 8]`` as one unaligned 64-bit
@@ -350,7 +250,7 @@ def _bslz4(src, ip, iend, dst, itemsize, block_elements, tmp, err):
         code = _lz4_block(src, ip, ip + clen, tmp, 0, m * itemsize, err)
         if code != 0:
             return code
-        _bitunshuffle(tmp, dst, op, m, itemsize)
+        bitunshuffle(tmp, dst, op, m, itemsize)
         ip += clen
         op += m * itemsize
     tail = nbytes - op
@@ -458,7 +358,7 @@ def decode_blob(blob, sig_shape: tuple[int, ...], dtype, encoding: str) -> np.nd
     Examples
     --------
     >>> import numpy as np
-    >>> blob = bytes([0x50, 1, 2, 3, 4, 5, 1, 0])  # 5 literals, then 4 bytes as 1 back
+    >>> blob = bytes([0x50, 1, 2, 3, 4, 5, 1, 0, 0])  # 5 literals, 4 bytes from 1 back, end
     >>> decode_blob(blob, (3, 3), np.uint8, "lz4<").tolist()
     [[1, 2, 3], [4, 5, 5], [5, 5, 5]]
     """

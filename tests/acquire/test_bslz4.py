@@ -209,3 +209,31 @@ def test_unknown_encodings_say_what_is_read(encoding, dtype, message):
 def test_a_blob_larger_than_any_encoding_of_the_frame():
     with pytest.raises(AcquisitionError, match=r"frame 3: a blob of 500 bytes, larger than"):
         _slots([bytes(500)], bslz4.LZ4, 64, 1, first_index=3)
+
+
+def _numpy_shuffled(elements: np.ndarray) -> np.ndarray:
+    """The bitshuffle filter's bit rows of `elements` (m, a multiple of 8), with numpy:
+    row 8j+b = bit b of byte j of every element, element e at bit e % 8 of byte e // 8."""
+    raw = elements.astype(elements.dtype.newbyteorder("<")).view(np.uint8)
+    bits = np.unpackbits(raw.reshape(len(elements), -1), axis=1, bitorder="little")
+    return np.packbits(bits.T, axis=1, bitorder="little").reshape(-1)
+
+
+@pytest.mark.parametrize("m", [8, 64, 72, 2048, 4096])
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("kind", ["random", "sparse"])
+def test_bit_shuffling_equals_numpy(m, dtype, kind):
+    """Both kernels against numpy's unpackbits/packbits; sparse and random blocks take the
+    unshuffle's set-bit and transpose paths (64-element words), m = 72 its byte path."""
+    from ltdask.acquire.bitshuffle import bitshuffle, bitunshuffle
+
+    elements = _frame((m,), dtype, kind, seed=m)
+    raw = elements.view(np.uint8)
+    expected = _numpy_shuffled(elements)
+    shuffled = np.empty(raw.size, np.uint8)
+    bitshuffle(raw, 0, shuffled, m, elements.itemsize)
+    np.testing.assert_array_equal(shuffled, expected)
+    out = np.full(raw.size + 5, 7, np.uint8)
+    bitunshuffle(expected, out, 3, m, elements.itemsize)
+    np.testing.assert_array_equal(out[3 : 3 + raw.size], raw)
+    assert out[:3].tolist() == [7, 7, 7] and out[-2:].tolist() == [7, 7]

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import ltdask
-from ltdask.acquire import AcquisitionError, dectris
+from ltdask.acquire import AcquisitionError, DectrisSource, dectris
 from ltdask.acquire.simulate.dectris import DectrisSimulator, spread
 from ltdask.exceptions import MissingFramesWarning
 from ltdask.udf import CoMUDF, SumSigUDF, SumUDF
@@ -155,6 +155,9 @@ def test_rest_api_arms_and_triggers(scan, frames, no_leaks):
     with DectrisSimulator(scan, api_port=0) as sim:
         time.sleep(0.3)
         assert sim.sent == 0 and not sim.armed.is_set()  # (waits for a client to arm it)
+        assert sim.rate is None
+        DectrisSource(port=sim.port, api_port=sim.api_port).set_config("frame_time", 0.0005)
+        assert sim.rate == 2000  # (SIMPLON's frame_time: seconds per frame)
         with dectris(
             port=sim.port, api_port=sim.api_port, arm=True, detector_config=config, nav_shape=NAV
         ) as acq:
@@ -181,6 +184,11 @@ def test_rest_api_errors_name_the_url(scan, no_leaks):
                 arm=True,
                 detector_config={"x_pixels_in_detector": 99},
             )
+        source = DectrisSource(port=sim.port, api_port=sim.api_port)
+        with pytest.raises(AcquisitionError, match=r"HTTP 400 .*frame_time=-1: expected s > 0"):
+            source.set_config("frame_time", -1)
+        with pytest.raises(AcquisitionError, match=r"GET .*/config/pixel_size: HTTP 404"):
+            source.get_config("pixel_size")
     with pytest.raises(AcquisitionError, match=r"cannot reach the REST API at http://127.0.0.1:1/"):
         dectris(port=1, api_port=1, arm=True)
 

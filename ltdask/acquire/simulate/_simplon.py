@@ -3,10 +3,11 @@
 What a client of a detector control unit asks before a series: the API's version,
 detector configuration values (read: ``x_pixels_in_detector``, ``y_pixels_in_detector``,
 ``bit_depth_image``; put: ``trigger_mode``, ``ntrigger``, ``nimages``, ``compression``,
-times...), the stream's and file writer's settings, and the commands ``arm`` (the series'
-header goes out; with ``exte``/``exts`` the frames follow), ``trigger`` (the frames of
-``ints``/``inte``), ``disarm``, ``cancel``, ``abort``, ``initialize``. Values are JSON
-``{"value": ...}`` both ways, as the DECTRIS client (and LiberTEM-live's) sends them.
+``frame_time`` that paces the frames...), the stream's and file writer's settings, and the
+commands ``arm`` (the series' header goes out; with ``exte``/``exts`` the frames follow),
+``trigger`` (the frames of ``ints``/``inte``), ``disarm``, ``cancel``, ``abort``,
+``initialize``. Values are JSON ``{"value": ...}`` both ways, as the DECTRIS client (and
+LiberTEM-live's) sends them.
 """
 
 from __future__ import annotations
@@ -15,10 +16,7 @@ import json
 import re
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ltdask.acquire.simulate.dectris import DectrisSimulator
+from typing import Any
 
 VERSION = "1.8.0"
 #: detector settings a client may not change (they are the recorded frames')
@@ -27,8 +25,10 @@ _PATH = re.compile(r"^/(detector|stream|filewriter)/api/([^/]+)/(config|command|
 _TYPES = {bool: "bool", int: "uint", float: "float", str: "string"}
 
 
-def serve(sim: DectrisSimulator, port: int) -> tuple[HTTPServer, threading.Thread]:
-    """Serve the REST API of `sim` on 127.0.0.1:`port` (0: a free port) in a thread."""
+def serve(sim: Any, port: int) -> tuple[HTTPServer, threading.Thread]:
+    """Serve the REST API of `sim` (a `~ltdask.acquire.simulate.dectris.DectrisSimulator`:
+    its ``config``, ``series``, ``rate`` and ``armed``/``triggered`` events) on
+    127.0.0.1:`port` (0: a free port) in a thread."""
     settings: dict[str, dict] = {
         "stream": {"mode": "enabled", "header_detail": "basic"},
         "filewriter": {"mode": "disabled", "nimages_per_file": 1000, "name_pattern": "series"},
@@ -98,6 +98,10 @@ def serve(sim: DectrisSimulator, port: int) -> tuple[HTTPServer, threading.Threa
                 )
             if sim.armed.is_set():
                 return self._answer(400, {"error": "the detector is armed: disarm first"})
+            if param == "frame_time":
+                if not isinstance(value, (int, float)) or value <= 0:
+                    return self._answer(400, {"error": f"frame_time={value!r}: expected s > 0"})
+                sim.rate = 1.0 / value  # (the frames follow at the detector's frame rate)
             sim.config[param] = value
             return self._answer(200, [param])
 

@@ -12,14 +12,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ltdask.acquire.bslz4 import (
-    BSLZ4,
-    LZ4,
-    RAW,
-    _transpose8,
-    default_block_elements,
-    lz4_bound,
-)
+from ltdask.acquire.bitshuffle import bitshuffle
+from ltdask.acquire.bslz4 import BSLZ4, LZ4, RAW, default_block_elements, lz4_bound
 from ltdask.acquire.store import AcquisitionError
 
 _HASH_BITS = 13
@@ -95,22 +89,6 @@ def lz4_compress(src, dst):
 
 
 @numba.njit(cache=True, nogil=True)
-def _bitshuffle(src, s0, dst, m, itemsize):
-    """`m` elements (a multiple of 8) from ``src[s0:]`` bit-shuffled into ``dst[:m *
-    itemsize]`` (row ``8 * j + b`` = bit b of byte j of every element)."""
-    row = m // 8
-    for j in range(itemsize):
-        for c in range(row):
-            x = np.uint64(0)
-            base = s0 + 8 * c * itemsize + j
-            for k in range(8):
-                x |= np.uint64(src[base + k * itemsize]) << np.uint64(8 * k)
-            x = _transpose8(x)
-            for b in range(8):
-                dst[(8 * j + b) * row + c] = np.uint8((x >> np.uint64(8 * b)) & np.uint64(255))
-
-
-@numba.njit(cache=True, nogil=True)
 def _bslz4_compress(src, dst, itemsize, block_elements):
     """The HDF5 bitshuffle-LZ4 chunk of the bytes `src` into `dst`; returns its length."""
     nbytes = src.shape[0]
@@ -128,7 +106,7 @@ def _bslz4_compress(src, dst, itemsize, block_elements):
     ip = 0
     for b in range(full + (1 if last > 0 else 0)):
         m = block_elements if b < full else last
-        _bitshuffle(src, ip, shuffled, m, itemsize)
+        bitshuffle(src, ip, shuffled, m, itemsize)
         length = lz4_compress(shuffled[: m * itemsize], dst[op + 4 :])
         for i in range(4):
             dst[op + i] = (length >> (8 * (3 - i))) & 255
