@@ -14,7 +14,12 @@ receiver is behind: no frame is lost, the rate measured is the sustained rate):
   and LiberTEM's pipelined executor) with the same UDFs on the same stream.
 
 Rates are frames/s and GB/s of decompressed frames, each the best of `repeats` after a
-warm-up run, wall time from arming to the results (ltdask also from the first frame).
+warm-up run, wall time from arming to the results (ltdask also from the first frame), and
+CPU time per frame of all the client's processes (the load of other programs on the
+machine changes the rates, much less the CPU time). With ``--rate R`` one more ltdask run
+has the simulator paced to R frames/s (SIMPLON ``frame_time``), as a detector sends: it
+keeps up when its results come about when the last frame was sent, with the store's peak
+memory small.
 """
 
 from __future__ import annotations
@@ -96,14 +101,16 @@ def _udfs():
     return [SumUDF(), CoMUDF(), ApplyMasksUDF(mask_factories=[ring])]
 
 
-def ltdask_run(port: int, api_port: int, frames: int) -> dict:
-    """One ltdask acquisition of `frames` with Sum + CoM + ring: seconds and checks."""
+def ltdask_run(port: int, api_port: int, frames: int, rate: float | None = None) -> dict:
+    """One ltdask acquisition of `frames` with Sum + CoM + ring: seconds and checks (the
+    simulator paced to `rate` frames/s through SIMPLON's ``frame_time`` where given)."""
     import psutil
 
     import ltdask
     import ltdask.acquire
 
     config = {"trigger_mode": "exte", "ntrigger": frames, "nimages": 1}
+    config["frame_time"] = 1.0 / rate if rate else 1e-9
     cpu0 = sum(psutil.Process().cpu_times()[:2])
     t0 = time.perf_counter()
     with ltdask.acquire.dectris(
@@ -144,8 +151,15 @@ def libertem_run(api_port: int, port: int, frames: int, repeats: int) -> list[di
     return lines[1:]
 
 
-def run(frames: int = 16384, repeats: int = 2, distinct: int = 256, libertem: bool = True):
-    """Measure; returns a dict of rates (frames/s and GB/s of decompressed frames)."""
+def run(
+    frames: int = 16384,
+    repeats: int = 2,
+    distinct: int = 256,
+    libertem: bool = True,
+    rate: float | None = None,
+):
+    """Measure; returns a dict of rates (frames/s and GB/s of decompressed frames); with
+    `rate`, also an ltdask run with the simulator paced to `rate` frames/s."""
     frame_bytes = SIG[0] * SIG[1] * 2
     frames = frames // WIDTH * WIDTH
     with tempfile.TemporaryDirectory(prefix="ltdask-live-dectris-") as tmp:
@@ -175,6 +189,13 @@ def run(frames: int = 16384, repeats: int = 2, distinct: int = 256, libertem: bo
             result["ltdask_complete"] = all(r["complete"] for r in runs)
             result["ltdask_peak_memory"] = best["peak_memory"]
             result["ltdask_cpu_us_per_frame"] = 1e6 * best["cpu_seconds"] / frames
+            if rate:  # (paced like a detector: does it keep up, with flat memory?)
+                paced = ltdask_run(port, api_port, frames, rate)
+                result["paced_rate"] = rate
+                result["paced_s"] = paced["seconds"]
+                result["paced_complete"] = paced["complete"]
+                result["paced_peak_memory"] = paced["peak_memory"]
+            _put(api_port, "/detector/api/1.8.0/config/frame_time", 1e-9)
             if libertem and os.path.exists(LIBERTEM_PYTHON):
                 lines = libertem_run(api_port, port, frames, repeats)
                 fastest = min(lines, key=lambda x: x["seconds"])
@@ -217,6 +238,13 @@ def report(result: dict) -> str:
             us = result[f"{key}_cpu_us_per_frame"]
             lines.append(f"  CPU per frame, {name} (receiver, decoding, UDFs): {us:.0f} us")
     lines.append(f"  every frame arrived (ltdask): {result['ltdask_complete']}")
+    if "paced_rate" in result:
+        sending = result["frames"] / result["paced_rate"]
+        lines.append(
+            f"  paced at {result['paced_rate']:.0f} frames/s: results after "
+            f"{result['paced_s']:.2f} s (sending takes {sending:.2f} s), all arrived: "
+            f"{result['paced_complete']}, store peak {result['paced_peak_memory'] / 2**20:.0f} MiB"
+        )
     return "\n".join(lines)
 
 
@@ -225,7 +253,8 @@ if __name__ == "__main__":
     parser.add_argument("--frames", type=int, default=16384)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--no-libertem", action="store_true")
+    parser.add_argument("--rate", type=float, default=None, help="also a run paced to this")
     args = parser.parse_args()
-    out = run(args.frames, args.repeats, libertem=not args.no_libertem)
+    out = run(args.frames, args.repeats, libertem=not args.no_libertem, rate=args.rate)
     print(report(out))
     print(json.dumps(out))

@@ -12,6 +12,7 @@ taken. A frame is taken once: an acquisition is processed by one run (record it 
 from __future__ import annotations
 
 import bisect
+import mmap
 import os
 import tempfile
 import threading
@@ -122,7 +123,7 @@ class FrameStore:
                 if self._taken[p]:  # (its task has run: the frames came after the end)
                     self.overflow += n
                 else:
-                    buf = self._buffer(p)
+                    buf = self._buffer(p, sparse=used is not None)
                     local = index - self.starts[p]
                     seen = self.arrived[index : index + n]
                     fresh = ~seen
@@ -156,7 +157,11 @@ class FrameStore:
         self._cancelled.set()
         self.finish()
 
-    def _buffer(self, p: int) -> np.ndarray:
+    def _buffer(self, p: int, sparse: bool = False) -> np.ndarray:
+        """Partition `p`'s buffer (made zeroed on first use). `sparse` (payloads of which
+        only a leading part is written): an anonymous memory map, whose pages cost only
+        where written; numpy asks for 2 MiB huge pages for large arrays, which the kernel
+        zeroes whole on the first write to each."""
         buf = self._buffers.get(p)
         if buf is None:
             shape = (self.stops[p] - self.starts[p], *self.payload_shape)
@@ -166,7 +171,12 @@ class FrameStore:
                 self._spilled.add(p)
                 self.spilled_frames += shape[0]
             else:
-                buf = np.zeros(shape, dtype=self.payload_dtype)
+                if sparse:
+                    pages = mmap.mmap(-1, max(1, nbytes))
+                    buf = np.frombuffer(pages, self.payload_dtype, int(np.prod(shape)))
+                    buf = buf.reshape(shape)
+                else:
+                    buf = np.zeros(shape, dtype=self.payload_dtype)
                 self.memory += nbytes
                 self.peak_memory = max(self.peak_memory, self.memory)
             self._buffers[p] = buf
