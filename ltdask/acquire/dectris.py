@@ -5,10 +5,12 @@ the series' global header (``dheader-1.0`` and the detector configuration: frame
 depth, trigger mode and counts), then takes the four-part image messages (``dimage-1.0``
 with the series and the 0-based frame number, ``dimage_d-1.0`` with shape, type, encoding
 and size, the blob, ``dconfig-1.0``) until ``dseries_end-1.0``. The blobs stay compressed
-through the acquisition's store, each in a fixed-size slot (`ltdask.acquire.bslz4`), and
-are decoded in the partition tasks, in parallel: the receiver thread only copies bytes, so
-it keeps up with the detector while the decoding (the costly part, about 4x the copy) uses
-every core. Optionally it arms the detector through the SIMPLON REST API (urllib).
+through the acquisition's store, each in a fixed-size slot (`ltdask.acquire.bslz4`; the
+store copies only the blob's bytes), and are decoded in the partition tasks, in parallel:
+the receiver thread only parses the message headers and copies the blobs (~30 us of CPU a
+frame, 25-35k frames/s), the decoding is the costly part (~42 us for a 192x192 uint16
+diffraction frame, one thread) and runs on every core beside the UDFs. Optionally the
+source arms the detector through the SIMPLON REST API (urllib).
 """
 
 from __future__ import annotations
