@@ -256,3 +256,37 @@ def test_the_store_copies_only_the_used_part_of_each_payload():
     assert store.duplicates == 1
     with pytest.raises(AcquisitionError, match="slots2d: used= is for payloads of one dim"):
         FrameStore([0], 1, (2, 3), np.uint8, 2**20, name="slots2d").put(0, np.ones((1, 2, 3)), [1])
+
+
+@pytest.mark.parametrize(
+    "source, options, message",
+    [
+        pytest.param(
+            np.zeros((4, 8, 8), np.float32),
+            {},
+            r"frames of float32 and shape \(4, 8, 8\): a DECTRIS stream sends 2D uint8",
+            id="float-frames",
+        ),
+        pytest.param(
+            np.zeros((4, 8, 8), np.uint16),
+            {"compression": "zstd"},
+            r"compression='zstd'; expected one of bslz4, lz4, none",
+            id="compression",
+        ),
+    ],
+)
+def test_simulator_bad_input(source, options, message, no_leaks):
+    with pytest.raises(AcquisitionError, match=message):
+        DectrisSimulator(source, **options)
+
+
+def test_a_file_that_is_no_zmq_dump(tmp_path):
+    from ltdask.acquire.simulate.dectris import is_dump, read_dump
+
+    path = tmp_path / "broken.dat"
+    path.write_bytes((100).to_bytes(8, "little") + b'{"htype": "dheader-1.0"}')
+    np.save(tmp_path / "scan.npy", np.ones((2, 2, 4, 4), np.uint16))
+    assert is_dump(os.fspath(tmp_path / "scan.npy")) is False
+    assert is_dump(os.fspath(path)) is False  # (its record runs past the end)
+    with pytest.raises(AcquisitionError, match=r"broken.dat: a record of 100 bytes at byte 0 runs"):
+        read_dump(os.fspath(path))
