@@ -61,6 +61,9 @@ class Acquisition(ArrayDataSet):
         (positions without frames invalid, a warning says which); None: wait for ever.
     dims
         Names of the nav and sig dims.
+    header
+        The source's header where it is open already (LiberTEM-live's pending
+        acquisitions); else the acquisition opens it.
     """
 
     path = "<acquisition>"
@@ -74,12 +77,14 @@ class Acquisition(ArrayDataSet):
         timeout: float = 10.0,
         idle_timeout: float | None = 10.0,
         dims=None,
+        header: Header | None = None,
     ) -> None:
         import dask.array as da
 
         self.source = source
         self.path = source.name
-        header = source.open(timeout)
+        if header is None:
+            header = source.open(timeout)
         self.header = header
         nav = _nav_shape(header, nav_shape, source.name)
         frame_bytes = math.prod(header.sig_shape) * header.dtype.itemsize
@@ -122,6 +127,37 @@ class Acquisition(ArrayDataSet):
 
     def partition_frame_bytes(self) -> int:
         return math.prod(self.sig_shape) * self.dtype.itemsize
+
+    # -- runs ------------------------------------------------------------------------------
+    def planned_for(self, target) -> ArrayDataSet:
+        """On a cluster: a copy whose partitions the workers get from this process's
+        feeder (see :mod:`ltdask.acquire.cluster`); else the acquisition itself."""
+        if not target.on_cluster:
+            return self
+        from ltdask.acquire.cluster import cluster_blocks
+        from ltdask.runtime.schedulers import cluster_client, default_client
+
+        client = cluster_client() or default_client()
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other._array, feeder = cluster_blocks(self, client)
+        other.__dict__["_feeder"] = feeder
+        other._array_name = other._array.name
+        return other
+
+    def ready_partitions(self, first: int) -> int:
+        """Partitions from `first` on whose frames have all arrived (waits for one)."""
+        return self.store.ready(first)
+
+    def for_task(self) -> ArrayDataSet:
+        """What the partition tasks need: an in-memory dataset of the same grid, without
+        the receiver, the store and the source (they stay in this process)."""
+        light = object.__new__(ArrayDataSet)
+        live = ("source", "store", "header", "_receiver", "_watchdog", "_feeder")
+        light.__dict__.update({k: v for k, v in self.__dict__.items() if k not in live})
+        light._array = None
+        light.coords = {}
+        return light
 
     # -- the receiver ----------------------------------------------------------------------
     def _receive(self) -> None:
@@ -236,6 +272,8 @@ def _take_block(block_info=None, acquisition: _Handle | None = None) -> np.ndarr
     start = int(np.ravel_multi_index(first, nav)) if nav else 0
     payloads, _ = acq.store.take(start, start + math.prod(shape))
     frames = acq.source.decode(payloads)
+    if not np.may_share_memory(frames, payloads):
+        acq.store.recycle(payloads)
     return frames.reshape((*shape, *acq.sig_shape))
 
 

@@ -73,8 +73,8 @@ class Sink(Protocol):
         """Frames ``first, first + 1, ...`` (0-based scan order), one payload each along
         the first axis of `payloads`; the sink copies them. `used` (for payloads of one
         dimension): how many leading elements of each payload hold data (e.g. a compressed
-        frame in a slot sized for the largest); only those are copied, the rest reads as
-        zeros."""
+        frame in a slot sized for the largest); only those are copied, what follows them
+        is undefined (the decoding must not read it)."""
 
     @property
     def cancelled(self) -> bool:

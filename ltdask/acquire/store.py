@@ -23,6 +23,9 @@ import numpy as np
 
 from ltdask.exceptions import DataSetError
 
+#: buffers given back (`FrameStore.recycle`) that a store keeps for the next partitions
+KEEP_FREE = 4
+
 
 class AcquisitionError(DataSetError):
     """A stream or growing file that broke off or sent what its header did not announce."""
@@ -78,10 +81,13 @@ class FrameStore:
         self.spill_dir = spill_dir
         self._cond = threading.Condition()
         self._buffers: dict[int, np.ndarray] = {}
+        self._free: list[np.ndarray] = []
         self._spilled: set[int] = set()
         self.arrived = np.zeros(self.num_frames, dtype=bool)
         self._taken = np.zeros(len(self.starts), dtype=bool)
-        self._count = np.zeros(len(self.starts), dtype=np.int64)
+        #: frames arrived per partition (a list: the receiver adds to it per frame)
+        self._count = [0] * len(self.starts)
+        self._last = 0  # the partition of the last frame put
         #: bytes of partition buffers in memory now, and the most there were at once
         self.memory = 0
         self.peak_memory = 0
@@ -102,46 +108,69 @@ class FrameStore:
 
     def put(self, first: int, payloads: np.ndarray, used=None) -> None:
         """Store frames ``first, first + 1, ...`` (see `ltdask.acquire.source.Sink`)."""
-        payloads = np.asarray(payloads)
         if used is not None and len(self.payload_shape) != 1:
             raise AcquisitionError(f"{self.name}: used= is for payloads of one dimension")
-        if payloads.shape[1:] != self.payload_shape and payloads.size:
-            payloads = payloads.reshape((-1, *self.payload_shape))
+        if payloads.shape[1:] != self.payload_shape:
+            payloads = np.asarray(payloads).reshape((-1, *self.payload_shape))
         k = len(payloads)
+        index, done = int(first), 0
+        if index < 0:
+            raise AcquisitionError(f"{self.name}: a frame index of {index}: expected >= 0")
         with self._cond:
             if self.first_arrival is None and k:
                 self.first_arrival = time.monotonic()
-            index, done = int(first), 0
-            if index < 0:
-                raise AcquisitionError(f"{self.name}: a frame index of {index}: expected >= 0")
             while done < k:
                 if index >= self.num_frames:
                     self.overflow += k - done
                     break
-                p = bisect.bisect_right(self.starts, index) - 1
+                p = self._last
+                if not self.starts[p] <= index < self.stops[p]:
+                    p = self._last = bisect.bisect_right(self.starts, index) - 1
                 n = min(k - done, self.stops[p] - index)
                 if self._taken[p]:  # (its task has run: the frames came after the end)
                     self.overflow += n
                 else:
-                    buf = self._buffer(p, sparse=used is not None)
-                    local = index - self.starts[p]
-                    seen = self.arrived[index : index + n]
-                    fresh = ~seen
-                    self.duplicates += int(seen.sum())
-                    if used is not None:  # (only the leading part of each payload)
-                        for i in np.flatnonzero(fresh):
-                            u = int(used[done + i])
-                            buf[local + i, :u] = payloads[done + i, :u]
-                    elif fresh.all():
-                        buf[local : local + n] = payloads[done : done + n]
-                    else:  # a duplicate keeps the frame that came first
-                        buf[local : local + n][fresh] = payloads[done : done + n][fresh]
-                    self._count[p] += int(fresh.sum())
-                    seen[:] = True
-                    if self._count[p] == self.stops[p] - self.starts[p]:
-                        self._cond.notify_all()
+                    part = None if used is None else used[done : done + n]
+                    self._store(p, index, payloads[done : done + n], part)
                 index += n
                 done += n
+
+    def _store(self, p: int, index: int, frames: np.ndarray, used=None) -> None:
+        """Frames ``index ..`` of partition `p` into its buffer (the lock is held); of
+        each only its `used` leading elements where given."""
+        buf = self._buffers.get(p)
+        if buf is None:
+            buf = self._buffer(p, sparse=used is not None)
+        local = index - self.starts[p]
+        n = len(frames)
+        if used is not None:
+            new = ~self.arrived[index : index + n]
+            fresh = int(new.sum())
+            self.duplicates += n - fresh
+            for i in np.flatnonzero(new):
+                u = int(used[i])
+                buf[local + i, :u] = frames[i, :u]
+            self.arrived[index : index + n] = True
+        elif n == 1:  # (the common case of a detector stream: one frame at a time, fast)
+            if self.arrived[index]:
+                self.duplicates += 1
+                return
+            buf[local] = frames[0]
+            self.arrived[index] = True
+            fresh = 1
+        else:
+            seen = self.arrived[index : index + n]
+            new = ~seen
+            fresh = int(new.sum())
+            self.duplicates += n - fresh
+            if fresh == n:
+                buf[local : local + n] = frames
+            else:  # a duplicate keeps the frame that came first
+                buf[local : local + n][new] = frames[new]
+            seen[:] = True
+        self._count[p] += fresh
+        if self._count[p] == self.stops[p] - self.starts[p]:
+            self._cond.notify_all()
 
     def finish(self, error: BaseException | None = None) -> None:
         """The acquisition's end (with the error that ended it, if any): tasks waiting for
@@ -158,10 +187,6 @@ class FrameStore:
         self.finish()
 
     def _buffer(self, p: int, sparse: bool = False) -> np.ndarray:
-        """Partition `p`'s buffer (made zeroed on first use). `sparse` (payloads of which
-        only a leading part is written): an anonymous memory map, whose pages cost only
-        where written; numpy asks for 2 MiB huge pages for large arrays, which the kernel
-        zeroes whole on the first write to each."""
         buf = self._buffers.get(p)
         if buf is None:
             shape = (self.stops[p] - self.starts[p], *self.payload_shape)
@@ -171,16 +196,37 @@ class FrameStore:
                 self._spilled.add(p)
                 self.spilled_frames += shape[0]
             else:
-                if sparse:
-                    pages = mmap.mmap(-1, max(1, nbytes))
-                    buf = np.frombuffer(pages, self.payload_dtype, int(np.prod(shape)))
-                    buf = buf.reshape(shape)
-                else:
-                    buf = np.zeros(shape, dtype=self.payload_dtype)
+                buf = self._reused(shape, sparse)
                 self.memory += nbytes
                 self.peak_memory = max(self.peak_memory, self.memory)
             self._buffers[p] = buf
         return buf
+
+    def _reused(self, shape, sparse: bool = False) -> np.ndarray:
+        """A buffer given back (`recycle`) of `shape`, else a new one: a new one's pages
+        are faulted in as the frames are written, about 10 us a frame of 8 KiB. `sparse`
+        (payloads of which only a leading part is written): a new one is an anonymous
+        memory map, whose pages cost only where written (numpy asks for 2 MiB huge pages
+        for large arrays, which the kernel zeroes whole on the first write to each)."""
+        for i, buf in enumerate(self._free):
+            if buf.shape == shape:
+                return self._free.pop(i)
+        if sparse:
+            pages = mmap.mmap(-1, max(1, int(np.prod(shape)) * self.payload_dtype.itemsize))
+            return np.frombuffer(pages, self.payload_dtype, int(np.prod(shape))).reshape(shape)
+        return np.zeros(shape, dtype=self.payload_dtype)
+
+    def recycle(self, payloads: np.ndarray) -> None:
+        """Give back a buffer that `take` returned, once nothing uses it any more (its
+        frames decoded into other memory), for the partitions to come."""
+        base = payloads.base
+        if isinstance(base, np.ndarray) and base.base is not None:
+            base = base.base  # (a sparse buffer: a view of the array over its memory map)
+        own = base is None or (isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap))
+        if type(payloads) is np.ndarray and own and payloads.flags.writeable:
+            with self._cond:
+                if len(self._free) < KEEP_FREE:
+                    self._free.append(payloads)
 
     def _spill(self, shape) -> np.ndarray:
         """A zeroed buffer in a scratch file (gone from the directory at once: it lives as
@@ -218,14 +264,29 @@ class FrameStore:
                 self._cond.wait(timeout=left)
             self._taken[p] = True
             buf = self._buffers.pop(p, None)
-            if buf is None:
+            if buf is None:  # (not one frame of it came)
                 buf = np.zeros((stop - start, *self.payload_shape), self.payload_dtype)
-            elif p in self._spilled:
-                self._spilled.discard(p)
-                buf = np.array(buf)  # (its file goes with the mapping)
             else:
-                self.memory -= len(buf) * self.frame_bytes
+                if self._count[p] != stop - start:  # (a reused buffer: no stale frames)
+                    buf[~self.arrived[start:stop]] = 0
+                if p in self._spilled:
+                    self._spilled.discard(p)
+                    buf = np.array(buf)  # (its file goes with the mapping)
+                else:
+                    self.memory -= len(buf) * self.frame_bytes
             return buf, self.arrived[start:stop].copy()
+
+    def ready(self, first: int) -> int:
+        """How many partitions from `first` on have all their frames (all of them once
+        the acquisition has ended); waits until at least one has."""
+        with self._cond:
+            while not self.ended and self._count[first] < self.stops[first] - self.starts[first]:
+                self._cond.wait()
+            if self.ended:
+                return len(self.starts) - first
+            sizes = np.asarray(self.stops[first:]) - np.asarray(self.starts[first:])
+            complete = np.asarray(self._count[first:]) == sizes
+            return int(np.argmin(complete)) if not complete.all() else int(complete.size)
 
     @property
     def missing(self) -> np.ndarray:

@@ -221,6 +221,16 @@ class DataSet(Calibrated):
     def get_partitions(self) -> list[Partition]:
         return partitions_for_grid(self.nav_chunks)
 
+    def planned_for(self, target) -> DataSet:
+        """This dataset as a run planned for `target` (a `RunTarget`) reads it: itself;
+        a live acquisition on a cluster sends its frames to the workers."""
+        return self
+
+    def ready_partitions(self, first: int) -> int | None:
+        """How many partitions from `first` on can be read now; None: all of them (a
+        file). A live acquisition waits until at least one can."""
+        return None
+
     def settle(self, datasets: list) -> list:
         """A run's computed results (`datasets`, one per UDF) as this dataset vouches for
         them: a file's as they are; a live acquisition's with the positions whose frames

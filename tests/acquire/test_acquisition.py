@@ -53,18 +53,25 @@ def test_results_equal_numpy_on_the_frames(frames, fpp, rate):
 
 
 def test_iter_steps_mark_what_arrived(frames):
-    with Acquisition(
-        ReplaySource(frames, rate=700, batch=1), nav_shape=NAV, frames_per_partition=5
-    ) as acq:
-        steps = list(ltdask.iter(acq, [SumSigUDF()]))
-    assert len(steps) >= 3
+    # stalled after 10 frames until the idle timeout: the steps before it show the
+    # complete partitions (rows of 7 in partitions of 5 + 2: frames 0:5 and 5:7)
+    with pytest.warns(MissingFramesWarning, match="no frame for 0.5 s after 10 of 35"):
+        with Acquisition(
+            ReplaySource(frames, batch=1, stall_after=10),
+            nav_shape=NAV,
+            frames_per_partition=5,
+            idle_timeout=0.5,
+        ) as acq:
+            steps = list(ltdask.iter(acq, [SumSigUDF()]))
+    assert len(steps) >= 2
     expected = frames.astype(np.float64).sum(axis=(1, 2)).reshape(NAV)
     counts = []
     for (step,) in steps:
         valid = step["intensity_valid"].values
         counts.append(int(valid.sum()))
         np.testing.assert_array_equal(step["intensity"].values[valid], expected[valid])
-    assert counts == sorted(counts) and counts[-1] == np.prod(NAV) and counts[0] < counts[-1]
+    # the two complete partitions first, then the third's three frames at the end
+    assert counts[0] == 7 and counts[-1] == 10 and counts == sorted(counts)
 
 
 @pytest.mark.parametrize(
@@ -195,3 +202,108 @@ def test_lazy_results_go_to_zarr(frames, tmp_path):
     np.testing.assert_array_equal(
         stored["intensity"].values, frames.astype(np.float64).sum(axis=(1, 2)).reshape(NAV)
     )
+
+
+def test_every_scheduler(frames, scheduler):
+    """Threads and sync read the store in their tasks; a cluster's workers get each
+    partition from the feeder; process pools cannot reach the frames (a clear error)."""
+    with Acquisition(
+        ReplaySource(frames, rate=3000, drop=[8]), nav_shape=NAV, frames_per_partition=6
+    ) as acq:
+        if scheduler == "processes":
+            with pytest.raises(DataSetError, match="cannot be sent to another"):
+                ltdask.compute(acq, [SumUDF()])
+            return
+        with pytest.warns(MissingFramesWarning, match="frame 8"):
+            total, per_frame = ltdask.compute(acq, [SumUDF(), SumSigUDF()])
+    f64 = frames.astype(np.float64)
+    np.testing.assert_array_equal(total["intensity"].values, f64.sum(axis=0) - f64[8])
+    valid = per_frame["intensity_valid"].values.reshape(-1)
+    assert np.flatnonzero(~valid).tolist() == [8]
+    np.testing.assert_array_equal(
+        per_frame["intensity"].values.reshape(-1)[valid], f64.sum(axis=(1, 2))[valid]
+    )
+
+
+def test_iter_steps_follow_the_frames_as_they_arrive(frames):
+    """Each step takes the partitions complete when it starts: the first comes while the
+    detector still sends, and a step never waits for more than it needs."""
+    with Acquisition(ReplaySource(frames), nav_shape=NAV, frames_per_partition=5) as acq:
+        list(ltdask.iter(acq, [SumSigUDF()]))  # (compiled and planned once: warm)
+    seen = []
+    with Acquisition(
+        ReplaySource(frames, rate=50, batch=1), nav_shape=NAV, frames_per_partition=5
+    ) as acq:
+        for (step,) in ltdask.iter(acq, [SumSigUDF()]):
+            seen.append(
+                (acq.done, int(step["intensity_valid"].values.sum()), int(acq.store.arrived.sum()))
+            )
+    assert seen[0][0] is False and seen[0][1] < np.prod(NAV)
+    assert seen[-1][1] == np.prod(NAV)
+    # every step shows all the complete partitions it had (never fewer than arrived - 2
+    # partitions' worth: the one being filled and one that completed during the step)
+    for _, valid, arrived in seen[:-1]:
+        assert arrived - valid < 2 * 5 + 5
+
+
+def test_corrections_roi_and_backends_as_on_the_same_frames_in_memory(frames):
+    from ltdask.udf import CoMUDF
+
+    rng = np.random.default_rng(5)
+    excluded = np.zeros(SIG, bool)
+    excluded[0, 0] = excluded[3, 2] = True
+    cs = ltdask.CorrectionSet(
+        dark=rng.random(SIG) * 10, gain=1 + rng.random(SIG), excluded_pixels=excluded
+    )
+    roi = rng.random(NAV) > 0.4
+    udfs = [SumUDF(), SumSigUDF(), CoMUDF.with_params(cy=2.5, cx=2, r=2)]
+    offline = ltdask.compute(
+        ltdask.from_array(frames.reshape(*NAV, *SIG)), udfs, roi=roi, corrections=cs
+    )
+    with Acquisition(ReplaySource(frames, rate=2000), nav_shape=NAV, frames_per_partition=4) as acq:
+        live = ltdask.compute(acq, udfs, roi=roi, corrections=cs, backends=("numpy",))
+    for a, b in zip(live, offline, strict=True):
+        for name in b.data_vars:
+            # (float32 sums: the partitions differ, so does the order of the additions)
+            np.testing.assert_allclose(a[name].values, b[name].values, rtol=1e-6, atol=1e-9)
+
+
+def test_the_live_view_plots_an_acquisition(frames):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ltdask.views.viz import MPLLive2DPlot
+
+    updates = []
+
+    class Counting(MPLLive2DPlot):
+        def update(self, damage, force=False):
+            super().update(damage, force)
+            updates.append(int(np.asarray(damage).sum()))
+
+    try:
+        with Acquisition(
+            ReplaySource(frames, rate=200, batch=1), nav_shape=NAV, frames_per_partition=5
+        ) as acq:
+            (res,) = ltdask.live(acq, [SumSigUDF()], plot_class=Counting, min_delta=0)
+    finally:
+        plt.close("all")
+    np.testing.assert_array_equal(
+        res["intensity"].values, frames.astype(np.float64).sum(axis=(1, 2)).reshape(NAV)
+    )
+    assert updates[-1] == np.prod(NAV) and len(updates) >= 2
+
+
+def test_store_reuses_buffers_given_back_without_stale_frames():
+    store = FrameStore([0, 4, 8], 12, (3,), np.uint8, memory_limit=2**20)
+    store.put(0, np.full((4, 3), 9, np.uint8))
+    first, _ = store.take(0, 4)
+    store.recycle(first)
+    store.put(5, np.full((2, 3), 5, np.uint8))  # partition 4:8 gets the buffer back
+    store.finish()
+    frames, arrived = store.take(4, 8)
+    assert np.shares_memory(frames, first)
+    assert frames[:, 0].tolist() == [0, 5, 5, 0] and arrived.tolist() == [False, True, True, False]
+    assert store.memory == 0

@@ -254,6 +254,16 @@ def test_the_store_copies_only_the_used_part_of_each_payload():
     assert first.tolist() == [[1, 2, 0, 0, 0, 0], [7, 8, 9, 10, 11, 12]]
     assert second.tolist() == [[0] * 6, [0] * 6] and arrived.tolist() == [True, False]
     assert store.duplicates == 1
+    store.recycle(first)  # (a partition's buffer, decoded: the next one may reuse it)
+    store2 = FrameStore([0, 2, 4], 6, (6,), np.uint8, memory_limit=2**20, name="reuse")
+    store2.put(0, payloads[:2], used=[6, 6])
+    taken, _ = store2.take(0, 2)
+    store2.recycle(taken)
+    store2.put(3, payloads[2:3], used=[3])  # (into the reused buffer; frame 2 never comes)
+    store2.finish()
+    again, arrived = store2.take(2, 4)
+    assert np.shares_memory(again, taken) and arrived.tolist() == [False, True]
+    assert again[0].tolist() == [0] * 6 and again[1, :3].tolist() == [13, 14, 15]
     with pytest.raises(AcquisitionError, match="slots2d: used= is for payloads of one dim"):
         FrameStore([0], 1, (2, 3), np.uint8, 2**20, name="slots2d").put(0, np.ones((1, 2, 3)), [1])
 
