@@ -22,7 +22,7 @@ from ltdask.exceptions import MissingFramesWarning
 from ltdask.udf import SumSigUDF, SumUDF
 
 zmq = pytest.importorskip("zmq")
-from test_dectris import _fds, no_leaks  # noqa: E402, F401  (the shared fixture)
+from test_dectris_stream import _fds, no_leaks  # noqa: E402, F401  (the shared fixture)
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
