@@ -34,6 +34,8 @@ _DTYPES = {8: np.uint8, 16: np.uint16, 32: np.uint32}
 POLL = 0.1
 #: frames handed to the store at once (fewer where the stream pauses or jumps)
 BATCH = 64
+#: header parts of ``header_detail: all`` (each followed by its array, skipped)
+_DETAIL_PARTS = ("dflatfield-1.0", "dpixelmask-1.0", "dcountrate_table-1.0")
 
 
 def _zmq():
@@ -335,6 +337,8 @@ class DectrisSource(Source):
                         f"{self.name}: a new series ({head.get('series')}) began after "
                         f"{unique} of the {self.num_frames} frames of series {self.series}"
                     )
+                elif htype in _DETAIL_PARTS:
+                    self._next_part(time.monotonic() + 1.0)  # (its array, not needed here)
                 elif head is None:
                     raise AcquisitionError(
                         f"{self.name}: a message part of {len(part)} bytes that is not JSON "

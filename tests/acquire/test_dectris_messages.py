@@ -133,6 +133,19 @@ def test_a_series_end_before_every_frame_leaves_gaps():
     assert warned and "7 of 12 frames never arrived" in warned[0]
 
 
+def test_header_detail_all_parts_are_skipped():
+    """With header_detail "all" the flat field, pixel mask and count-rate table (a JSON part
+    and its array each) follow the configuration."""
+    detail = [
+        [json.dumps({"htype": name, "shape": [5, 6], "type": "float32"}).encode(), bytes(120)]
+        for name in ("dflatfield-1.0", "dpixelmask-1.0", "dcountrate_table-1.0")
+    ]
+    messages = [_header(), *detail, *(_image(i) for i in range(N))]
+    total, _, warned = _run(messages)
+    assert warned == []
+    np.testing.assert_array_equal(total["intensity"].values, np.full(SIG, N * (N + 1) // 2))
+
+
 def test_stale_messages_before_the_header_are_skipped():
     messages = [_image(4, series=0), [b"junk"], _header(), *(_image(i) for i in range(N))]
     total, _, warned = _run(messages)
