@@ -10,7 +10,12 @@ from __future__ import annotations
 
 import click
 
+from ltdask.acquire.simulate.dectris import command as _dectris
+
 
 @click.group()
 def simulate() -> None:
     """Replay a recorded scan as a live detector on 127.0.0.1 (for ltdask.acquire)."""
+
+
+simulate.add_command(_dectris)
