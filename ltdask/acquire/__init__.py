@@ -23,6 +23,8 @@ from ltdask.acquire.dectris import DectrisSource, dectris
 from ltdask.acquire.follow import follow
 from ltdask.acquire.follow_hdf5 import Hdf5FollowSource
 from ltdask.acquire.follow_raw import RawFollowSource
+from ltdask.acquire.merlin import MerlinControl, MerlinSource, merlin
+from ltdask.acquire.mib_follow import MibFollowSource, follow_mib
 from ltdask.acquire.replay import ReplaySource
 from ltdask.acquire.source import Header, Sink, Source
 from ltdask.acquire.store import AcquisitionError, FrameStore
@@ -34,10 +36,15 @@ __all__ = [
     "FrameStore",
     "Hdf5FollowSource",
     "Header",
+    "MerlinControl",
+    "MerlinSource",
+    "MibFollowSource",
     "RawFollowSource",
     "ReplaySource",
     "Sink",
     "Source",
     "dectris",
     "follow",
+    "follow_mib",
+    "merlin",
 ]

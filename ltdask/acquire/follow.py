@@ -147,11 +147,11 @@ def _follow_mib(path, nav_shape, sig_shape, dtype, ds_path, options) -> Acquisit
             f"drop sig_shape={sig_shape!r}, dtype={dtype!r}, ds_path={ds_path!r}"
         )
     try:
-        from ltdask.acquire.merlin import follow_mib
+        from ltdask.acquire.mib_follow import follow_mib
     except ImportError:
         raise DataSetError(
             f"follow({path!r}): following a Merlin .mib file needs ltdask.acquire.follow_mib "
-            "(ltdask.acquire.merlin), which this version of ltdask does not have yet; the "
+            "(ltdask.acquire.mib_follow), which this version of ltdask does not have yet; the "
             "finished file opens with ltdask.open_mib"
         ) from None
     return follow_mib(path, nav_shape=nav_shape, **options)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import click
 
 from ltdask.acquire.simulate.dectris import command as _dectris
+from ltdask.cli._simulate_merlin import merlin
 
 
 @click.group()
@@ -18,4 +19,5 @@ def simulate() -> None:
     """Replay a recorded scan as a live detector on 127.0.0.1 (for ltdask.acquire)."""
 
 
+simulate.add_command(merlin)
 simulate.add_command(_dectris)

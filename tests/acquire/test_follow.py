@@ -244,15 +244,15 @@ def test_the_format_comes_from_the_suffix_or_format(tmp_path):
 
 def test_mib_goes_to_the_merlin_follower(tmp_path, monkeypatch):
     calls = []
-    fake = types.ModuleType("ltdask.acquire.merlin")
+    fake = types.ModuleType("ltdask.acquire.mib_follow")
     fake.follow_mib = lambda path, **kw: calls.append((path, kw)) or "acquisition"  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "ltdask.acquire.merlin", fake)
+    monkeypatch.setitem(sys.modules, "ltdask.acquire.mib_follow", fake)
     path = str(tmp_path / "scan.mib")
     assert follow(path, nav_shape=(2, 3), idle_timeout=1) == "acquisition"
     assert calls == [(path, {"nav_shape": (2, 3), "idle_timeout": 1})]
     with pytest.raises(DataSetError, match="headers give its frames' shape and dtype"):
         follow(path, sig_shape=(4, 4))
-    monkeypatch.setitem(sys.modules, "ltdask.acquire.merlin", None)  # (not importable)
+    monkeypatch.setitem(sys.modules, "ltdask.acquire.mib_follow", None)  # (not importable)
     with pytest.raises(DataSetError, match=r"needs ltdask.acquire.follow_mib .*ltdask.open_mib"):
         follow(path)
 

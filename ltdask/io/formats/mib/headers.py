@@ -90,6 +90,12 @@ def read_mib_header(path: str) -> MibHeader:
             f"{path!r} is not a Merlin .mib file: it starts with {head[:16]!r}, expected a frame "
             "header starting with 'MQ1,'"
         )
+    return parse_mib_header(head, path)
+
+
+def parse_mib_header(head: bytes, path: str) -> MibHeader:
+    """Parse a frame header from `head` (a frame's first bytes, at least its header; from a
+    file or a detector stream, named `path` in messages)."""
     header_bytes = _int_field(path, head.split(b",", 3), 2, "header")
     if not 16 <= header_bytes <= len(head):
         raise DataSetError(
@@ -172,7 +178,13 @@ def describe_difference(a: MibHeader, b: MibHeader) -> str:
 def read_hdr(path: str) -> dict[str, str]:
     """The ``key: value`` lines of a Merlin ``.hdr`` file (between ``HDR`` and ``End``)."""
     with open(path, "rb") as f:
-        text = f.read(1 << 20).decode("latin-1")
+        return parse_hdr(f.read(1 << 20), path)
+
+
+def parse_hdr(data: bytes, path: str) -> dict[str, str]:
+    """The ``key: value`` lines of an acquisition header's bytes (a ``.hdr`` file's, or a
+    detector's ``HDR`` message), named `path` in messages."""
+    text = data.decode("latin-1")
     lines = text.splitlines()
     if not lines or not lines[0].startswith("HDR"):
         raise DataSetError(

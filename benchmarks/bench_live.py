@@ -1,0 +1,315 @@
+"""Live acquisitions: frames per second without loss, against the simulator's own ceiling
+and LiberTEM-live 0.3 on the same stream.
+
+Run as ``python benchmarks/bench_live.py`` (``--streams merlin-raw1 ...`` for some,
+``--seconds 60`` for a long run of each stream paced at the detector's top rate, its
+memory sampled each second,
+``--no-libertem`` without the comparison, ``--quick`` for a check with few frames).
+
+Each stream of `STREAMS` is served by the package's simulator in a process of its own
+(``ltdask simulate merlin FILE.hdr --port 0 --control-port 0 --repeat R``: a ``.mib`` set
+written by the tests' writer, ``tests/helpers/mibfiles.py``, of random counts, replayed
+unpaced, a new acquisition for each data connection); the receivers take every frame (TCP
+pushes back on the simulator when a receiver falls behind, as it does on a Merlin: the
+rate measured is the highest rate sustained with no frame lost):
+
+* **ceiling**: a plain client that only reads the socket (the simulator's own rate);
+* **ltdask**: ``ltdask.acquire.merlin`` with Sum + CoM (inside a radius) + one ring
+  (``ApplyMasksUDF``) in one ``ltdask.compute`` (threads, this machine's cores), frames
+  decoded in the tasks, twice, the second timed (the first faults in the memory the
+  process then reuses, as a process at the microscope would after its first scan):
+  frames/s from opening the acquisition to the results (all positions valid, checked),
+  the process's resident memory (sampled every 50 ms) before, at its peak and after; then,
+  on a third acquisition, the delay from the first frame's arrival to the first partial
+  result of ``ltdask.iter``;
+* **LiberTEM-live**: ``live_libertem_merlin.py`` in LiberTEM-live's venv (its Rust
+  receiver, LiberTEM's pipelined executor) with the same UDFs on the same stream, twice,
+  the second timed from its acquisition header to its results.
+
+Other detectors' streams plug in as entries of `STREAMS` (a name and a function that
+measures it and returns a row).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+from helpers.mibfiles import make_counts, write_hdr, write_mib  # noqa: E402
+
+LIBERTEM_PYTHON = "/tmp/ltlive-venv/bin/python"
+ROOT = os.path.dirname(HERE)
+
+#: Merlin modes: (counter depth, quad, frames in the file, the detector's top frame rate
+#: (Quantum Detectors' figures: 12-bit 1.8 kHz, 6-bit ~4 kHz (unverified), 1-bit 18 kHz))
+MERLIN = {
+    "merlin-raw1": (1, False, 1024, 18_000),
+    "merlin-raw6": (6, False, 1024, 4_000),
+    "merlin-raw12": (12, False, 1024, 1_800),
+    "merlin-raw12-quad": (12, True, 256, 1_800),
+}
+#: frames of each stream's acquisition: about this many seconds at twice the top rate
+SECONDS_AT_TWICE_TOP = 2.0
+
+
+def log(*args) -> None:
+    print(*args, file=sys.stderr, flush=True)
+
+
+def rss() -> int:
+    with open("/proc/self/status") as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1)) * 1024
+
+
+class _Sampler(threading.Thread):
+    """The peak resident memory while it runs (and one sample per second)."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.stop, self.peak, self.samples = threading.Event(), rss(), []
+
+    def run(self):
+        last = 0.0
+        while not self.stop.wait(0.05):
+            now = rss()
+            self.peak = max(self.peak, now)
+            if time.monotonic() - last >= 1:
+                self.samples.append(now)
+                last = time.monotonic()
+
+
+def write_merlin(folder: str, name: str) -> tuple[str, int, tuple[int, int]]:
+    """The ``.mib``/``.hdr`` of stream `name` (written once); ``(hdr, frames, sig)``."""
+    depth, quad, frames, _ = MERLIN[name]
+    sig = (512, 512) if quad else (256, 256)
+    path = os.path.join(folder, name)
+    os.makedirs(path, exist_ok=True)
+    hdr = os.path.join(path, "scan.hdr")
+    if not os.path.exists(hdr):
+        counts = make_counts(np.random.default_rng(34), frames, sig, depth)
+        write_mib(os.path.join(path, "scan.mib"), counts, depth=depth, raw=True, quad=quad)
+        write_hdr(hdr, frames, per_trigger=64, depth=depth)
+    return hdr, frames, sig
+
+
+class Simulator:
+    """``ltdask simulate merlin`` in a process of its own."""
+
+    def __init__(self, hdr: str, repeat: int, rate: float | None = None):
+        env = {**os.environ, "PYTHONPATH": ROOT}
+        args = [sys.executable, "-m", "ltdask.cli", "simulate", "merlin", hdr]
+        args += ["--port", "0", "--control-port", "0", "--repeat", str(repeat)]
+        args += [] if rate is None else ["--rate", str(rate)]
+        self.proc = subprocess.Popen(
+            [*args, "--max-seconds", "900"], stdout=subprocess.PIPE, text=True, env=env
+        )
+        line = self.proc.stdout.readline()
+        found = re.search(r"data port (\d+), control port (\d+)", line)
+        if not found:
+            self.close()
+            raise RuntimeError(f"the simulator did not start: {line!r}")
+        self.port, self.control_port = int(found.group(1)), int(found.group(2))
+
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def ceiling(port: int, frames: int, frame_bytes: int) -> float:
+    """Seconds a client that only reads takes for the acquisition (header to last frame)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        head = sock.recv(15)
+        length = int(head[4:14])
+        want = length - 1 + frames * (15 + frame_bytes)
+        buf = bytearray(8 * 2**20)
+        view = memoryview(buf)
+        t0 = time.perf_counter()
+        got = 0
+        while got < want:
+            n = sock.recv_into(view[: min(len(buf), want - got)])
+            if not n:
+                raise RuntimeError(f"the simulator closed after {got} of {want} bytes")
+            got += n
+        return time.perf_counter() - t0
+
+
+def _udfs(sig):
+    from ltdask.masks import ring
+    from ltdask.udf import ApplyMasksUDF, CoMUDF, SumUDF
+
+    cy, cx, r = (sig[0] - 1) / 2, (sig[1] - 1) / 2, min(sig) / 2
+    return [
+        SumUDF(),
+        CoMUDF.with_params(cy=cy, cx=cx, r=r),
+        ApplyMasksUDF([lambda: ring(cx, cy, sig[1], sig[0], r, r / 3)]),
+    ]
+
+
+def run_ltdask(port: int, nav, sig) -> dict:
+    """One acquisition through ``ltdask.compute``: seconds, frames lost, memory."""
+    import ltdask
+    from ltdask.acquire import merlin
+
+    sampler = _Sampler()
+    before = rss()
+    sampler.start()
+    t0 = time.perf_counter()
+    with merlin("127.0.0.1", port, nav_shape=nav, timeout=30) as acq:
+        total, _, rings = ltdask.compute(acq, _udfs(sig))
+        seconds = time.perf_counter() - t0
+        missing = acq.store.missing.size
+    sampler.stop.set()
+    sampler.join()
+    valid = bool(rings["intensity_valid"].values.all())
+    return {
+        "seconds": seconds,
+        "lost": int(missing) + (0 if valid else 1),
+        "rss_before": before,
+        "rss_peak": sampler.peak,
+        "rss_after": rss(),
+        "rss_samples": sampler.samples,
+        "sum": float(total["intensity"].values.astype(np.float64).sum()),
+    }
+
+
+def first_result(port: int, nav, sig) -> float:
+    """Seconds from the first frame's arrival to the first partial result of
+    ``ltdask.iter`` (then the acquisition is closed)."""
+    import ltdask
+    from ltdask.acquire import merlin
+
+    with merlin("127.0.0.1", port, nav_shape=nav, timeout=30) as acq:
+        steps = ltdask.iter(acq, _udfs(sig))
+        next(steps)
+        seconds = time.monotonic() - acq.store.first_arrival
+        steps.close()
+    return seconds
+
+
+def warm_up(hdr: str, sig) -> None:
+    """One pass of the file through ltdask, untimed (numba's kernels load or compile)."""
+    from ltdask.acquire.simulate.merlin import MerlinSimulator
+
+    with MerlinSimulator(hdr, port=0) as sim:
+        run_ltdask(sim.port, None, sig)
+
+
+def run_libertem(port: int, control_port: int, nav, sig) -> dict | None:
+    if not os.path.exists(LIBERTEM_PYTHON):
+        return None
+    args = [LIBERTEM_PYTHON, os.path.join(HERE, "live_libertem_merlin.py")]
+    args += ["--data-port", str(port), "--control-port", str(control_port)]
+    args += ["--nav", *map(str, nav), "--sig", *map(str, sig)]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    if out.returncode:
+        log(out.stderr[-3000:])
+        return None
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def measure_merlin(name: str, folder: str, options) -> dict:
+    hdr, file_frames, sig = write_merlin(folder, name)
+    _, _, _, top = MERLIN[name]
+    if options.seconds:
+        repeat = max(1, round(options.seconds * 2 * top / file_frames))
+    elif options.quick:
+        repeat = 1
+    else:
+        repeat = max(1, round(SECONDS_AT_TWICE_TOP * 2 * top / file_frames))
+    frames = file_frames * repeat
+    nav = (frames // 64, 64)
+    frame_bytes = os.path.getsize(os.path.join(os.path.dirname(hdr), "scan.mib")) // file_frames
+    warm_up(hdr, sig)
+    if options.seconds:  # (memory over a long run at the detector's top rate)
+        sim = Simulator(hdr, repeat // 2, rate=top)
+        frames = file_frames * (repeat // 2)
+        try:
+            return {
+                "stream": name,
+                "frames": frames // 2,
+                "top": top,
+                "paced": top,
+                "ltdask": run_ltdask(sim.port, (frames // 2 // 64, 64), sig),
+            }
+        finally:
+            sim.close()
+    sim = Simulator(hdr, repeat)
+    try:
+        row = {"stream": name, "frames": frames, "top": top, "frame_bytes": frame_bytes}
+        row["ceiling_s"] = ceiling(sim.port, frames, frame_bytes)
+        run_ltdask(sim.port, nav, sig)  # (untimed: the process's memory is in use after it)
+        row["ltdask"] = run_ltdask(sim.port, nav, sig)
+        row["ltdask"]["first_result_s"] = first_result(sim.port, nav, sig)
+        if options.libertem:
+            row["libertem"] = run_libertem(sim.port, sim.control_port, nav, sig)
+    finally:
+        sim.close()
+    return row
+
+
+#: name -> function(name, folder, options) -> row (a dict as `measure_merlin` makes)
+STREAMS = {name: measure_merlin for name in MERLIN}
+
+
+def report(rows: list[dict]) -> None:
+    print(
+        "| stream | frames | ceiling f/s | ltdask f/s | x top rate | lost | first result | "
+        "RSS before/peak/after MiB | LiberTEM-live f/s | ltdask / LiberTEM-live |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        n, lt = row["frames"], row["ltdask"]
+        if "paced" in row:
+            mib = [round(x / 2**20) for x in lt["rss_samples"]]
+            print(
+                f"| {row['stream']}, paced at {row['paced']} frames/s | {n} frames in "
+                f"{lt['seconds']:.1f} s, lost {lt['lost']} | RSS each second (MiB): {mib} |"
+            )
+            continue
+        fps = n / lt["seconds"]
+        lib = row.get("libertem")
+        lib_fps = n / lib["seconds"] if lib else None
+        mib = [lt[k] / 2**20 for k in ("rss_before", "rss_peak", "rss_after")]
+        print(
+            f"| {row['stream']} | {n} | {n / row['ceiling_s']:,.0f} | {fps:,.0f} | "
+            f"{fps / row['top']:.2f} | {lt['lost']} | {lt['first_result_s'] * 1000:.0f} ms | "
+            f"{mib[0]:.0f}/{mib[1]:.0f}/{mib[2]:.0f} | "
+            + (f"{lib_fps:,.0f} | {fps / lib_fps:.2f} |" if lib else "- | - |")
+        )
+        if lib and abs(lib["sum"] - lt["sum"]) > 1e-6 * abs(lt["sum"]):
+            print(f"  (the totals differ: ltdask {lt['sum']}, LiberTEM-live {lib['sum']})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--streams", nargs="*", default=list(STREAMS), choices=list(STREAMS))
+    parser.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "ltdask-bench-live"))
+    parser.add_argument("--no-libertem", dest="libertem", action="store_false")
+    parser.add_argument("--quick", action="store_true", help="the files' frames once")
+    parser.add_argument("--seconds", type=float, default=None, help="a long run, memory kept")
+    parser.add_argument("--json", default=None, help="also write the rows to this file")
+    options = parser.parse_args()
+    rows = []
+    for name in options.streams:
+        log(f"{name} ...")
+        rows.append(STREAMS[name](name, options.dir, options))
+    report(rows)
+    if options.json:
+        with open(options.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

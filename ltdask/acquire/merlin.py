@@ -1,0 +1,318 @@
+"""Quantum Detectors Merlin, live: the data port over TCP, and ``.mib`` files being written.
+
+`MerlinSource` connects to the Merlin's data port (optionally arming it through the
+control port, `MerlinControl`), reads the ``HDR`` acquisition header and the first frame
+(which tell the frame count, the scan and the frame layout), then hands the frames over by
+their sequence numbers; they travel as their ``.mib`` bytes, decoded in the partition tasks
+(:class:`ltdask.acquire.mpx.MibFrames`). `merlin` opens it as an acquisition.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import numpy as np
+
+from ltdask.acquire.dataset import Acquisition
+from ltdask.acquire.mpx import (
+    CONTROL_PORT,
+    DATA_PORT,
+    POLL,
+    PREFIX_BYTES,
+    AcquisitionHeader,
+    MerlinControl,
+    MibFrames,
+    connect,
+    mpx_prefix,
+    parse_prefix,
+    recv_exactly,
+    sequence_numbers,
+)
+from ltdask.acquire.source import Header, Sink, Source
+from ltdask.acquire.store import AcquisitionError
+
+#: bytes the receiver reads from the socket at most at once
+BATCH_BYTES = 4 * 2**20
+
+__all__ = ["CONTROL_PORT", "DATA_PORT", "MerlinControl", "MerlinSource", "merlin"]
+
+
+class MerlinSource(Source):
+    """The frames of one acquisition on a Merlin's data port.
+
+    `open` connects, arms the detector where asked (``CMD,STARTACQUISITION`` on the control
+    port, and ``CMD,SOFTTRIGGER`` with `soft_trigger`), and waits for the acquisition
+    header and the first frame (the scan must have started: by the trigger of the scan
+    engine, or the soft trigger). Frames go where their sequence number says: gaps are
+    missing frames, duplicates are kept once. The acquisition ends at its last frame (the
+    header's count, else `num_frames`), a second acquisition's header, or a broken stream.
+
+    Parameters
+    ----------
+    host, port
+        The data port.
+    control_port
+        The control port; needed for `arm`.
+    arm, soft_trigger
+        Start the acquisition (and trigger it) through the control port.
+    num_frames
+        Frames of a continuous acquisition (a header with 0 frames).
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = DATA_PORT,
+        control_port: int | None = None,
+        arm: bool = False,
+        soft_trigger: bool = False,
+        num_frames: int | None = None,
+    ) -> None:
+        if (arm or soft_trigger) and control_port is None:
+            raise AcquisitionError(
+                f"merlin {host}:{port}: arm=True and soft_trigger=True need the control port "
+                "(control_port=6341 on a Merlin)"
+            )
+        self.host, self.port = host, int(port)
+        self.control_port = control_port
+        self.arm, self.soft_trigger = arm, soft_trigger
+        self.num_frames = num_frames
+        self.name = f"merlin {host}:{port}"
+        self._sock: socket.socket | None = None
+        self._control: MerlinControl | None = None
+        self._offset = 0  # bytes of the stream read before the first record
+
+    def open(self, timeout: float) -> Header:
+        deadline = time.monotonic() + timeout
+        try:
+            return self._open(timeout, deadline)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, timeout: float, deadline: float) -> Header:
+        self._sock = connect(self.host, self.port, timeout, "data")
+        if self.control_port is not None:
+            self._control = MerlinControl(self.host, self.control_port, timeout)
+            if self.arm:
+                self._control.cmd("STARTACQUISITION")
+        kind, body = self._message(deadline, " (the acquisition header: is it armed?)")
+        if kind != b"HDR":
+            raise AcquisitionError(
+                f"{self.name}: the stream starts with a {kind!r} message at byte 0; expected "
+                "the acquisition header (HDR) first: connect before the acquisition starts"
+            )
+        hdr = AcquisitionHeader(body, self.name)
+        if self.soft_trigger:
+            assert self._control is not None
+            self._control.cmd("SOFTTRIGGER")
+        start = self._offset
+        kind, first = self._message(deadline, " (the first frame: is the scan triggered?)")
+        if kind != b"MQ1":
+            raise AcquisitionError(
+                f"{self.name}: a {kind!r} message at byte {start} after the acquisition "
+                "header; expected a frame (MQ1)"
+            )
+        self.frames = MibFrames(first, self.name, hdr.counter_depth)
+        self.frames.check_size(len(first), start)
+        self._first = first
+        self.expected = hdr.num_frames or int(self.num_frames or 0)
+        if not self.expected:
+            raise AcquisitionError(
+                f"{self.name}: a continuous acquisition (0 frames in its header); give "
+                "nav_shape to say how many frames to take"
+            )
+        return Header(
+            sig_shape=self.frames.sig_shape,
+            dtype=self.frames.dtype,
+            num_frames=hdr.num_frames,
+            nav_shape=hdr.nav_shape(),
+            payload_shape=(self.frames.frame_bytes,),
+            payload_dtype=np.dtype(np.uint8),
+            attrs={**self.frames.describe(), "merlin_hdr": dict(hdr.fields)},
+        )
+
+    def _message(self, deadline: float, what: str = "") -> tuple[bytes, bytes]:
+        """The next message's type word and body."""
+        assert self._sock is not None
+        prefix = recv_exactly(self._sock, PREFIX_BYTES, deadline, self.name, self._offset, what)
+        length = parse_prefix(prefix, self._offset, self.name)
+        self._offset += PREFIX_BYTES
+        body = recv_exactly(self._sock, length, deadline, self.name, self._offset)
+        self._offset += length
+        return body[:3], body
+
+    def receive(self, sink: Sink) -> None:
+        assert self._sock is not None
+        record = PREFIX_BYTES + self.frames.frame_bytes
+        self._seen = np.zeros(self.expected, dtype=bool)
+        self._last_seen = False
+        first = np.frombuffer(mpx_prefix(self.frames.frame_bytes) + self._first, np.uint8)
+        self._prefix = first[:PREFIX_BYTES]
+        self._hand_over(sink, first.reshape(1, record), self._offset - record)
+        capacity = max(1, BATCH_BYTES // record)
+        buf = np.empty(capacity * record, dtype=np.uint8)
+        view = buf.data
+        filled = 0
+        quiet_since = None
+        while not sink.cancelled and not self._seen.all():
+            remaining = max(1, int(self.expected - self._seen.sum()))
+            limit = min(capacity, remaining) * record
+            try:
+                n = self._sock.recv_into(view[filled:limit])
+                if n:  # (and what else is there already: frames are handled in batches)
+                    n += _recv_waiting(self._sock, view[filled + n : limit])
+            except TimeoutError:
+                # after the last frame, a pause ends the acquisition (the gaps stay missing)
+                now = time.monotonic()
+                quiet_since = quiet_since or now
+                if self._last_seen and now - quiet_since >= POLL:
+                    return
+                continue
+            quiet_since = None
+            if n == 0:
+                raise AcquisitionError(
+                    f"{self.name}: the connection closed at byte {self._offset + filled} of "
+                    f"the stream, after {int(self._seen.sum())} of {self.expected} frames"
+                )
+            filled += n
+            k = filled // record
+            if k:
+                records = buf[: k * record].reshape(k, record)
+                if self._hand_over(sink, records, self._offset) < k:
+                    return  # (a new acquisition's header: this one has ended)
+                self._offset += k * record
+                filled -= k * record
+                buf[:filled] = buf[k * record : k * record + filled]
+            # a message shorter than a frame: looked at once its type is in
+            if filled >= PREFIX_BYTES + 4 and (buf[:PREFIX_BYTES] != self._prefix).any():
+                self._not_a_frame(buf[:filled], self._offset)
+                return
+
+    def _hand_over(self, sink: Sink, records: np.ndarray, offset: int) -> int:
+        """Put the frames of `records` (messages as long as the first frame's) into `sink`
+        by their sequence numbers; how many of them were frames (the one after them is a
+        new acquisition's header; anything else raises)."""
+        k = len(records)
+        good = (records[:, :PREFIX_BYTES] == self._prefix).all(axis=1)
+        frames = k if good.all() else int(np.argmin(good))
+        seqs = sequence_numbers(records[:frames], PREFIX_BYTES)
+        while seqs is None:  # (the first record that is not a frame, one by one)
+            frames = next(
+                i
+                for i in range(frames)
+                if sequence_numbers(records[i : i + 1], PREFIX_BYTES) is None
+            )
+            seqs = sequence_numbers(records[:frames], PREFIX_BYTES)
+        if (seqs < 1).any():
+            at = int(np.argmax(seqs < 1))
+            raise AcquisitionError(
+                f"{self.name}: the frame at byte {offset + at * records.shape[1]} has "
+                "sequence number 0; expected numbers from 1"
+            )
+        index = seqs - 1
+        cuts = (np.flatnonzero(np.diff(index) != 1) + 1).tolist()
+        for a, b in zip([0, *cuts], [*cuts, frames], strict=True):
+            sink.put(int(index[a]), records[a:b, PREFIX_BYTES:])
+        self._seen[index[index < self.expected]] = True
+        self._last_seen = self._last_seen or bool((index == self.expected - 1).any())
+        if frames < k:
+            self._not_a_frame(records[frames], offset + frames * records.shape[1])
+        return frames
+
+    def _not_a_frame(self, record: np.ndarray, offset: int) -> None:
+        """Say what the message at `offset` is (one not like the first frame's): a new
+        acquisition's header ends this one; anything else is an error."""
+        head = bytes(record[: PREFIX_BYTES + 11])
+        length = parse_prefix(head[:PREFIX_BYTES], offset, self.name)
+        kind = head[PREFIX_BYTES : PREFIX_BYTES + 3]
+        if kind == b"HDR":
+            return
+        if kind == b"MQ1" and length != self.frames.frame_bytes:
+            self.frames.check_size(length, offset)
+        raise AcquisitionError(
+            f"{self.name}: the message at byte {offset} of the stream starts with "
+            f"{head!r}; expected a frame ('MQ1,' and a 6-digit sequence number)"
+        )
+
+    def decode(self, payloads: np.ndarray) -> np.ndarray:
+        return self.frames.decode(payloads)
+
+    def close(self) -> None:
+        if self._control is not None:
+            self._control.close()
+            self._control = None
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+
+def _recv_waiting(sock: socket.socket, view: memoryview) -> int:
+    """Read into `view` what the socket holds now, without waiting; the bytes read."""
+    got = 0
+    while got < len(view):
+        try:
+            n = sock.recv_into(view[got:], 0, socket.MSG_DONTWAIT)
+        except (BlockingIOError, TimeoutError):
+            break
+        if not n:
+            break
+        got += n
+    return got
+
+
+def acquisition_of(source: Source, nav_shape, options: dict) -> Acquisition:
+    try:
+        return Acquisition(source, nav_shape=nav_shape, **options)
+    except BaseException:
+        source.close()
+        raise
+
+
+def merlin(
+    host: str = "127.0.0.1",
+    port: int = DATA_PORT,
+    nav_shape=None,
+    control_port: int | None = None,
+    arm: bool = False,
+    soft_trigger: bool = False,
+    **acquisition_options,
+) -> Acquisition:
+    """A Merlin acquisition from its data port, processed as it arrives.
+
+    Parameters
+    ----------
+    host, port
+        The Merlin's data port (its software's default: 6342).
+    nav_shape
+        The scan's shape; by default the acquisition header's (``ScanY``, ``ScanX``, else
+        frames per trigger as scan rows, as `ltdask.open_mib` reads a ``.hdr``).
+    control_port
+        The control port (default of the Merlin software: 6341), for `arm`.
+    arm, soft_trigger
+        Send ``CMD,STARTACQUISITION`` (and ``CMD,SOFTTRIGGER``) on the control port; without
+        them, the acquisition is started elsewhere (connect first).
+    **acquisition_options
+        `ltdask.acquire.Acquisition`'s: ``frames_per_partition``, ``memory_limit``,
+        ``timeout`` (for the header and the first frame), ``idle_timeout``, ``dims``.
+
+    Returns
+    -------
+    Acquisition
+
+    Raises
+    ------
+    ltdask.acquire.AcquisitionError
+        The port refuses the connection, the stream is malformed (naming the byte offset),
+        the frames are not as their headers say.
+
+    Examples
+    --------
+    >>> import ltdask
+    >>> with ltdask.acquire.merlin("127.0.0.1", 6342) as acq:  # doctest: +SKIP
+    ...     sums, = ltdask.compute(acq, [ltdask.udf.SumSigUDF()])
+    """
+    num = None if nav_shape is None else int(np.prod(nav_shape))
+    source = MerlinSource(host, port, control_port, arm, soft_trigger, num_frames=num)
+    return acquisition_of(source, nav_shape, acquisition_options)

@@ -1,0 +1,181 @@
+"""Merlin live (``ltdask.acquire.merlin``) against the package's simulator: every MIB mode
+gives the results of the same UDFs on ``ltdask.open_mib`` of the file, bit for bit (and
+the sums those of numpy on the counts written); the simulator's faults give partial results
+with the right positions invalid; arming and triggering through the control port; partial
+results of ``ltdask.iter``; no thread or socket left behind."""
+
+from __future__ import annotations
+
+import re
+import socket
+
+import numpy as np
+import pytest
+from helpers.merlinstreams import (
+    MODES,
+    NAV,
+    assert_same_results,
+    nothing_left_behind,
+    udfs,
+    write_scan,
+)
+
+import ltdask
+from ltdask.acquire import MerlinControl, merlin
+from ltdask.acquire.simulate.merlin import MerlinSimulator
+from ltdask.exceptions import MissingFramesWarning
+from ltdask.udf import SumSigUDF
+
+
+def _offline(hdr):
+    ds = ltdask.open_mib(str(hdr))
+    return ds, ltdask.compute(ds, udfs(ds.sig_shape))
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_every_mode_equals_the_file(tmp_path, mode):
+    hdr, counts = write_scan(tmp_path, mode)
+    ds, expected = _offline(hdr)
+    with nothing_left_behind():
+        with MerlinSimulator(hdr, port=0) as sim:
+            with merlin("127.0.0.1", sim.port, frames_per_partition=5) as acq:
+                assert (acq.nav_shape, acq.sig_shape, acq.dtype) == (NAV, ds.sig_shape, ds.dtype)
+                got = ltdask.compute(acq, udfs(acq.sig_shape))
+    assert_same_results(got, expected)
+    # and against numpy on the counts written
+    f64 = counts.astype(np.float64)
+    np.testing.assert_array_equal(got[0]["intensity"].values, f64.sum(axis=0))
+    np.testing.assert_array_equal(got[1]["intensity"].values, f64.sum(axis=(1, 2)).reshape(NAV))
+
+
+@pytest.mark.parametrize(
+    "faults, missing, message",
+    [
+        pytest.param(
+            dict(drop=[0, 7, 8]),
+            [0, 7, 8],
+            "3 of 24 frames never arrived .frame 0, frames 7:9",
+            id="dropped",
+        ),
+        pytest.param(dict(duplicate=[3, 12]), [], "2 frames came twice", id="duplicated"),
+        pytest.param(dict(reorder=True), [], None, id="reordered"),
+        pytest.param(
+            dict(cut_after=10),
+            range(10, 24),
+            "broke off after 10 of 24 frames .*connection closed",
+            id="cut",
+        ),
+    ],
+)
+def test_faults(tmp_path, faults, missing, message, recwarn):
+    hdr, counts = write_scan(tmp_path, "raw12")
+    _, expected = _offline(hdr)
+    with nothing_left_behind():
+        with MerlinSimulator(hdr, port=0, **faults) as sim:
+            with merlin("127.0.0.1", sim.port, frames_per_partition=4) as acq:
+                got = ltdask.compute(acq, udfs(acq.sig_shape))
+    texts = [str(w.message) for w in recwarn if issubclass(w.category, MissingFramesWarning)]
+    if message is None:
+        assert texts == []
+    else:
+        assert any(re.search(message, t) for t in texts), texts
+    valid = np.ones(len(counts), bool)
+    valid[list(missing)] = False
+    valid = valid.reshape(NAV)
+    np.testing.assert_array_equal(got[1]["intensity_valid"].values, valid)
+    assert_same_results(got[1:], expected[1:], valid=valid)
+    # the sum over the frames: of those that arrived
+    arrived = counts[valid.reshape(-1)].astype(np.float64).sum(axis=0)
+    np.testing.assert_array_equal(got[0]["intensity"].values, arrived)
+
+
+def test_stall_ends_at_the_idle_timeout(tmp_path):
+    hdr, counts = write_scan(tmp_path, "raw6")
+    with nothing_left_behind():
+        with MerlinSimulator(hdr, port=0, stall_after=9) as sim:
+            with pytest.warns(MissingFramesWarning, match="no frame for 0.5 s after 9 of 24"):
+                with merlin("127.0.0.1", sim.port, frames_per_partition=4, idle_timeout=0.5) as acq:
+                    (res,) = ltdask.compute(acq, [SumSigUDF()])
+    expected = counts.astype(np.float64).sum(axis=(1, 2))
+    valid = res["intensity_valid"].values.reshape(-1)
+    np.testing.assert_array_equal(valid, np.arange(24) < 9)
+    np.testing.assert_array_equal(res["intensity"].values.reshape(-1)[:9], expected[:9])
+
+
+def test_iter_shows_what_arrived(tmp_path):
+    """Partial results while the detector is stalled after 12 frames: the two partitions
+    (scan rows) that arrived are valid (and right), the rest not; the last step is the result."""
+    hdr, counts = write_scan(tmp_path, "U16")
+    expected = counts.astype(np.float64).sum(axis=(1, 2)).reshape(NAV)
+    with nothing_left_behind():
+        with MerlinSimulator(hdr, port=0, stall_after=12) as sim:
+            with pytest.warns(MissingFramesWarning, match="after 12 of 24 frames"):
+                with merlin("127.0.0.1", sim.port, frames_per_partition=6, idle_timeout=1) as acq:
+                    steps = [s[0] for s in ltdask.iter(acq, [SumSigUDF()])]
+    arrived = (np.arange(24) < 12).reshape(NAV)
+    for step in steps:
+        valid = step["intensity_valid"].values
+        assert not (valid & ~arrived).any()
+        np.testing.assert_array_equal(step["intensity"].values[valid], expected[valid])
+    np.testing.assert_array_equal(steps[0]["intensity_valid"].values, arrived)
+    np.testing.assert_array_equal(steps[-1]["intensity_valid"].values, arrived)
+
+
+def test_arm_and_trigger_through_the_control_port(tmp_path):
+    hdr, counts = write_scan(tmp_path, "raw1", scan_header=True)
+    _, expected = _offline(hdr)
+    with nothing_left_behind():
+        with MerlinSimulator(hdr, port=0, control_port=0, wait_trigger=True) as sim:
+            with MerlinControl("127.0.0.1", sim.control_port) as control:
+                assert (control.get("IMAGEX"), control.get("IMAGEY")) == ("32", "16")
+                assert control.get("COUNTERDEPTH") == "1"
+                control.set("NUMFRAMESTOACQUIRE", 24)
+                assert control.get("NUMFRAMESTOACQUIRE") == "24"
+            for _ in range(2):  # two acquisitions, one after the other
+                with merlin(
+                    "127.0.0.1",
+                    sim.port,
+                    control_port=sim.control_port,
+                    arm=True,
+                    soft_trigger=True,
+                    frames_per_partition=7,
+                ) as acq:
+                    assert acq.nav_shape == NAV  # (ScanY, ScanX)
+                    got = ltdask.compute(acq, udfs(acq.sig_shape))
+                assert_same_results(got, expected)
+            assert sim.frames_sent == 48
+
+
+def test_repeat_goes_on_counting(tmp_path):
+    """The simulator's repeats: the file's frames again, with later sequence numbers."""
+    hdr, counts = write_scan(tmp_path, "raw12")
+    with MerlinSimulator(hdr, port=0, repeat=3) as sim:
+        with merlin("127.0.0.1", sim.port, frames_per_partition=8) as acq:
+            assert acq.nav_shape == (12, 6)
+            (res,) = ltdask.compute(acq, [SumSigUDF()])
+    expected = np.tile(counts.astype(np.float64).sum(axis=(1, 2)), 3).reshape(12, 6)
+    np.testing.assert_array_equal(res["intensity"].values, expected)
+    assert bool(res["intensity_valid"].all())
+
+
+def test_the_simulator_stops_at_its_bounds(tmp_path):
+    hdr, _ = write_scan(tmp_path, "raw12")
+    with nothing_left_behind():
+        with MerlinSimulator(hdr, port=0, max_frames=10) as sim:
+            with pytest.warns(MissingFramesWarning, match="after 10 of 24 frames"):
+                with merlin("127.0.0.1", sim.port, idle_timeout=2) as acq:
+                    ltdask.compute(acq, [SumSigUDF()])
+            assert sim.wait(5) and sim.frames_sent == 10
+        with MerlinSimulator(hdr, port=0, max_seconds=0.2) as sim:
+            assert sim.wait(5)
+
+
+def test_the_control_port_survives_a_malformed_request(tmp_path):
+    hdr, _ = write_scan(tmp_path, "raw12")
+    with nothing_left_behind():
+        with MerlinSimulator(hdr, port=0, control_port=0) as sim:
+            with socket.create_connection(("127.0.0.1", sim.control_port), timeout=5) as s:
+                s.sendall(b"HELLO, MERLIN, HELLO")
+                assert s.recv(100) == b""  # (it closes that connection)
+            with MerlinControl("127.0.0.1", sim.control_port) as control:
+                assert control.get("IMAGEX") == "32"
