@@ -244,6 +244,7 @@ PAGE_DATA: dict[str, tuple[str, ...]] = {
     "docs/formats.md": (),
     "docs/corrections.md": ("scan.mib", "dark.npy", "gain.npy", "bad.npy", "dark.mib"),
     "docs/distributed.md": ("scan.raw",),
+    "docs/live.md": ("scan.mib",),
 }
 
 PAGES_WITH_CODE = [

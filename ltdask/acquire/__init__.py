@@ -19,6 +19,7 @@ Examples
 from __future__ import annotations
 
 from ltdask.acquire.dataset import Acquisition
+from ltdask.acquire.dectris import DectrisSource, dectris
 from ltdask.acquire.follow import follow
 from ltdask.acquire.follow_hdf5 import Hdf5FollowSource
 from ltdask.acquire.follow_raw import RawFollowSource
@@ -31,6 +32,7 @@ from ltdask.acquire.store import AcquisitionError, FrameStore
 __all__ = [
     "Acquisition",
     "AcquisitionError",
+    "DectrisSource",
     "FrameStore",
     "Hdf5FollowSource",
     "Header",
@@ -41,6 +43,7 @@ __all__ = [
     "ReplaySource",
     "Sink",
     "Source",
+    "dectris",
     "follow",
     "follow_mib",
     "merlin",

@@ -107,6 +107,11 @@ class MerlinSource(Source):
         if self.soft_trigger:
             assert self._control is not None
             self._control.cmd("SOFTTRIGGER")
+        if self._control is not None:
+            # control connections are per use (a Merlin serves one at a time): the port is
+            # free for whoever triggers the scan
+            self._control.close()
+            self._control = None
         start = self._offset
         kind, first = self._message(deadline, " (the first frame: is the scan triggered?)")
         if kind != b"MQ1":

@@ -69,9 +69,12 @@ class Header:
 class Sink(Protocol):
     """What a source's `Source.receive` hands frames to (the acquisition's frame store)."""
 
-    def put(self, first: int, payloads: np.ndarray) -> None:
+    def put(self, first: int, payloads: np.ndarray, used=None) -> None:
         """Frames ``first, first + 1, ...`` (0-based scan order), one payload each along
-        the first axis of `payloads`; the sink copies them."""
+        the first axis of `payloads`; the sink copies them. `used` (for payloads of one
+        dimension): how many leading elements of each payload hold data (e.g. a compressed
+        frame in a slot sized for the largest); only those are copied, what follows them
+        is undefined (the decoding must not read it)."""
 
     @property
     def cancelled(self) -> bool:

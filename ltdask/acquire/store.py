@@ -12,6 +12,7 @@ taken. A frame is taken once: an acquisition is processed by one run (record it 
 from __future__ import annotations
 
 import bisect
+import mmap
 import os
 import tempfile
 import threading
@@ -105,8 +106,10 @@ class FrameStore:
     def cancelled(self) -> bool:
         return self._cancelled.is_set()
 
-    def put(self, first: int, payloads: np.ndarray) -> None:
+    def put(self, first: int, payloads: np.ndarray, used=None) -> None:
         """Store frames ``first, first + 1, ...`` (see `ltdask.acquire.source.Sink`)."""
+        if used is not None and len(self.payload_shape) != 1:
+            raise AcquisitionError(f"{self.name}: used= is for payloads of one dimension")
         if payloads.shape[1:] != self.payload_shape:
             payloads = np.asarray(payloads).reshape((-1, *self.payload_shape))
         k = len(payloads)
@@ -127,18 +130,28 @@ class FrameStore:
                 if self._taken[p]:  # (its task has run: the frames came after the end)
                     self.overflow += n
                 else:
-                    self._store(p, index, payloads[done : done + n])
+                    part = None if used is None else used[done : done + n]
+                    self._store(p, index, payloads[done : done + n], part)
                 index += n
                 done += n
 
-    def _store(self, p: int, index: int, frames: np.ndarray) -> None:
-        """Frames ``index ..`` of partition `p` into its buffer (the lock is held)."""
+    def _store(self, p: int, index: int, frames: np.ndarray, used=None) -> None:
+        """Frames ``index ..`` of partition `p` into its buffer (the lock is held); of
+        each only its `used` leading elements where given."""
         buf = self._buffers.get(p)
         if buf is None:
-            buf = self._buffer(p)
+            buf = self._buffer(p, sparse=used is not None)
         local = index - self.starts[p]
         n = len(frames)
-        if n == 1:  # (the common case of a detector stream: one frame at a time, fast)
+        if used is not None:
+            new = ~self.arrived[index : index + n]
+            fresh = int(new.sum())
+            self.duplicates += n - fresh
+            for i in np.flatnonzero(new):
+                u = int(used[i])
+                buf[local + i, :u] = frames[i, :u]
+            self.arrived[index : index + n] = True
+        elif n == 1:  # (the common case of a detector stream: one frame at a time, fast)
             if self.arrived[index]:
                 self.duplicates += 1
                 return
@@ -173,7 +186,7 @@ class FrameStore:
         self._cancelled.set()
         self.finish()
 
-    def _buffer(self, p: int) -> np.ndarray:
+    def _buffer(self, p: int, sparse: bool = False) -> np.ndarray:
         buf = self._buffers.get(p)
         if buf is None:
             shape = (self.stops[p] - self.starts[p], *self.payload_shape)
@@ -183,24 +196,34 @@ class FrameStore:
                 self._spilled.add(p)
                 self.spilled_frames += shape[0]
             else:
-                buf = self._reused(shape)
+                buf = self._reused(shape, sparse)
                 self.memory += nbytes
                 self.peak_memory = max(self.peak_memory, self.memory)
             self._buffers[p] = buf
         return buf
 
-    def _reused(self, shape) -> np.ndarray:
+    def _reused(self, shape, sparse: bool = False) -> np.ndarray:
         """A buffer given back (`recycle`) of `shape`, else a new one: a new one's pages
-        are faulted in as the frames are written, about 10 us a frame of 8 KiB."""
+        are faulted in as the frames are written, about 10 us a frame of 8 KiB. `sparse`
+        (payloads of which only a leading part is written): a new one is an anonymous
+        memory map, whose pages cost only where written (numpy asks for 2 MiB huge pages
+        for large arrays, which the kernel zeroes whole on the first write to each)."""
         for i, buf in enumerate(self._free):
             if buf.shape == shape:
                 return self._free.pop(i)
+        if sparse:
+            pages = mmap.mmap(-1, max(1, int(np.prod(shape)) * self.payload_dtype.itemsize))
+            return np.frombuffer(pages, self.payload_dtype, int(np.prod(shape))).reshape(shape)
         return np.zeros(shape, dtype=self.payload_dtype)
 
     def recycle(self, payloads: np.ndarray) -> None:
         """Give back a buffer that `take` returned, once nothing uses it any more (its
         frames decoded into other memory), for the partitions to come."""
-        if type(payloads) is np.ndarray and payloads.base is None and payloads.flags.writeable:
+        base = payloads.base
+        if isinstance(base, np.ndarray) and base.base is not None:
+            base = base.base  # (a sparse buffer: a view of the array over its memory map)
+        own = base is None or (isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap))
+        if type(payloads) is np.ndarray and own and payloads.flags.writeable:
             with self._cond:
                 if len(self._free) < KEEP_FREE:
                     self._free.append(payloads)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import click
 
+from ltdask.acquire.simulate.dectris import command as _dectris
 from ltdask.cli._simulate_merlin import merlin
 
 
@@ -19,3 +20,4 @@ def simulate() -> None:
 
 
 simulate.add_command(merlin)
+simulate.add_command(_dectris)

@@ -68,8 +68,9 @@ class LiveContext(Context):
         (within the connection's ``timeout``)."""
         if hooks is not None:
             raise NotImplementedError(
-                "make_acquisition(hooks=...): ltdask has no acquisition hooks; trigger the "
-                "scan after make_acquisition returns (it is armed then)"
+                "make_acquisition(hooks=...): ltdask has no acquisition hooks; it arms the "
+                "detector and waits for the first frame: trigger the scan from the scan "
+                "engine (or ltdask.acquire.merlin(..., soft_trigger=True))"
             )
         if pending_aq is None:
             pending_aq = conn._pending(arm=controller is not None, timeout=conn.timeout)

@@ -102,8 +102,27 @@ def compute(
     >>> float(total["intensity"].sum()), float(per_frame["intensity"].sum())
     (96.0, 96.0)
     """
+    if dataset.ready_partitions(0) is not None and not RunTarget.resolve(scheduler).on_cluster:
+        return _compute_as_it_arrives(dataset, udfs, roi, corrections, backends, scheduler)
     graph = _run(dataset, udfs, roi, corrections, backends, scheduler).graph
     return dataset.settle(compute_datasets(to_datasets(graph), progress, graph, scheduler))
+
+
+def _compute_as_it_arrives(dataset, udfs, roi, corrections, backends, scheduler) -> list:
+    """`compute` of a dataset whose frames arrive over time (a live acquisition): its
+    partitions in scan order, those that have arrived in each step. (dask's schedulers
+    take independent tasks in an order of their own: a thread would wait for a partition
+    still to come while the ones before it pile up in memory.)"""
+    import contextlib
+
+    import dask
+
+    local = isinstance(scheduler, str)
+    with dask.config.set(scheduler=scheduler) if local else contextlib.nullcontext():
+        *_, (make, _) = iter_steps(
+            dataset, udfs, roi, corrections=corrections, backends=backends, partitions="run"
+        )
+        return dataset.settle(compute_datasets(make()))
 
 
 def _run(dataset, udfs, roi, corrections, backends, scheduler) -> Run:

@@ -307,3 +307,33 @@ def test_store_reuses_buffers_given_back_without_stale_frames():
     assert np.shares_memory(frames, first)
     assert frames[:, 0].tolist() == [0, 5, 5, 0] and arrived.tolist() == [False, True, True, False]
     assert store.memory == 0
+
+
+class Lockstep(ReplaySource):
+    """Sends the next partition's frames only once the previous partition was taken: a
+    run that waits for a later partition first would never get it."""
+
+    def __init__(self, frames, per_partition: int) -> None:
+        super().__init__(frames)
+        self.per_partition = per_partition
+
+    def receive(self, sink) -> None:
+        for start in range(0, len(self.frames), self.per_partition):
+            if start:
+                while not sink._taken[start // self.per_partition - 1]:
+                    if sink.cancelled:
+                        return
+                    time.sleep(0.001)
+            sink.put(start, self.frames[start : start + self.per_partition])
+
+
+@pytest.mark.parametrize("scheduler", ["threads", "sync"])
+def test_compute_takes_the_partitions_in_the_order_they_arrive(frames, scheduler):
+    with Acquisition(
+        Lockstep(frames, 7), nav_shape=NAV, frames_per_partition=7, idle_timeout=5
+    ) as acq:
+        (res,) = ltdask.compute(acq, [SumSigUDF()], scheduler=scheduler)
+    assert bool(res["intensity_valid"].all())
+    np.testing.assert_array_equal(
+        res["intensity"].values, frames.astype(np.float64).sum(axis=(1, 2)).reshape(NAV)
+    )
