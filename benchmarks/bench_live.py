@@ -28,7 +28,9 @@ rate measured is the highest rate sustained with no frame lost):
   the second timed from its acquisition header to its results.
 
 Other detectors' streams plug in as entries of `STREAMS` (a name and a function that
-measures it and returns a row).
+measures it and returns a row). ``dectris`` runs ``live_dectris.py`` (a DECTRIS bslz4
+uint16 192x192 stream, Sum + CoM + ring, against its simulator's ceiling and LiberTEM-live;
+GB/s of decompressed frames) and prints its own table.
 """
 
 from __future__ import annotations
@@ -267,6 +269,8 @@ def measure_merlin(name: str, folder: str, options) -> dict:
 
 #: name -> function(name, folder, options) -> row (a dict as `measure_merlin` makes)
 STREAMS = {name: measure_merlin for name in MERLIN}
+#: DECTRIS bslz4 uint16 192x192 (measured by live_dectris.py, its own table)
+STREAMS["dectris"] = None  # type: ignore[assignment]
 
 
 def report(rows: list[dict]) -> None:
@@ -309,9 +313,20 @@ def main() -> None:
     options = parser.parse_args()
     rows = []
     for name in options.streams:
+        if name == "dectris":
+            continue
         log(f"{name} ...")
         rows.append(STREAMS[name](name, options.dir, options))
-    report(rows)
+    if rows:
+        report(rows)
+    if "dectris" in options.streams:  # (its own measurement and table: live_dectris.py)
+        import live_dectris
+
+        log("dectris ...")
+        frames = 2048 if options.quick else 16384
+        result = live_dectris.run(frames=frames, libertem=options.libertem)
+        print(live_dectris.report(result))
+        rows.append({"stream": "dectris", **result})
     if options.json:
         with open(options.json, "w") as f:
             json.dump(rows, f, indent=1)
