@@ -73,6 +73,9 @@ class PartitionGraph:
     token: str
     #: the partitions whose partial buffers exist (None: all); merges take only these
     ready: np.ndarray | None = None
+    #: UDF index -> its buffers merged over the partitions `ready` so far (dataset-sized,
+    #: `ltdask.udf.merge.RunningMerges`): these UDFs' partials are not kept
+    folded: dict | None = None
 
     @classmethod
     def build(cls, plan: RunPlan) -> PartitionGraph:
@@ -111,9 +114,12 @@ class PartitionGraph:
         return cls(plan, cells, plan.valid_flat, plan.token)
 
     @classmethod
-    def in_memory(cls, plan: RunPlan, partials: list, done: np.ndarray) -> PartitionGraph:
+    def in_memory(
+        cls, plan: RunPlan, partials: list, done: np.ndarray, folded: dict | None = None
+    ) -> PartitionGraph:
         """The partials of a run at hand: `partials` holds each partition's list of
-        per-UDF buffers; only the partitions `done` are merged and valid."""
+        per-UDF buffers; only the partitions `done` are merged and valid. `folded`: the
+        UDFs whose partials are merged already (see `PartitionGraph.folded`)."""
         import dask.array as da
 
         wrapped = []
@@ -127,7 +133,7 @@ class PartitionGraph:
             if done[i]:
                 mask[p.start : p.stop] = True
         token = f"{plan.token}-partial-{int(done.sum())}"
-        return cls(plan, cells, plan.valid_flat & mask, token, ready=done)
+        return cls(plan, cells, plan.valid_flat & mask, token, ready=done, folded=folded)
 
     # -- the cells ---------------------------------------------------------------------------
     def cell(self, i: int) -> TaskRef:

@@ -40,6 +40,8 @@ def merged(graph: PartitionGraph, u: int) -> dict:
     plan = graph.plan
     udf = plan.bound_udfs[u]
     stored = plan.stored(u)
+    if graph.folded is not None and u in graph.folded:
+        return _from_folded(graph, u, stored)
     if overrides(udf, "merge_all"):
         partial_bytes = sum(
             math.prod(s.shape(0, plan.sig_shape)) * s.dtype.itemsize for s in stored.values()
@@ -230,7 +232,55 @@ def _merge_group(state, template, u, context: RunContext, stored, bounds, *cells
     return state
 
 
+class RunningMerges:
+    """The partitions of a run done so far merged as they finish (an iterated run of a live
+    acquisition): for each UDF with its own ``merge``, dataset-sized buffers after
+    ``preprocess`` into which each finished partition is merged (LiberTEM's way, on its
+    main node), so that its partial buffers can go: the memory held does not grow with the
+    partitions processed (a sum's partial is a frame per partition). UDFs with only
+    ``merge_all`` keep their partials."""
+
+    def __init__(self, plan) -> None:
+        self.states = {
+            u: initial_state(plan.udfs[u], plan.context, plan.stored(u))
+            for u, udf in enumerate(plan.bound_udfs)
+            if overrides(udf, "merge")
+        }
+
+    def add(self, plan, cells, idx) -> None:
+        """Merge the partitions `idx` (their `cells`, in order) and let their partials of
+        the merged UDFs go."""
+        starts = np.concatenate([[0], np.cumsum(plan.counts)]).astype(int)
+        todo = [i for i in idx if plan.counts[i]]
+        bounds = [(int(starts[i]), int(starts[i + 1])) for i in todo]
+        for u, state in self.states.items():
+            boxed = [[cells[i]] for i in todo]  # (a cell as the partition tasks give it)
+            _merge_group(state, plan.udfs[u], u, plan.context, plan.stored(u), bounds, *boxed)
+        for i in idx:
+            cells[i] = [None if u in self.states else p for u, p in enumerate(cells[i])]
+
+    def copy(self) -> dict:
+        """The states as they are now, copied: ``{udf index: {buffer: array}}``."""
+        return {
+            u: {k: np.array(v, copy=True) for k, v in s.items()} for u, s in self.states.items()
+        }
+
+
+def _from_folded(graph: PartitionGraph, u: int, stored) -> dict:
+    """UDF `u`'s buffers from its running merge (`RunningMerges`)."""
+    import dask.array as da
+
+    state = graph.folded[u]  # type: ignore[index]
+    return {
+        name: graph.expand(da.asarray(state[name]), spec.dtype)
+        if spec.kind == "nav"
+        else da.asarray(state[name])
+        for name, spec in stored.items()
+    }
+
+
 __all__ = [
+    "RunningMerges",
     "MERGE_GROUP",
     "MERGE_IN_ONE_TASK_BYTES",
     "checked_merge_all",

@@ -16,9 +16,12 @@ from ltdask.udf.assemble import to_datasets
 from ltdask.udf.buffers import filled
 from ltdask.udf.graph import PartitionGraph, Run
 from ltdask.udf.interface import UDFBase
-from ltdask.udf.merge import initial_state
+from ltdask.udf.merge import RunningMerges, initial_state
 from ltdask.udf.plan import RunPlan, plan_run
 from ltdask.udf.tasks import leading_block
+
+#: partitions per thread that a step of a live run computes at once (`_groups`)
+LIVE_GROUP = 4
 
 
 class RunControl:
@@ -89,10 +92,13 @@ def iter_steps(
         )
     run = Run(dataset, list(udfs), roi, corrections, backends, target)
     initial = _initial_states(run.plan, unprocessed)
+    # frames that arrive over time (a live acquisition, as long as it runs): partitions
+    # merged as they finish, their partials let go
+    running = RunningMerges(run.plan) if dataset.ready_partitions(0) is not None else None
     n = len(run.partitions)
     done = np.zeros(n, dtype=bool)
     cells = np.empty(n, dtype=object)
-    for idx in _groups(dataset, run.plan.counts, step or n):
+    for idx, shown in _groups(dataset, run.plan.counts, step or n):
         if control is not None and control.parameters is not None:
             if len(control.parameters) != len(run.plan.udfs):
                 raise UDFError(
@@ -108,28 +114,39 @@ def iter_steps(
         for i, c in zip(idx, computed, strict=True):
             cells[i] = c[0]
             done[i] = True
+        if running is not None:
+            running.add(run.plan, cells, idx)
         if control is not None:
             control.partitions_done = int(done.sum())
+        if not shown:
+            continue
         damage = np.zeros(dataset.num_frames, dtype=bool)
         for i, p in enumerate(run.partitions):
             damage[p.start : p.stop] = done[i]
-        yield _maker(run.plan, cells.copy(), done.copy(), initial), damage
+        # (copied: the next steps merge into the states, and make() may come later)
+        folded = None if running is None else running.copy()
+        yield _maker(run.plan, cells.copy(), done.copy(), initial, folded), damage
 
 
 def _groups(dataset: DataSet, counts, per_step: int):
-    """The partitions of each step: `_step_groups`, or for a dataset whose partitions
-    become readable over time (a live acquisition), all those readable when the step
-    starts (at least one): results follow the frames, and where making them takes longer
+    """The partitions of each step, and whether the step shows its results:
+    `_step_groups`, each shown; or for a dataset whose partitions become readable over time
+    (a live acquisition) all those readable when the step starts (at least one), computed
+    `LIVE_GROUP` steps' worth at a time (merged as they finish: memory stays bounded) and
+    shown once all are done: results follow the frames, and where making them takes longer
     than the frames take to come, the steps grow instead of falling behind."""
     if dataset.ready_partitions(0) is None:
-        yield from _step_groups(counts, per_step)
+        for group in _step_groups(counts, per_step):
+            yield group, True
         return
     first, n = 0, len(counts)
     while first < n:
         ready = dataset.ready_partitions(first) or 1
-        take = max(1, min(ready, n - first))
-        yield list(range(first, first + take))
-        first += take
+        stop = min(first + max(1, ready), n)
+        for start in range(first, stop, LIVE_GROUP * per_step):
+            end = min(stop, start + LIVE_GROUP * per_step)
+            yield list(range(start, end)), end == stop
+        first = stop
 
 
 def _step_groups(counts, per_step: int) -> list[list[int]]:
@@ -152,9 +169,9 @@ def _step_groups(counts, per_step: int) -> list[list[int]]:
     return groups
 
 
-def _maker(plan: RunPlan, cells: np.ndarray, done: np.ndarray, initial):
+def _maker(plan: RunPlan, cells: np.ndarray, done: np.ndarray, initial, folded=None):
     """``make()`` of one step of `iter_steps` (what is done at that step)."""
-    return lambda: _partial_datasets(plan, cells, done, initial)
+    return lambda: _partial_datasets(plan, cells, done, initial, folded)
 
 
 def initial_datasets(
@@ -168,6 +185,19 @@ def initial_datasets(
     return _partial_datasets(plan, cells, done, _initial_states(plan, "initial"))
 
 
+def _shown(plan: RunPlan, u: int, state: dict, starts, done, initial) -> dict:
+    """UDF `u`'s running merge with its nav values where partitions are not done fill
+    values (or, with `initial`, as after ``preprocess``, which they are)."""
+    out = {}
+    for name, spec in plan.stored(u).items():
+        value = state[name]
+        if spec.kind == "nav" and initial is None:
+            for i in np.flatnonzero(~done):
+                value[starts[i] : starts[i + 1]] = filled((1,), spec.dtype)[0]
+        out[name] = value
+    return out
+
+
 def _initial_states(plan: RunPlan, unprocessed: str) -> list | None:
     """Each UDF's buffers after ``preprocess`` on the whole dataset, made once per run, for
     ``unprocessed="initial"``; None for fill values."""
@@ -176,10 +206,15 @@ def _initial_states(plan: RunPlan, unprocessed: str) -> list | None:
     return [initial_state(u, plan.context, plan.stored(i)) for i, u in enumerate(plan.udfs)]
 
 
-def _partial_datasets(plan: RunPlan, cells: np.ndarray, done: np.ndarray, initial=None):
+def _partial_datasets(
+    plan: RunPlan, cells: np.ndarray, done: np.ndarray, initial=None, folded=None
+):
     """Datasets for the partitions done so far (others invalid and not merged); nav
-    positions not done hold `initial`'s values (see `_initial_states`) or fill values."""
+    positions not done hold `initial`'s values (see `_initial_states`) or fill values.
+    `folded`: the UDFs merged as partitions finished (`RunningMerges`), their states."""
     starts = np.concatenate([[0], np.cumsum(plan.counts)]).astype(int)
+    if folded is not None:
+        folded = {u: _shown(plan, u, state, starts, done, initial) for u, state in folded.items()}
     partials = []
     for i in range(len(cells)):
         if done[i]:
@@ -188,8 +223,11 @@ def _partial_datasets(plan: RunPlan, cells: np.ndarray, done: np.ndarray, initia
         # not processed yet: fill values (or the initial values) at nav positions, with
         # False valid masks; other buffers are not merged
         n = plan.counts[i]
-        parts = []
+        parts: list[dict | None] = []
         for u in range(len(plan.udfs)):
+            if folded is not None and u in folded:
+                parts.append(None)  # (merged already: not read)
+                continue
             part = {}
             for k, s in plan.stored(u).items():
                 if s.kind != "nav":
@@ -200,4 +238,4 @@ def _partial_datasets(plan: RunPlan, cells: np.ndarray, done: np.ndarray, initia
                     part[k] = filled(s.shape(n, plan.sig_shape), s.dtype)
             parts.append(part)
         partials.append(parts)
-    return to_datasets(PartitionGraph.in_memory(plan, partials, done))
+    return to_datasets(PartitionGraph.in_memory(plan, partials, done, folded))
