@@ -5,6 +5,8 @@ run before any partition is processed (a "dry run").
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ltdask.exceptions import UDFError
@@ -22,6 +24,8 @@ from ltdask.udf.tasks import leading_block
 
 #: partitions per thread that a step of a live run computes at once (`_groups`)
 LIVE_GROUP = 4
+#: a live run shows its results at least this often while partitions are ready
+LIVE_UPDATE_SECONDS = 0.25
 
 
 class RunControl:
@@ -133,19 +137,24 @@ def _groups(dataset: DataSet, counts, per_step: int):
     `_step_groups`, each shown; or for a dataset whose partitions become readable over time
     (a live acquisition) all those readable when the step starts (at least one), computed
     `LIVE_GROUP` steps' worth at a time (merged as they finish: memory stays bounded) and
-    shown once all are done: results follow the frames, and where making them takes longer
-    than the frames take to come, the steps grow instead of falling behind."""
+    shown once all are done, or `LIVE_UPDATE_SECONDS` after the last results shown: results
+    follow the frames, and where making them takes longer than the frames take to come,
+    the steps grow instead of falling behind."""
     if dataset.ready_partitions(0) is None:
         for group in _step_groups(counts, per_step):
             yield group, True
         return
     first, n = 0, len(counts)
+    shown = time.monotonic()
     while first < n:
         ready = dataset.ready_partitions(first) or 1
         stop = min(first + max(1, ready), n)
         for start in range(first, stop, LIVE_GROUP * per_step):
             end = min(stop, start + LIVE_GROUP * per_step)
-            yield list(range(start, end)), end == stop
+            show = end == stop or time.monotonic() - shown >= LIVE_UPDATE_SECONDS
+            yield list(range(start, end)), show
+            if show:
+                shown = time.monotonic()
         first = stop
 
 
