@@ -227,7 +227,10 @@ class SharedStats:
         weighted = None
         if self.with_frame_sums and folded is not None:
             if scheme_idx not in self.weights:
-                self.weights[scheme_idx] = tile_pixel_weights(self.lead, p1 - p0)
+                weights = tile_pixel_weights(self.lead, p1 - p0)
+                if weights is not None:  # (the pass's products are float32)
+                    weights = (weights[0].astype(np.float32), weights[1])
+                self.weights[scheme_idx] = weights
             weights = self.weights[scheme_idx]
             if weights is not None:
                 weighted = (weights[0], np.zeros(n))
