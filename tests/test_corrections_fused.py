@@ -178,3 +178,32 @@ def test_one_pass_equals_numpy(tmp_path, monkeypatch, dtype, kind, trio):
         np.testing.assert_allclose(results[0]["intensity"].values, picked.sum(0), rtol=1e-5)
         got = results[1]["intensity"].values.reshape(-1)[sel]
         np.testing.assert_allclose(got, picked.sum((1, 2)), rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "float32"])
+def test_apply_writes_into_a_results_view(dtype):
+    """`PreparedCorrections.apply` corrects a tile of rows straight into a view of a
+    results buffer (Pick's frames: no corrected copy to copy again) where each frame's
+    pixels are contiguous there, and into a copy where they are not."""
+    dark, gain, mask, cs = _corrections(dtype, "clusters")
+    prepared = cs.for_shape(SIG)
+    rng = np.random.default_rng(6)
+    data = rng.integers(0, 3000, (4, *SIG)).astype(dtype)
+    rows = (slice(100, 131), slice(0, SIG[1]))  # (the negotiation's tiles: whole rows)
+    keep = prepared.linear(rows).plan.excluded.size  # (repaired within the rows)
+    assert keep
+    results = np.zeros((6, *SIG), np.float32)
+    view = results[1:5, 100:131]
+    tile = np.ascontiguousarray(data[:, 100:131])
+    out = prepared.apply(tile, np.float32, rows, out=view)
+    assert out is view
+    inside = corrected(data[:, 100:131], dark[rows], gain[rows], mask[rows])
+    np.testing.assert_allclose(results[1:5, 100:131], inside, rtol=1e-6)
+    assert not results[0].any() and not results[5].any() and not results[1:5, :100].any()
+    box = (slice(0, 131), slice(0, 70))  # (a part of each row: not contiguous)
+    sub = np.zeros((6, *SIG), np.float32)[1:5, :, :70]
+    copy = prepared.apply(np.ascontiguousarray(data[:, :, :70]), np.float32, box, out=sub)
+    assert copy is not sub and not sub.any()
+    np.testing.assert_allclose(
+        copy, corrected(data[:, :, :70], dark[box], gain[box], mask[box]), rtol=1e-6
+    )
