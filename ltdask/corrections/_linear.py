@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -42,6 +43,16 @@ class LinearCorrection:
         self.plan = plan
         #: the pixels of the slice
         self.pixels = int(pixels)
+        self._derived: dict = {}
+
+    def derived(self, key, make: Callable[[], Any]) -> Any:
+        """``make()``, made once per `key` (hashable) for this correction and kept: what a
+        UDF derives from it (its masks with the corrections folded in) is made once per
+        process and run, not once per partition (a `PreparedCorrections` keeps the
+        `LinearCorrection` of each signal slice)."""
+        if key not in self._derived:
+            self._derived[key] = make()
+        return self._derived[key]
 
     def repair(self, values: np.ndarray) -> np.ndarray:
         """``P values`` in place (`values` flat float64 of gain-corrected pixels, e.g.

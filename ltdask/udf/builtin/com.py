@@ -10,7 +10,7 @@ import numpy as np
 from ltdask.udf.apply import apply_whole
 from ltdask.udf.backends import to_host
 from ltdask.udf.base import UDF
-from ltdask.udf.builtin._kernels import com_disk, dot_runs, flat_tile, interval_moments
+from ltdask.udf.builtin._kernels import com_disk, dot_shared_runs, flat_tile, interval_moments
 from ltdask.udf.builtin.mask_container import folded_runs
 from ltdask.udf.paths import TilePaths
 
@@ -260,13 +260,18 @@ class CoMUDF(UDF):
         key = (tuple(sig.origin), tuple(sig.shape))
         cached = self.task_data.folded.get(key)
         if cached is None:
-            import scipy.sparse
-
-            y, x = np.mgrid[sig.get()]
-            m = self.task_data.mask[sig.get()].astype(np.float64)
-            stack = scipy.sparse.csr_matrix(np.stack([m, m * y, m * x]).reshape(3, -1))
             linear = self.tile_form.folded_corrections.linear(sig.get())
-            cached = self.task_data.folded[key] = folded_runs(stack, linear)
+            mask = self.task_data.mask[sig.get()]
+
+            def make():
+                y, x = np.mgrid[sig.get()]
+                m = mask.astype(np.float64)
+                return folded_runs(np.stack([m, m * y, m * x]).reshape(3, -1), linear)
+
+            # (made once per process and run, not per partition: 3 ms for 256x256 pixels)
+            p = self.params.com_params
+            made = (type(self).__qualname__, self._center(), p.r, p.ri)
+            cached = self.task_data.folded[key] = linear.derived(made, make)
         return cached
 
     def process_flat_tile(self, frames, p0, p1):
@@ -276,7 +281,7 @@ class CoMUDF(UDF):
             runs, offsets = self._folded_masks()
             out = self.results.raw_mask_result
             out -= offsets
-            dot_runs(frames, p0, p1, *runs, out)
+            dot_shared_runs(frames, p0, p1, *runs, out)
             return
         if sig.origin[1] != 0 or sig.shape[1] != width:
             tile = frames[:, p0:p1].reshape((frames.shape[0], *sig.shape))

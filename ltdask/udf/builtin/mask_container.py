@@ -282,12 +282,18 @@ def _runs(csr: scipy.sparse.csr_matrix):
     )
 
 
-def folded_runs(masks: scipy.sparse.csr_matrix, linear) -> tuple[tuple, np.ndarray]:
-    """`masks` (``(k, pixels)``) with the corrections `linear` (a `LinearCorrection`)
-    folded in, as runs for `dot_runs` (the masks' pixels and those their excluded pixels
-    are repaired from), and what the dark frame takes from each product."""
+def folded_runs(masks: np.ndarray, linear) -> tuple[tuple, np.ndarray]:
+    """`masks` (``(k, pixels)``, dense) with the corrections `linear` (a
+    `LinearCorrection`) folded in, as runs for `dot_shared_runs` over the pixels where
+    any of them is not zero (the masks' pixels and those their excluded pixels are
+    repaired from), and what the dark frame takes from each product."""
     masks = linear.adjoint(masks)
-    return _runs(masks)[:5], linear.offsets(masks)
+    support = np.flatnonzero((masks != 0).any(axis=0))
+    breaks = np.flatnonzero(np.diff(support) != 1) + 1
+    first = np.concatenate([[0], breaks]).astype(np.int64)
+    last = np.concatenate([breaks, [support.size]]).astype(np.int64)
+    runs = (support[first].astype(np.int64), last - first, first)
+    return (*runs, np.ascontiguousarray(masks[:, support])), linear.offsets(masks)
 
 
 def _runs_matrix(runs, px):
