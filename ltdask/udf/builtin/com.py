@@ -213,7 +213,7 @@ class CoMUDF(UDF):
         p = self.params.com_params
         mask, starts, stops = com_disk(sy, sx, *self._center(), p.r, p.ri)
         disk = {"mask": mask, "starts": starts, "stops": stops}
-        return {**disk, "cols": {}, "device": {}, "folded": {}}
+        return {**disk, "cols": {}, "device": {}}
 
     def get_backends(self):
         return (self.BACKEND_NUMPY, self.BACKEND_CUPY)
@@ -257,22 +257,16 @@ class CoMUDF(UDF):
         """The three masks (disk, disk · y, disk · x) of the current signal slice with the
         folded corrections in them (`folded_runs`)."""
         sig = self.meta.sig_slice
-        key = (tuple(sig.origin), tuple(sig.shape))
-        cached = self.task_data.folded.get(key)
-        if cached is None:
-            linear = self.tile_form.folded_corrections.linear(sig.get())
-            mask = self.task_data.mask[sig.get()]
+        linear = self.tile_form.folded_corrections.linear(sig.get())
 
-            def make():
-                y, x = np.mgrid[sig.get()]
-                m = mask.astype(np.float64)
-                return folded_runs(np.stack([m, m * y, m * x]).reshape(3, -1), linear)
+        def make():
+            y, x = np.mgrid[sig.get()]
+            m = self.task_data.mask[sig.get()].astype(np.float64)
+            return folded_runs(np.stack([m, m * y, m * x]).reshape(3, -1), linear)
 
-            # (made once per process and run, not per partition: 3 ms for 256x256 pixels)
-            p = self.params.com_params
-            made = (type(self).__qualname__, self._center(), p.r, p.ri)
-            cached = self.task_data.folded[key] = linear.derived(made, make)
-        return cached
+        # (made once per process and run, not per partition: 3 ms for 256x256 pixels)
+        p = self.params.com_params
+        return linear.derived((type(self).__qualname__, self._center(), p.r, p.ri), make)
 
     def process_flat_tile(self, frames, p0, p1):
         sig = self.meta.sig_slice
