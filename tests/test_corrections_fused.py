@@ -16,11 +16,11 @@ import ltdask
 from ltdask import CorrectionSet
 from ltdask.corrections import RepairedMoments
 from ltdask.kernels.integer_moments import add_integer_sums_with
-from ltdask.kernels.repaired import no_repaired, no_weighted
+from ltdask.kernels.repaired import dot_pixels, no_repaired, no_weighted
 from ltdask.kernels.statistics import BLOCK, moments_with
 from ltdask.udf import CoMUDF, StdDevUDF, SumSigUDF, SumUDF
-from ltdask.udf.builtin._kernels import dot_shared_runs
-from ltdask.udf.builtin.mask_container import folded_runs
+from ltdask.udf.builtin._kernels import com_disk, dot_shared_runs, weighted_interval_moments
+from ltdask.udf.builtin.mask_container import folded_moment_masks, shared_runs
 
 SIG = (131, 141)  # 18 471 pixels: two blocks, the boundary in row 116
 
@@ -220,8 +220,8 @@ def test_shared_runs_kernel_equals_numpy():
     masks = np.zeros((3, 290))
     support = np.r_[3:20, 40:41, 100:180, 250:290]
     masks[:, support] = rng.normal(size=(3, support.size))
-    runs, offsets = folded_runs(masks, CorrectionSet().for_shape((29, 10)).linear())
-    assert len(runs[0]) == 4 and not offsets.any()
+    runs = shared_runs(masks)
+    assert len(runs[0]) == 4
     out = np.zeros((7, 3))
     dot_shared_runs(frames, 10, 300, *runs, out)
     np.testing.assert_allclose(out, frames[:, 10:].astype(np.float64) @ masks.T, rtol=1e-9)
@@ -236,8 +236,8 @@ def test_com_folds_its_masks_once_per_run(tmp_path, monkeypatch):
     data, ds = _scan(tmp_path, "uint16")
     dark, gain, mask, cs = _corrections("uint16", "clusters")
     made = []
-    original = com.folded_runs
-    monkeypatch.setattr(com, "folded_runs", lambda *a: made.append(1) or original(*a))
+    original = com.folded_moment_masks
+    monkeypatch.setattr(com, "folded_moment_masks", lambda *a: made.append(1) or original(*a))
     udf = CoMUDF.with_params(cy=60.5, cx=70, r=50)
     tiles = {"ltdask.partition-bytes": 4 * SIG[0] * SIG[1] * 2, "ltdask.tile-bytes": 2**22}
     with dask.config.set(tiles, scheduler="synchronous"):
@@ -251,3 +251,42 @@ def test_com_folds_its_masks_once_per_run(tmp_path, monkeypatch):
     want = np.stack([(frames * disk * y).sum((1, 2)), (frames * disk * x).sum((1, 2))], -1)
     got = result["raw_com"].values.reshape(-1, 2)
     np.testing.assert_allclose(got, want / total[:, None], rtol=1e-5)
+
+
+@pytest.mark.parametrize("whole_rows", [True, False], ids=["intervals", "runs"])
+def test_folded_moment_masks_equal_numpy(whole_rows):
+    """CoM's three masks (a ring: two intervals in some rows) with dark, gain and excluded
+    pixels folded in -- on the ring's edges, inside, just outside (sources outside the
+    ring), in a corner -- give the products of the corrected frames: as weighted row
+    intervals plus the excluded pixels' sources, or all as runs; 7 frames (not a multiple
+    of four)."""
+    sig = (13, 17)
+    rng = np.random.default_rng(10)
+    frames = rng.integers(0, 3000, (7, sig[0] * sig[1])).astype(np.uint16)
+    dark = rng.normal(20, 3, sig)
+    gain = rng.uniform(0.8, 1.2, sig)
+    mask = np.zeros(sig, bool)
+    mask[6, 2] = mask[6, 3] = mask[0, 0] = mask[6, 8] = mask[1, 8] = mask[12, 16] = True
+    cs = CorrectionSet(dark=dark, gain=gain, excluded_pixels=mask)
+    ring, starts, stops = com_disk(*sig, 6.0, 8.0, 6.0, 2.0)
+    assert (starts != stops).sum(axis=1).max() == 2
+    linear = cs.for_shape(sig).linear()
+    every = (slice(0, sig[0]), slice(0, sig[1]))
+    gain_, gain_x, runs, offsets = folded_moment_masks(
+        ring, every, linear, np.float32 if whole_rows else None
+    )
+    assert (gain_ is not None) == whole_rows
+    out = np.zeros((7, 3)) - offsets
+    if whole_rows:
+        weighted_interval_moments(
+            frames, 0, frames.shape[1], sig[1], 0, starts, stops, gain_, gain_x, out
+        )
+        index = runs[0]
+        assert 0 < len(index) <= 6 * 8  # (the excluded pixels' sources alone)
+        dot_pixels(frames, 0, frames.shape[1], *runs, out)
+    else:
+        dot_shared_runs(frames, 0, frames.shape[1], *runs, out)
+    y, x = np.mgrid[: sig[0], : sig[1]]
+    weights = np.stack([ring, ring * y, ring * x]).reshape(3, -1).astype(np.float64)
+    want = corrected(frames.reshape(7, *sig), dark, gain, mask).reshape(7, -1) @ weights.T
+    np.testing.assert_allclose(out, want, rtol=1e-6)

@@ -270,6 +270,59 @@ def dot_runs(frames, p0, p1, run_start, run_len, run_weight, run_mask, weights, 
 
 
 @numba.njit(nogil=True, cache=True, fastmath=FASTMATH)
+def weighted_interval_moments(frames, p0, p1, width, row0, starts, stops, gain, gain_x, out):
+    """`interval_moments` of the pixels weighed by `gain` (flat, the tile's pixels; and
+    `gain_x`, ``gain`` times the column): ``out[i] += (sum g I, sum g I*y, sum g I*x)``,
+    per row in `gain`'s dtype. Four frames at a time; the last few with the rows of the
+    last frame read again in the places of the missing ones (their sums not added)."""
+    n = frames.shape[0]
+    rows = (p1 - p0) // width
+    z = gain.dtype.type(0)
+    acc = np.zeros((4, 3))
+    for i in range(0, n, 4):
+        acc[:] = 0.0
+        f0 = frames[i][p0:p1]
+        f1 = frames[min(i + 1, n - 1)][p0:p1]
+        f2 = frames[min(i + 2, n - 1)][p0:p1]
+        f3 = frames[min(i + 3, n - 1)][p0:p1]
+        for r in range(rows):
+            y = row0 + r
+            o = r * width
+            for k in range(starts.shape[1]):
+                a = o + starts[y, k]
+                b = o + stops[y, k]
+                if a >= b:
+                    continue
+                g = gain[a:b]
+                gx = gain_x[a:b]
+                s0 = f0[a:b]
+                s1 = f1[a:b]
+                s2 = f2[a:b]
+                s3 = f3[a:b]
+                t0 = t1 = t2 = t3 = u0 = u1 = u2 = u3 = z
+                for c in range(g.shape[0]):
+                    v0 = gain.dtype.type(s0[c])
+                    v1 = gain.dtype.type(s1[c])
+                    v2 = gain.dtype.type(s2[c])
+                    v3 = gain.dtype.type(s3[c])
+                    t0 += v0 * g[c]
+                    t1 += v1 * g[c]
+                    t2 += v2 * g[c]
+                    t3 += v3 * g[c]
+                    u0 += v0 * gx[c]
+                    u1 += v1 * gx[c]
+                    u2 += v2 * gx[c]
+                    u3 += v3 * gx[c]
+                for j, (t, u) in enumerate(((t0, u0), (t1, u1), (t2, u2), (t3, u3))):
+                    acc[j, 0] += t
+                    acc[j, 1] += t * y
+                    acc[j, 2] += u
+        for j in range(min(4, n - i)):
+            for m in range(3):
+                out[i + j, m] += acc[j, m]
+
+
+@numba.njit(nogil=True, cache=True, fastmath=FASTMATH)
 def dot_shared_runs(frames, p0, p1, run_start, run_len, run_weight, weights, out):
     """Masks with one support, as runs of consecutive pixels shared by all of them:
     ``out[i, m] += sum_c frames[i, p0 + run_start[r] + c] * weights[m, run_weight[r] +
@@ -333,6 +386,7 @@ __all__ = [
     "dot_shared_runs",
     "flat_tile",
     "interval_moments",
+    "weighted_interval_moments",
 ]
 
 
