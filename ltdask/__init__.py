@@ -39,6 +39,7 @@ from ltdask.views import plot
 from ltdask.views.live import live
 
 if TYPE_CHECKING:
+    from ltdask import acquire as acquire
     from ltdask import analysis as analysis
     from ltdask import compat, masks
     from ltdask.io.formats._openers import *  # noqa: F403
@@ -53,7 +54,7 @@ _LAZY = {
     # each built-in format's opener (the registry's list, see ltdask.io); plug-ins' openers
     # are found in the registry (the fallback)
     **_openers.NAMES,
-    **{name: f"ltdask.{name}" for name in ("analysis", "compat", "masks")},
+    **{name: f"ltdask.{name}" for name in ("acquire", "analysis", "compat", "masks")},
     # LiberTEM's live plot classes (``libertem.viz``), under their name there
     "viz": "ltdask.views.viz",
     # the kernels' sums of any dask array (the route to them under dask's array-expr)

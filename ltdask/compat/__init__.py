@@ -39,6 +39,7 @@ from ltdask.compat.executors import (
     PipelinedExecutor,
     UnsupportedError,
 )
+from ltdask.compat.live import LiveContext
 from ltdask.compat.results import Damage, ResultBuffer, UDFInfo, UDFResults, dry_run
 from ltdask.compat.steps import ResultAsyncGenerator, ResultGenerator
 from ltdask.corrections import CorrectionSet
@@ -47,6 +48,7 @@ from ltdask.masks.container import MaskContainer
 from ltdask.udf.base import UDF
 
 __all__ = [
+    "LiveContext",
     "AliasError",
     "ConcurrentJobExecutor",
     "Context",

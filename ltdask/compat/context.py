@@ -281,7 +281,7 @@ class Context(AnalysisMixin):
 
         def buffers(make):
             with self._scheduler():
-                results = compute_datasets(make())
+                results = dataset.settle(compute_datasets(make()))
             return tuple(
                 result_buffers(r, u, dataset, roi_flat) for r, u in zip(results, udfs, strict=True)
             )

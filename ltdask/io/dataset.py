@@ -14,13 +14,7 @@ from ltdask.common.shape import RoiBuilder, default_dims
 from ltdask.exceptions import DataSetError, MissingFramesWarning, UDFError, warn
 from ltdask.io.calibration import Calibrated
 from ltdask.io.checks import SUPPORTED_DTYPES, check_dtype, check_shape, unsupported
-from ltdask.io.partition import (
-    Partition,
-    Sizing,
-    TooManyPartitions,
-    nav_grid,
-    partitions_for_grid,
-)
+from ltdask.io.partition import Partition, Sizing, TooManyPartitions, nav_grid, partitions_for_grid
 from ltdask.io.tiling import Negotiator, TilingPreferences, TilingScheme, flat_of
 
 #: partitions without any frame (a nav shape far beyond the files) that planning accepts
@@ -220,6 +214,20 @@ class DataSet(Calibrated):
 
     def get_partitions(self) -> list[Partition]:
         return partitions_for_grid(self.nav_chunks)
+
+    # -- runs of data that arrives over time (live acquisitions, `ltdask.acquire`) ----------
+    def planned_for(self, target) -> DataSet:
+        """This dataset as a run planned for `target` (a `RunTarget`) reads it."""
+        return self
+
+    def ready_partitions(self, first: int) -> int | None:
+        """Partitions from `first` on that can be read now (waits for one); None: all."""
+        return None
+
+    def settle(self, datasets: list) -> list:
+        """A run's computed results as this dataset vouches for them (frames that never
+        came: invalid)."""
+        return datasets
 
     def hands_out_views(self, dtype) -> bool:
         """Whether reading as `dtype` gives views of the files rather than copies."""

@@ -208,6 +208,7 @@ def for_run(dataset, target: RunTarget):
     partitions, and so do a cluster that lists no worker yet and a dataset whose partitions
     were made under other settings than the current ones (``ltdask.partition-bytes`` set
     when it was opened)."""
+    dataset = dataset.planned_for(target)
     if target.kind not in ("threads", "cluster"):
         return dataset
     size = settings.partition_bytes(target.kind)

@@ -53,6 +53,11 @@ freeze``                               after its first partition task: full garb
 ``ltdask.compile-notice``  True        print one line to stderr when a process first
                                        compiles ltdask's numba kernels (an empty cache;
                                        see :mod:`ltdask.runtime.kernel_cache`); False: silent
+``ltdask.acquire-memory``  ``auto``    bytes of frames a live acquisition
+                                       (:mod:`ltdask.acquire`) holds in memory while
+                                       the compute catches up; further frames go to a
+                                       scratch file, none is dropped (``auto``: a
+                                       quarter of the RAM)
 =========================  ==========  ==================================================
 
 Set them like any dask option: ``dask.config.set({"ltdask.partition-bytes": "256MiB"})``
@@ -81,6 +86,7 @@ DEFAULTS = {
         "worker-map-fraction": 0.5,
         "worker-gc-freeze": True,
         "compile-notice": True,
+        "acquire-memory": "auto",
     }
 }
 
@@ -299,6 +305,12 @@ def min_partitions() -> int:
     if value == "auto":
         return os.cpu_count() or 1
     return value
+
+
+def acquire_memory() -> int:
+    """Bytes of frames a live acquisition holds in memory (``ltdask.acquire-memory``)."""
+    value = _setting("acquire-memory", _auto(_bytes), "'auto' or a size such as '4GiB'", minimum=0)
+    return total_memory() // 4 if value == "auto" else value
 
 
 def iter_updates() -> int:

@@ -103,7 +103,7 @@ def compute(
     (96.0, 96.0)
     """
     graph = _run(dataset, udfs, roi, corrections, backends, scheduler).graph
-    return compute_datasets(to_datasets(graph), progress, graph, scheduler)
+    return dataset.settle(compute_datasets(to_datasets(graph), progress, graph, scheduler))
 
 
 def _run(dataset, udfs, roi, corrections, backends, scheduler) -> Run:
@@ -140,4 +140,4 @@ def iter_with_damage(
     """Like `iter_results`, yielding ``(datasets, damage)``: damage is the flat boolean
     mask of the nav positions whose partitions are done."""
     for make, damage in iter_steps(dataset, udfs, roi, corrections=corrections, backends=backends):
-        yield compute_datasets(make()), damage
+        yield dataset.settle(compute_datasets(make())), damage

@@ -76,6 +76,7 @@ def iter_steps(
         )
     step = max(1, settings.min_partitions()) if per_step is None else int(per_step)
     target = RunTarget.resolve()
+    dataset = dataset.planned_for(target)
     if partitions == "updates":
         # one step computes `step` partitions (one per core): enough of them for the updates
         dataset = with_min_partitions(dataset, max(1, step) * settings.iter_updates())
@@ -91,7 +92,7 @@ def iter_steps(
     n = len(run.partitions)
     done = np.zeros(n, dtype=bool)
     cells = np.empty(n, dtype=object)
-    for idx in _step_groups(run.plan.counts, step or n):
+    for idx in _groups(dataset, run.plan.counts, step or n):
         if control is not None and control.parameters is not None:
             if len(control.parameters) != len(run.plan.udfs):
                 raise UDFError(
@@ -113,6 +114,22 @@ def iter_steps(
         for i, p in enumerate(run.partitions):
             damage[p.start : p.stop] = done[i]
         yield _maker(run.plan, cells.copy(), done.copy(), initial), damage
+
+
+def _groups(dataset: DataSet, counts, per_step: int):
+    """The partitions of each step: `_step_groups`, or for a dataset whose partitions
+    become readable over time (a live acquisition), all those readable when the step
+    starts (at least one): results follow the frames, and where making them takes longer
+    than the frames take to come, the steps grow instead of falling behind."""
+    if dataset.ready_partitions(0) is None:
+        yield from _step_groups(counts, per_step)
+        return
+    first, n = 0, len(counts)
+    while first < n:
+        ready = dataset.ready_partitions(first) or 1
+        take = max(1, min(ready, n - first))
+        yield list(range(first, first + take))
+        first += take
 
 
 def _step_groups(counts, per_step: int) -> list[list[int]]:

@@ -77,7 +77,7 @@ def live(
     for make, done in iter_steps(
         dataset, udfs, roi_flat, corrections=corrections, backends=backends
     ):
-        results = compute_datasets(make())
+        results = dataset.settle(compute_datasets(make()))
         buffers = tuple(
             buffer_views(r, u, dataset, roi_flat) for r, u in zip(results, udfs, strict=True)
         )

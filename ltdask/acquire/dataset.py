@@ -1,0 +1,343 @@
+"""An acquisition as a dataset: frames that arrive over time, read by the same runs as a file.
+
+`Acquisition` opens a `~ltdask.acquire.source.Source`, starts a receiver thread that puts
+the source's frames into a `~ltdask.acquire.store.FrameStore`, and is an in-memory dataset
+(`ltdask.io._memory.ArrayDataSet`) over a dask array whose blocks are the partitions: each
+block's task waits until its frames have arrived, takes them from the store and decodes
+them. ``ltdask.compute``, ``ltdask.iter``, ``ltdask.live``, ``ltdask.lazy`` with
+``to_zarr``, corrections, ROIs and array backends then run on it as on a file, partition by
+partition as the detector delivers them.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+import uuid
+import warnings
+
+import numpy as np
+
+from ltdask.acquire.source import Header, Source
+from ltdask.acquire.store import AcquisitionError, FrameStore
+from ltdask.exceptions import DataSetError, MissingFramesWarning
+from ltdask.io._memory import ArrayDataSet
+from ltdask.io.partition import Sizing, nav_grid, partitions_for_grid
+from ltdask.runtime import settings
+
+#: bytes of decoded frames a partition holds by default: at Merlin's 1.8 kHz (12-bit,
+#: 256 x 256) 128 frames, a partition every 70 ms, so that partial results come often
+PARTITION_BYTES = 16 * 2**20
+#: frames a partition holds at most by default (at any frame rate the results come often)
+MAX_PARTITION_FRAMES = 1024
+
+
+class Acquisition(ArrayDataSet):
+    """Frames of a detector stream or a growing file, processed as they arrive.
+
+    Made by ``ltdask.acquire.merlin``, ``ltdask.acquire.dectris`` and
+    ``ltdask.acquire.follow``; the receiver runs from the moment it is made (frames that
+    arrive before a run are kept, in memory up to ``memory_limit`` and then in a scratch
+    file). Use it as a context manager, or `close` it: that stops the receiver and releases
+    the source.
+
+    Parameters
+    ----------
+    source
+        Where the frames come from.
+    nav_shape
+        The scan's shape; by default the source's (a header's scan shape or frame count).
+    frames_per_partition
+        Frames per partition, the step of partial results (default: 16 MiB of frames, at
+        most 1024).
+    memory_limit
+        Bytes of frames held in memory before further ones go to a scratch file (default:
+        the setting ``ltdask.acquire-memory``, a quarter of the RAM).
+    timeout
+        Seconds to wait for the source's header.
+    idle_timeout
+        Seconds without a new frame after which the acquisition ends as broken off
+        (positions without frames invalid, a warning says which); None: wait for ever.
+    dims
+        Names of the nav and sig dims.
+    header
+        The source's header where it is open already (LiberTEM-live's pending
+        acquisitions); else the acquisition opens it.
+    record
+        A path ending in ``.zarr`` or ``.h5``: every frame is also written there as its
+        partition is processed (see `ltdask.acquire.record`); it must not exist.
+    """
+
+    path = "<acquisition>"
+
+    def __init__(
+        self,
+        source: Source,
+        nav_shape=None,
+        frames_per_partition: int | None = None,
+        memory_limit: int | None = None,
+        timeout: float = 10.0,
+        idle_timeout: float | None = 10.0,
+        dims=None,
+        header: Header | None = None,
+        record=None,
+    ) -> None:
+        import dask.array as da
+
+        from ltdask.acquire.record import Recording, check_target
+
+        target = None if record is None else check_target(record)
+        self.source = source
+        self.path = source.name
+        if header is None:
+            header = source.open(timeout)
+        self.header = header
+        nav = _nav_shape(header, nav_shape, source.name)
+        frame_bytes = math.prod(header.sig_shape) * header.dtype.itemsize
+        fpp = _frames_per_partition(frames_per_partition, frame_bytes, source.name)
+        grid = nav_grid(nav, frame_bytes, target_frames=fpp)
+        self._grid = grid
+        starts = [p.start for p in partitions_for_grid(grid)]
+        limit = settings.acquire_memory() if memory_limit is None else int(memory_limit)
+        self.store = FrameStore(
+            starts,
+            math.prod(nav),
+            header.payload_shape or header.sig_shape,
+            header.payload_dtype,
+            memory_limit=limit,
+            name=source.name,
+        )
+        sig = header.sig_shape
+        darr = da.map_blocks(
+            _take_block,
+            chunks=(*grid, *((s,) for s in sig)),
+            dtype=header.dtype,
+            meta=np.empty((0,) * (len(nav) + len(sig)), dtype=header.dtype),
+            name=f"ltdask-acquire-{uuid.uuid4().hex}",
+            acquisition=_Handle(self),
+        )
+        super().__init__(darr, sig_dims=len(sig), dims=dims)
+        self.recording = None
+        if target is not None:
+            try:
+                self.recording = Recording(
+                    target, nav, sig, header.dtype, grid, source.name, header.attrs, self.dims
+                )
+            except BaseException:
+                source.close()
+                raise
+        self.idle_timeout = idle_timeout
+        self._receiver = threading.Thread(
+            target=self._receive, name=f"ltdask receiver {source.name}", daemon=True
+        )
+        self._watchdog = threading.Thread(
+            target=self._watch, name=f"ltdask watchdog {source.name}", daemon=True
+        )
+        self._receiver.start()
+        self._watchdog.start()
+
+    # -- partitions: fixed by the acquisition, whatever a run would like -----------------
+    def partition_grid(self, sizing: Sizing) -> tuple[tuple[int, ...], ...]:
+        return self._grid
+
+    def partition_frame_bytes(self) -> int:
+        return math.prod(self.sig_shape) * self.dtype.itemsize
+
+    # -- runs ------------------------------------------------------------------------------
+    def planned_for(self, target) -> ArrayDataSet:
+        """On a cluster: a copy whose partitions the workers get from this process's
+        feeder (see :mod:`ltdask.acquire.cluster`); else the acquisition itself."""
+        if not target.on_cluster:
+            return self
+        from ltdask.acquire.cluster import cluster_blocks
+        from ltdask.runtime.schedulers import cluster_client, default_client
+
+        client = cluster_client() or default_client()
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other._array, feeder = cluster_blocks(self, client)
+        other.__dict__["_feeder"] = feeder
+        other._array_name = other._array.name
+        return other
+
+    def ready_partitions(self, first: int) -> int:
+        """Partitions from `first` on whose frames have all arrived (waits for one)."""
+        return self.store.ready(first)
+
+    def for_task(self) -> ArrayDataSet:
+        """What the partition tasks need: an in-memory dataset of the same grid, without
+        the receiver, the store and the source (they stay in this process)."""
+        light = object.__new__(ArrayDataSet)
+        live = ("source", "store", "header", "_receiver", "_watchdog", "_feeder", "recording")
+        light.__dict__.update({k: v for k, v in self.__dict__.items() if k not in live})
+        light._array = None
+        light.coords = {}
+        return light
+
+    # -- the receiver ----------------------------------------------------------------------
+    def _receive(self) -> None:
+        try:
+            self.source.receive(self.store)
+        except BaseException as e:  # noqa: BLE001  (kept for the run: it says where it broke)
+            self.store.finish(error=e)
+        else:
+            self.store.finish()
+
+    def _watch(self) -> None:
+        """End the acquisition after `idle_timeout` s without a frame."""
+        last, since = -1, time.monotonic()
+        while not self.store.ended:
+            time.sleep(0.05)
+            count = int(self.store.arrived.sum())
+            now = time.monotonic()
+            if count != last:
+                last, since = count, now
+            elif self.idle_timeout is not None and now - since > self.idle_timeout:
+                self.store.finish(
+                    AcquisitionError(
+                        f"{self.path}: no frame for {self.idle_timeout} s after {count} of "
+                        f"{self.store.num_frames} (idle_timeout)"
+                    )
+                )
+                self.store.cancel()
+
+    @property
+    def done(self) -> bool:
+        """Whether the acquisition has ended (every frame arrived, or broke off)."""
+        return self.store.ended
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the acquisition ends; whether it did within `timeout` s."""
+        self._receiver.join(timeout)
+        return not self._receiver.is_alive()
+
+    def close(self) -> None:
+        """Stop the receiver (frames not yet arrived stay missing) and release the source."""
+        self.store.cancel()
+        self._receiver.join(5.0)
+        self._watchdog.join(1.0)
+        if self.recording is not None:
+            self.recording.finish(self.store, self.source.decode)
+        self.source.close()
+
+    def __enter__(self) -> Acquisition:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- results ---------------------------------------------------------------------------
+    def settle(self, datasets: list) -> list:
+        """Results of a run on this acquisition (`datasets`, computed): positions whose
+        frames never came are invalid, with a warning that says how many and where."""
+        missing = self.store.missing if self.store.ended else np.empty(0, np.int64)
+        if self.store.error is not None:
+            _warn_broken(self.path, self.store.error, missing, self.num_frames)
+        elif missing.size:
+            warnings.warn(
+                f"{self.path}: {missing.size} of {self.num_frames} frames never arrived "
+                f"({_ranges(missing)}); their positions are invalid",
+                MissingFramesWarning,
+                stacklevel=3,
+            )
+        if self.store.duplicates or self.store.overflow:
+            warnings.warn(
+                f"{self.path}: {self.store.duplicates} frames came twice (the first one was "
+                f"kept) and {self.store.overflow} came past the scan's {self.num_frames} "
+                "frames (ignored)",
+                MissingFramesWarning,
+                stacklevel=3,
+            )
+        if not missing.size:
+            return datasets
+        arrived = self.store.arrived.reshape(self.nav_shape)
+        nav_dims = tuple(self.dims[: len(self.nav_shape)])
+        out = []
+        for d in datasets:
+            d = d.copy(deep=False)
+            for name, coord in list(d.coords.items()):
+                if str(name).endswith("valid") and coord.dims == nav_dims:
+                    d = d.assign_coords({name: (nav_dims, np.asarray(coord.values) & arrived)})
+            out.append(d)
+        return out
+
+
+class _Handle:
+    """The acquisition, as the block tasks' argument: tokenized by its identity (the
+    frames are not known when the graph is made)."""
+
+    def __init__(self, acquisition: Acquisition) -> None:
+        self.acquisition = acquisition
+        self.token = uuid.uuid4().hex
+
+    def __dask_tokenize__(self):
+        return self.token
+
+    def __reduce__(self):
+        self.acquisition.store.__reduce__()  # (raises: say why, for which acquisition)
+        raise AssertionError  # pragma: no cover
+
+
+def _take_block(block_info=None, acquisition: _Handle | None = None) -> np.ndarray:
+    """One partition's frames, decoded, as a block of the nav grid (waits for them)."""
+    assert acquisition is not None and block_info is not None
+    acq = acquisition.acquisition
+    location = block_info[None]["array-location"]
+    nav = acq.nav_shape
+    first = tuple(lo for lo, _ in location[: len(nav)])
+    shape = tuple(hi - lo for lo, hi in location[: len(nav)])
+    start = int(np.ravel_multi_index(first, nav)) if nav else 0
+    payloads, arrived = acq.store.take(start, start + math.prod(shape))
+    frames = acq.source.decode(payloads)
+    if not np.may_share_memory(frames, payloads):
+        acq.store.recycle(payloads)
+    frames = frames.reshape((*shape, *acq.sig_shape))
+    if acq.recording is not None:
+        acq.recording.write(first, frames, arrived)
+    return frames
+
+
+def _nav_shape(header: Header, nav_shape, name: str) -> tuple[int, ...]:
+    from ltdask.io.checks import check_shape
+
+    if nav_shape is not None:
+        return check_shape(nav_shape, "nav_shape", name)
+    if header.nav_shape is not None:
+        return tuple(header.nav_shape)
+    if header.num_frames > 0:
+        return (header.num_frames,)
+    raise DataSetError(
+        f"{name}: the source does not say how many frames the acquisition has (a "
+        "continuous acquisition); give nav_shape"
+    )
+
+
+def _frames_per_partition(value, frame_bytes: int, name: str) -> int:
+    if value is None:
+        return max(1, min(MAX_PARTITION_FRAMES, PARTITION_BYTES // max(1, frame_bytes)))
+    if int(value) != value or value < 1:
+        raise DataSetError(f"{name}: frames_per_partition={value!r}; expected a count >= 1")
+    return int(value)
+
+
+def _ranges(indices: np.ndarray, most: int = 5) -> str:
+    """Runs of consecutive `indices` as ``a:b`` text (the first `most`)."""
+    if not indices.size:
+        return "none"
+    cuts = np.flatnonzero(np.diff(indices) != 1) + 1
+    runs = np.split(indices, cuts)
+    text = ", ".join(
+        f"frame {r[0]}" if r.size == 1 else f"frames {r[0]}:{r[-1] + 1}" for r in runs[:most]
+    )
+    return text + (f" and {len(runs) - most} more runs" if len(runs) > most else "")
+
+
+def _warn_broken(path: str, error: BaseException, missing: np.ndarray, total: int) -> None:
+    warnings.warn(
+        f"{path}: the acquisition broke off after {total - missing.size} of {total} frames "
+        f"({error}); the results cover the frames that arrived, the positions of the "
+        f"{missing.size} missing ones ({_ranges(missing)}) are invalid",
+        MissingFramesWarning,
+        stacklevel=4,
+    )

@@ -1,0 +1,109 @@
+"""Where an acquisition's frames come from: a detector stream or a file still being written.
+
+A `Source` announces what it will send (`Header`) and then hands frames to a `Sink` (the
+acquisition's frame store) from the acquisition's receiver thread, by their index in the
+scan. It knows nothing of partitions, UDFs or schedulers: those are the acquisition's
+(`ltdask.acquire.dataset`). A frame travels as the source's *payload* (raw bytes as the
+detector sends them, for sources whose decoding is worth doing in parallel, in the
+partition tasks) or already decoded; `Source.decode` turns a block of payloads into frames.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Header:
+    """What a source announces before its frames.
+
+    Parameters
+    ----------
+    sig_shape
+        The shape of one decoded frame.
+    dtype
+        The dtype of decoded frames.
+    num_frames
+        The frames the acquisition will have (the detector's count, a file header's or the
+        scan's); 0 where the source does not know it (the user's ``nav_shape`` must then).
+    nav_shape
+        The scan's shape where the source knows it (e.g. Merlin's ``ScanX``/``ScanY``),
+        else None (the user's ``nav_shape``, else ``(num_frames,)``).
+    payload_shape, payload_dtype
+        One frame as the source stores it (e.g. ``(frame_bytes,)`` of uint8 for raw
+        bytes); by default the decoded frame.
+    attrs
+        Metadata kept with the dataset (e.g. the detector's header fields).
+    """
+
+    sig_shape: tuple[int, ...]
+    dtype: np.dtype
+    num_frames: int = 0
+    nav_shape: tuple[int, ...] | None = None
+    payload_shape: tuple[int, ...] | None = None
+    payload_dtype: np.dtype | None = None
+    attrs: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sig_shape", tuple(int(s) for s in self.sig_shape))
+        object.__setattr__(self, "dtype", np.dtype(self.dtype))
+        if self.payload_shape is None:
+            object.__setattr__(self, "payload_shape", self.sig_shape)
+        else:
+            object.__setattr__(self, "payload_shape", tuple(int(s) for s in self.payload_shape))
+        payload_dtype = self.dtype if self.payload_dtype is None else self.payload_dtype
+        object.__setattr__(self, "payload_dtype", np.dtype(payload_dtype))
+
+    @property
+    def payload_bytes(self) -> int:
+        """Bytes of one frame's payload."""
+        assert self.payload_dtype is not None and self.payload_shape is not None
+        return math.prod(self.payload_shape) * self.payload_dtype.itemsize
+
+
+class Sink(Protocol):
+    """What a source's `Source.receive` hands frames to (the acquisition's frame store)."""
+
+    def put(self, first: int, payloads: np.ndarray) -> None:
+        """Frames ``first, first + 1, ...`` (0-based scan order), one payload each along
+        the first axis of `payloads`; the sink copies them."""
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the acquisition was closed: `Source.receive` returns soon after."""
+
+
+class Source(abc.ABC):
+    """A detector stream or a growing file: the frames of one acquisition.
+
+    Subclasses implement `open` (connect, arm where asked, read up to the header) and
+    `receive` (hand every frame to the sink, return at the acquisition's end); `decode`
+    where the payload is not the decoded frame; `close` to release sockets and files.
+    """
+
+    #: how the source is named in messages, e.g. ``"merlin 127.0.0.1:6342"``
+    name: str = "source"
+
+    @abc.abstractmethod
+    def open(self, timeout: float) -> Header:
+        """Connect and wait (at most `timeout` s) for the acquisition's header."""
+
+    @abc.abstractmethod
+    def receive(self, sink: Sink) -> None:
+        """Hand the acquisition's frames to `sink` (from the receiver thread) until its
+        end; check ``sink.cancelled`` at least every 0.2 s and return when it is set.
+        Raise on a broken stream: the frames handed so far stay valid."""
+
+    def decode(self, payloads: np.ndarray) -> np.ndarray:
+        """Frames ``(k, *sig_shape)`` of the header's dtype from `payloads` (``(k,
+        *payload_shape)``); runs in the partition tasks. By default the payloads are the
+        frames."""
+        return payloads
+
+    def close(self) -> None:  # noqa: B027  (most sources have something to close)
+        """Release the source's sockets and files (the receiver thread has stopped)."""
