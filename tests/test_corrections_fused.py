@@ -290,3 +290,18 @@ def test_folded_moment_masks_equal_numpy(whole_rows):
     weights = np.stack([ring, ring * y, ring * x]).reshape(3, -1).astype(np.float64)
     want = corrected(frames.reshape(7, *sig), dark, gain, mask).reshape(7, -1) @ weights.T
     np.testing.assert_allclose(out, want, rtol=1e-6)
+
+
+def test_float64_runs_keep_float64_frame_sums(tmp_path):
+    """The shared pass's weighted frame sums of a float64 run (Sum + SumSig + StdDev on a
+    float64 scan) are float64 products, not float32 ones."""
+    rng = np.random.default_rng(12)
+    data = rng.normal(1000, 100, (2, 3, *SIG))
+    path = tmp_path / "scan.raw"
+    data.tofile(path)
+    ds = ltdask.open_raw(path, nav_shape=(2, 3), sig_shape=SIG, dtype=np.float64)
+    dark, gain, mask, cs = _corrections("float64", "clusters")
+    with dask.config.set(scheduler="synchronous"):
+        results = ltdask.compute(ds, [SumUDF(), SumSigUDF(), StdDevUDF()], corrections=cs)
+    want = corrected(data.reshape(-1, *SIG), dark, gain, mask).sum((1, 2))
+    np.testing.assert_allclose(results[1]["intensity"].values.reshape(-1), want, rtol=1e-12)

@@ -190,7 +190,7 @@ def folded_sum(arr, axis=None, dtype=None, keepdims=False, split_every=None):
     nav, sig = tuple(range(nav_dims)), tuple(range(nav_dims, arr.ndim))
     dtype = _sum_result_dtype(arr.dtype, dtype)
     if axes == sig:
-        total = _folded_frame_sums(raw, prepared, nav_dims, split_every)
+        total = _folded_frame_sums(raw, prepared, nav_dims, arr.dtype, split_every)
     elif axes in (nav, nav + sig):
         sums = da.reduction(
             raw,
@@ -228,10 +228,10 @@ def _fold_pixel_sums(sums: np.ndarray, prepared, frames: int) -> np.ndarray:
     return total.reshape(sums.shape)
 
 
-def _folded_frame_sums(raw, prepared, nav_dims: int, split_every=None):
+def _folded_frame_sums(raw, prepared, nav_dims: int, dtype, split_every=None):
     """Each corrected frame's sum, ``w . (x - dark)`` (float64), from the uncorrected
-    chunks of `raw`: their parts of it per chunk (weighted, float32 products as the
-    shared tile pass takes them), added over the signal chunks."""
+    chunks of `raw`: their parts of it per chunk (weighted, products in the corrected
+    frames' `dtype` as the shared tile pass takes them), added over the signal chunks."""
     weights, _ = prepared.pixel_weights()
     dark = prepared.dark_gain(None, np.float64)[0]
     weighted_dark = weights * dark if dark.size else np.zeros_like(weights)
@@ -239,7 +239,7 @@ def _folded_frame_sums(raw, prepared, nav_dims: int, split_every=None):
     chunks = raw.chunks[:nav_dims] + tuple((1,) * len(c) for c in raw.chunks[nav_dims:])
     parts = raw.map_blocks(
         _weighted_block,
-        weights.astype(np.float32).reshape(sig_shape),
+        weights.astype(np.result_type(dtype, np.float32)).reshape(sig_shape),
         weighted_dark.reshape(sig_shape),
         nav_dims,
         chunks=chunks,

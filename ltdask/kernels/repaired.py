@@ -52,10 +52,11 @@ CHUNK = 256
 def weighted_rows(frames, i0, i1, c0, c1, weights, sums):
     """``sums[i] += sum_k weights[k] * frames[i, c0 + k]`` for the rows ``i0:i1``, four at
     a time (each weight loaded once for four rows). Products and partial sums of `CHUNK`
-    pixels in float32 (eight lanes a vector, each lane adding a few products: about 1e-7
-    of the sum), the partial sums added in float64 (`sums`)."""
+    pixels in the weights' dtype (float32 for float32 runs: eight lanes a vector, each
+    lane adding a few products, about 1e-7 of the sum; float64 for float64 runs), the
+    partial sums added in float64 (`sums`)."""
     i = i0
-    z = np.float32(0)
+    z = weights.dtype.type(0)
     while i + 4 <= i1:
         r0 = frames[i][c0:c1]
         r1 = frames[i + 1][c0:c1]
@@ -71,10 +72,10 @@ def weighted_rows(frames, i0, i1, c0, c1, weights, sums):
             q3 = r3[k0 : k0 + CHUNK]
             a0 = a1 = a2 = a3 = z
             for k in range(w.shape[0]):
-                a0 += np.float32(q0[k]) * w[k]
-                a1 += np.float32(q1[k]) * w[k]
-                a2 += np.float32(q2[k]) * w[k]
-                a3 += np.float32(q3[k]) * w[k]
+                a0 += w.dtype.type(q0[k]) * w[k]
+                a1 += w.dtype.type(q1[k]) * w[k]
+                a2 += w.dtype.type(q2[k]) * w[k]
+                a3 += w.dtype.type(q3[k]) * w[k]
             t0 += np.float64(a0)
             t1 += np.float64(a1)
             t2 += np.float64(a2)
@@ -92,7 +93,7 @@ def weighted_rows(frames, i0, i1, c0, c1, weights, sums):
             q = row[k0 : k0 + CHUNK]
             a = z
             for k in range(w.shape[0]):
-                a += np.float32(q[k]) * w[k]
+                a += w.dtype.type(q[k]) * w[k]
             t += np.float64(a)
         sums[i] += t
         i += 1

@@ -228,8 +228,9 @@ class SharedStats:
         if self.with_frame_sums and folded is not None:
             if scheme_idx not in self.weights:
                 weights = tile_pixel_weights(self.lead, p1 - p0)
-                if weights is not None:  # (the pass's products are float32)
-                    weights = (weights[0].astype(np.float32), weights[1])
+                if weights is not None:  # (products in float32 for float32 runs)
+                    dtype = np.result_type(self.lead.meta.input_dtype, np.float32)
+                    weights = (weights[0].astype(dtype), weights[1])
                 self.weights[scheme_idx] = weights
             weights = self.weights[scheme_idx]
             if weights is not None:
