@@ -14,6 +14,10 @@ repaired pixels ordered by the block of `BLOCK` pixels that holds all their sour
 (``starts[b]:starts[b + 1]`` for block ``b``), those whose sources lie in two blocks last
 (``starts[-2]:``), added by `add_repaired_moments` after the pass (see
 `ltdask.corrections.RepairedMoments`).
+
+numba's cache does not follow calls into other modules: after editing this module, remove
+the cached passes that call it (``ltdask/kernels/__pycache__/integer_moments*.nb*`` and
+``statistics*.nb*``), or they keep running the old code.
 """
 
 from __future__ import annotations
