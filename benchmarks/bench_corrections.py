@@ -11,8 +11,9 @@ Uses the scans of ``bench_read.py`` (2 GiB uint16 and 4 GiB float32, nav 128x128
 each set of excluded pixels (0.1 % and 1 % of the pixels, spread at random or in small
 clusters -- lines, L shapes and 2x2 blocks, on the borders too), once to warm up, then all
 interleaved, round by round, in this one process (threaded scheduler, 2 threads); with
-LiberTEM, a child process runs the same UDFs corrected once per round (timed inside it
-after a warm-up run). Prints GB/s of file bytes uncorrected, and per set of excluded
+LiberTEM, one child process per scan (`LiberTEMChild`, LiberTEM's threads executor on 2
+threads) runs the same UDFs corrected, each run a method of the same rounds, driven over
+a pipe and timed inside the child. Prints GB/s of file bytes uncorrected, and per set of excluded
 pixels the corrected/uncorrected ratio (target >= 0.8) and ltdask/LiberTEM (target >= 3).
 """
 
@@ -120,8 +121,8 @@ LIBERTEM_SCRIPT = textwrap.dedent(
     from libertem.udf.sumsigudf import SumSigUDF
     import sparse
 
-    path, nav, sig, dtype, corr, names = sys.argv[1:7]
-    nav, sig, names = json.loads(nav), json.loads(sig), json.loads(names)
+    path, nav, sig, dtype, corr = sys.argv[1:6]
+    nav, sig = json.loads(nav), json.loads(sig)
     h, w = sig
     data = np.load(corr)
     ctx = Context.make_with("threads", cpus=2)
@@ -141,30 +142,57 @@ LIBERTEM_SCRIPT = textwrap.dedent(
         "PickUDF (1/16)": (lambda: [PickUDF()], roi),
         "Sum+SumSig+StdDev": (lambda: [SumUDF(), SumSigUDF(), StdDevUDF()], None),
     }
-    times = {}
-    for case in [k[len("mask_"):] for k in data.files if k.startswith("mask_")]:
-        cs = CorrectionSet(dark=data["dark"], gain=data["gain"],
-                           excluded_pixels=sparse.COO(data["mask_" + case]))
-        for name in names:
-            udf, r = make[name]
-            ctx.run_udf(dataset=ds, udf=udf(), roi=r, corrections=cs)  # warm-up
-            t0 = time.perf_counter()
-            ctx.run_udf(dataset=ds, udf=udf(), roi=r, corrections=cs)
-            times[name + " | " + case] = time.perf_counter() - t0
-    print(json.dumps(times))
+    sets = {
+        k[len("mask_"):]: CorrectionSet(dark=data["dark"], gain=data["gain"],
+                                        excluded_pixels=sparse.COO(data[k]))
+        for k in data.files if k.startswith("mask_")
+    }
+    print("LTREADY", flush=True)
+    for line in sys.stdin:  # one run per line: "name | case"; its time back
+        name, case = json.loads(line).split(" | ")
+        udf, r = make[name]
+        t0 = time.perf_counter()
+        ctx.run_udf(dataset=ds, udf=udf(), roi=r, corrections=sets[case])
+        print("LTTIME " + json.dumps(time.perf_counter() - t0), flush=True)
     """
 )
 
 
-def libertem_round(python, path, nav, dtype, corr_file, names) -> dict[str, float]:
-    args = [path, json.dumps(list(nav)), json.dumps(list(SIG)), dtype.name, corr_file]
-    out = subprocess.run(
-        [python, "-c", LIBERTEM_SCRIPT, *args, json.dumps(names)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+class LiberTEMChild:
+    """LiberTEM 0.16 in a child process of its own environment (`python`), started once
+    per scan, with the scan opened and every set of corrections made: `run` asks it over
+    a pipe for one corrected run and returns the seconds it took there (timed in the
+    child, the pipe's round trip left out). It runs on LiberTEM's ``threads`` executor
+    (``Context.make_with("threads", cpus=2)``: a ConcurrentJobExecutor of 2 threads, as
+    ltdask's 2 threads)."""
+
+    def __init__(self, python: str, path: str, nav, dtype: np.dtype, corr_file: str):
+        args = [path, json.dumps(list(nav)), json.dumps(list(SIG)), dtype.name, corr_file]
+        self.proc = subprocess.Popen(
+            [python, "-c", LIBERTEM_SCRIPT, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self._reply("LTREADY")
+
+    def _reply(self, prefix: str) -> str:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:  # (LiberTEM may print other lines)
+            if line.startswith(prefix):
+                return line[len(prefix) :].strip()
+        raise RuntimeError(f"the LiberTEM child ended (exit code {self.proc.wait()})")
+
+    def run(self, key: str) -> float:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(key) + "\n")
+        self.proc.stdin.flush()
+        return float(self._reply("LTTIME "))
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=60)
 
 
 def bench_scan(args, dtype: np.dtype, nav, names: list[str], cases: list[str]) -> None:
@@ -191,20 +219,30 @@ def bench_scan(args, dtype: np.dtype, nav, names: list[str], cases: list[str]) -
             )
     libertem: dict[str, list[float]] = {}
     use_libertem = bool(args.libertem) and os.path.exists(args.libertem)
-    if use_libertem:
+    child = LiberTEMChild(args.libertem, path, nav, dtype, corr_file) if use_libertem else None
+    if child is not None:
+        # one method per corrected run, interleaved with ltdask's round by round (the
+        # child's own time of each run is kept: warm-up first, as every method's)
+        for name in names:
+            for case in cases:
+                key = f"{name} | {case}"
 
-        def libertem_run():
-            for key, t in libertem_round(args.libertem, path, nav, dtype, corr_file, names).items():
-                libertem.setdefault(key, []).append(t)
+                def libertem_run(key=key):
+                    libertem.setdefault(key, []).append(child.run(key))
 
-        methods["LiberTEM (child process)"] = libertem_run
-    # the LiberTEM child runs inside each round and counts as "other processes": with
-    # it, every round counts (run this on an otherwise idle machine)
+                methods[f"LiberTEM {key}"] = libertem_run
+    # the LiberTEM child's runs count as "other processes": with it, every round counts
+    # (run this on an otherwise idle machine)
     max_foreign = 1.0 if use_libertem else 0.15
-    with dask.config.set(scheduler="threads", num_workers=THREADS):
-        times, foreign, _ = measure(
-            methods, args.repeats, nbytes, max_foreign=max_foreign, max_rounds=3 * args.repeats
-        )
+    try:
+        with dask.config.set(scheduler="threads", num_workers=THREADS):
+            times, foreign, _ = measure(
+                methods, args.repeats, nbytes, max_foreign=max_foreign, max_rounds=3 * args.repeats
+            )
+    finally:
+        if child is not None:
+            child.close()
+    libertem = {key: ts[1:] for key, ts in libertem.items()}  # (not the warm-up)
 
     def rate(ts):
         return nbytes / statistics.median(ts) / 1e9

@@ -116,7 +116,9 @@ class PreparedCorrections:
         flat: tuple | None = None,
     ) -> np.ndarray:
         """A corrected copy of `tile` (``(n, *slice shape)``) as `out_dtype` (a float dtype;
-        by default ``self.out_dtype``), in `out` (a flat buffer to reuse) if given.
+        by default ``self.out_dtype``), in `out` if given: a flat buffer to reuse, or an
+        array of the tile's shape and `out_dtype` whose frames' pixels are contiguous (a
+        view of a results buffer), written in place.
 
         `sig_index` is the tile's signal slice (``Slice.get()``); None for whole frames.
         `flat`: ``(frames, p0, p1)``, C-contiguous frames whose ``[:, p0:p1]`` is the tile
@@ -128,16 +130,19 @@ class PreparedCorrections:
         src, p0, p1 = flat
         out_dtype = self.out_dtype if out_dtype is None else np.dtype(out_dtype)
         size = n * (p1 - p0)
-        if out is None or out.dtype != out_dtype or out.size < size:
-            out = np.empty((n, p1 - p0), dtype=out_dtype)
+        rows = _rows_of(out, tile.shape, out_dtype)
+        if rows is not None:
+            result, out = out, rows
+        elif out is None or out.ndim != 1 or out.dtype != out_dtype or out.size < size:
+            out = result = np.empty((n, p1 - p0), dtype=out_dtype)
         else:
-            out = out.reshape(-1)[:size].reshape(n, p1 - p0)
+            out = result = out.reshape(-1)[:size].reshape(n, p1 - p0)
         dark, gain = self.dark_gain(sig_index, out_dtype)
         plan = self.plan
         if sig_index is not None and p1 - p0 != int(np.prod(self.sig_shape)):
             plan = self._plan_for(tuple((s.start, s.stop) for s in sig_index))
         correct_frames(src, p0, p1, dark, gain, plan.excluded, plan.sources, plan.counts, out)
-        return out.reshape(tile.shape)
+        return result if result.shape == tile.shape else result.reshape(tile.shape)
 
     # -- folded into results: ``(x - dark) * gain`` is affine in each pixel ---------------
     def add_folded_sums(self, out: np.ndarray, sums: np.ndarray, frames, sig_index=None):
@@ -254,6 +259,19 @@ class PreparedCorrections:
             self.sig_shape,
             tokenize(self.source, self.plan.excluded),
         )
+
+
+def _rows_of(out, shape, dtype) -> np.ndarray | None:
+    """`out` as ``(frames, pixels)`` without a copy, where it is an array of `shape` and
+    `dtype` whose frames' pixels are contiguous; else None."""
+    if out is None or out.shape != tuple(shape) or out.dtype != dtype or not len(shape):
+        return None
+    rows = out.view()
+    try:
+        rows.shape = (shape[0], -1)  # (raises where the frames' pixels are not contiguous)
+    except AttributeError:
+        return None
+    return rows if rows.strides[1] == rows.itemsize else None
 
 
 _NO_REPAIR = RepairPlan(np.zeros(0, np.int64), np.zeros((0, 1), np.int64), np.zeros(0, np.int64))

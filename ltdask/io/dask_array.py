@@ -175,7 +175,12 @@ def corrected_dask(ds: Scan, corrections, dtype=None, chunks=None):
         prepared=prepared,
         dataset=ds.for_task(),
     )
-    return as_scan_array(arr)
+    arr = as_scan_array(arr)
+    start, stop = ds.present_range
+    if isinstance(arr, ScanArray) and stop - start == ds.num_frames:
+        # (sums taken from the uncorrected frames, corrected after the sum)
+        arr.folded_from = (raw, prepared)
+    return arr
 
 
 def _correct_block(block, prepared, dataset: Scan, block_info=None):

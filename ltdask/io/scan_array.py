@@ -24,6 +24,7 @@ kernels' sums are then taken with `sum_scan` and `mean_scan` (``ltdask.sum``,
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 
@@ -61,6 +62,11 @@ class ScanArray(da.Array):
     #: taken from it (the integers summed exactly, then rounded once, as a float sum of
     #: the converted frames would be without rounding on the way)
     sums_from: ScanArray | None = None
+    #: for ``to_dask(corrections=...)``: ``(raw, prepared)``, the same scan uncorrected
+    #: (every frame present) and the `ltdask.corrections.PreparedCorrections` its chunks
+    #: are corrected by, or None: sums over the frames, over each frame or over all are
+    #: taken from the uncorrected frames and corrected after the sum (`folded_sum`)
+    folded_from: tuple | None = None
 
     def sum(self, axis=None, dtype=None, keepdims=False, split_every=None, out=None):
         if self.sums_from is not None and out is None:
@@ -69,6 +75,8 @@ class ScanArray(da.Array):
         return sum_scan(self, axis, dtype, keepdims, split_every, out)
 
     def mean(self, axis=None, dtype=None, keepdims=False, split_every=None, out=None):
+        if self.folded_from is not None and out is None:
+            return mean_scan(self, axis, dtype, keepdims, split_every)
         if self.sums_from is not None and out is None:
             dtype = dtype or np.mean(np.zeros(1, dtype=self.dtype)).dtype
             return self.sums_from.mean(axis, dtype, keepdims, split_every)
@@ -127,6 +135,10 @@ def sum_scan(arr, axis=None, dtype=None, keepdims=False, split_every=None, out=N
     >>> total.dtype, bool((total.compute() == data.sum(axis=(0, 1))).all())
     (dtype('uint64'), True)
     """
+    if out is None:
+        folded = folded_sum(arr, axis, dtype, keepdims, split_every)
+        if folded is not None:
+            return folded
     return da.reduction(
         arr,
         chunk_sum,
@@ -152,12 +164,101 @@ def mean_scan(arr, axis=None, dtype=None, keepdims=False, split_every=None):
     >>> bool(np.allclose(means.compute(), data.mean(axis=(2, 3))))
     True
     """
-    if arr.dtype.kind not in "ui":
+    folded = getattr(arr, "folded_from", None) is not None
+    if arr.dtype.kind not in "ui" and not folded:
         return da.mean(arr, axis, dtype, keepdims, split_every)
     axes = _axes(axis, arr.ndim)
     count = math.prod(arr.shape[a] for a in axes)
     total = sum_scan(arr, axes, np.float64, keepdims, split_every)
-    return (total / count).astype(dtype or np.float64)
+    return (total / count).astype(dtype or np.mean(np.zeros(1, arr.dtype)).dtype)
+
+
+def folded_sum(arr, axis=None, dtype=None, keepdims=False, split_every=None):
+    """The sum of a corrected scan (``to_dask(corrections=...)``, `ScanArray.folded_from`)
+    over its frames (per pixel), over each frame or over all, from the uncorrected frames:
+    the corrections are linear in each frame (`ltdask.corrections.LinearCorrection`), so
+    per pixel the sum of ``n`` corrected frames is ``A (sum - n * dark)``, and each
+    corrected frame's sum is ``w . (x - dark)`` with ``w = A^T 1``. None for other axes
+    (and arrays without `folded_from`)."""
+    source = getattr(arr, "folded_from", None)
+    if source is None:
+        return None
+    raw, prepared = source
+    sig_dims = len(prepared.sig_shape)
+    nav_dims = arr.ndim - sig_dims
+    axes = _axes(axis, arr.ndim)
+    nav, sig = tuple(range(nav_dims)), tuple(range(nav_dims, arr.ndim))
+    dtype = _sum_result_dtype(arr.dtype, dtype)
+    if axes == sig:
+        total = _folded_frame_sums(raw, prepared, nav_dims, arr.dtype, split_every)
+    elif axes in (nav, nav + sig):
+        sums = da.reduction(
+            raw,
+            functools.partial(chunk_sum, wide=True),
+            _aggregate_sum,
+            axis=nav,
+            dtype=_accumulator(raw.dtype),
+            split_every=split_every,
+            name="sum",
+        )
+        frames = math.prod(arr.shape[:nav_dims])
+        total = sums.rechunk(-1).map_blocks(
+            _fold_pixel_sums, prepared, frames, dtype=np.float64, meta=np.empty((0,) * sig_dims)
+        )
+        if axes != nav:
+            total = total.sum()
+    else:
+        return None
+    total = total.astype(dtype)
+    if keepdims:
+        total = total.reshape([1 if a in axes else s for a, s in enumerate(arr.shape)])
+    return total
+
+
+def _accumulator(dtype: np.dtype) -> np.dtype:
+    return np.dtype(np.int64 if dtype.kind in "ui" else np.float64)
+
+
+def _fold_pixel_sums(sums: np.ndarray, prepared, frames: int) -> np.ndarray:
+    """Per-pixel sums of `frames` uncorrected frames (whole frames) as sums of corrected
+    ones, in float64."""
+    total = np.zeros(sums.size)
+    prepared.add_folded_sums(total, sums.reshape(-1), frames)
+    prepared.linear().repair(total)
+    return total.reshape(sums.shape)
+
+
+def _folded_frame_sums(raw, prepared, nav_dims: int, dtype, split_every=None):
+    """Each corrected frame's sum, ``w . (x - dark)`` (float64), from the uncorrected
+    chunks of `raw`: their parts of it per chunk (weighted, products in the corrected
+    frames' `dtype` as the shared tile pass takes them), added over the signal chunks."""
+    weights, _ = prepared.pixel_weights()
+    dark = prepared.dark_gain(None, np.float64)[0]
+    weighted_dark = weights * dark if dark.size else np.zeros_like(weights)
+    sig_shape = prepared.sig_shape
+    chunks = raw.chunks[:nav_dims] + tuple((1,) * len(c) for c in raw.chunks[nav_dims:])
+    parts = raw.map_blocks(
+        _weighted_block,
+        weights.astype(np.result_type(dtype, np.float32)).reshape(sig_shape),
+        weighted_dark.reshape(sig_shape),
+        nav_dims,
+        chunks=chunks,
+        dtype=np.float64,
+        meta=np.empty((0,) * raw.ndim),
+    )
+    return parts.sum(axis=tuple(range(nav_dims, raw.ndim)), split_every=split_every)
+
+
+def _weighted_block(block, weights, weighted_dark, nav_dims: int, block_info=None):
+    from ltdask.kernels.repaired import weighted_rows
+
+    where = tuple(slice(a, b) for a, b in block_info[0]["array-location"][nav_dims:])
+    frames = np.ascontiguousarray(block).reshape(-1, math.prod(block.shape[nav_dims:]))
+    w = np.ascontiguousarray(weights[where]).reshape(-1)
+    sums = np.zeros(frames.shape[0])
+    weighted_rows(frames, 0, frames.shape[0], 0, frames.shape[1], w, sums)
+    sums -= weighted_dark[where].sum()
+    return sums.reshape(block.shape[:nav_dims] + (1,) * (block.ndim - nav_dims))
 
 
 def _axes(axis, ndim: int) -> tuple[int, ...]:
@@ -178,14 +279,17 @@ def _aggregate_sum(x, axis=None, keepdims=False, dtype=None):
     return np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype)
 
 
-def chunk_sum(x, axis=None, keepdims=True, dtype=None, computing_meta=False):
+def chunk_sum(x, axis=None, keepdims=True, dtype=None, computing_meta=False, wide=False):
     """``numpy.sum(x, axis, dtype, keepdims=keepdims)`` of one chunk, by ltdask's kernels
     where the summed axes are the chunk's first or its last ones, its ``(frames, pixels)``
-    view is C-contiguous and `_sum_dtype` gives the sums' dtype; by numpy otherwise."""
+    view is C-contiguous and `_sum_dtype` gives the sums' dtype; by numpy otherwise.
+    `wide`: float sums in float64 by the kernels too (each pixel converted as added)."""
     dtype = _sum_result_dtype(x.dtype, dtype)
     axes = _axes(axis, x.ndim)
     flat = None if computing_meta else _flat(x, axes)
     acc_dtype = None if flat is None else _sum_dtype(x.dtype, dtype, flat[1])
+    if wide and flat is not None and x.dtype.kind == "f" and dtype == np.float64:
+        acc_dtype = dtype
     if acc_dtype is None:
         return np.sum(x, axis=axis, dtype=dtype, keepdims=keepdims)
     from ltdask.kernels.statistics import sum_frames, sum_pixels

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ltdask.kernels.repaired import block_extras, no_repaired, no_weighted
 from ltdask.kernels.statistics import BLOCK
 
 #: frames per step of the kernel: ``n * s2`` stays below ``2**63`` for 16-bit pixels
@@ -30,10 +31,21 @@ def add_integer_sums(frames, p0, p1, s1, s2, frame_sums, with_sums):
     running sums stay in L2 while the tile's rows stream past); with `with_sums`,
     ``frame_sums[i] += sum_k x`` (int64). The caller flushes the sums (`flush_integer_sums`)
     before they hold more than `MAX_FRAMES` frames."""
+    add_integer_sums_with(
+        frames, p0, p1, s1, s2, frame_sums, with_sums, no_weighted(), no_repaired()
+    )
+
+
+@numba.njit(nogil=True, cache=True)
+def add_integer_sums_with(frames, p0, p1, s1, s2, frame_sums, with_sums, weighted, repaired):
+    """`add_integer_sums`, and on each block's rows as they are read the `weighted` frame
+    sums and the `repaired` pixels' values (:mod:`ltdask.kernels.repaired`)."""
     px = p1 - p0
     for j0 in range(0, px, BLOCK):
         j1 = min(px, j0 + BLOCK)
-        _block_sums(frames, p0 + j0, p0 + j1, s1[j0:j1], s2[j0:j1], frame_sums, with_sums)
+        _block_sums(
+            frames, p0, j0, j1, s1[j0:j1], s2[j0:j1], frame_sums, with_sums, weighted, repaired
+        )
 
 
 @numba.njit(nogil=True, cache=True)
@@ -60,13 +72,15 @@ def flush_integer_sums(n, s1, s2, count, mean, m2, pixel_sums):
 
 
 @numba.njit(nogil=True, cache=True)
-def _block_sums(frames, c0, c1, a, b, frame_sums, with_sums):
+def _block_sums(frames, p0, j0, j1, a, b, frame_sums, with_sums, weighted, repaired):
     """``a[k] += sum x``, ``b[k] += sum x * x`` over the frames of columns ``c0:c1``
     (int64), eight frames per pass: the block's sums are loaded and stored once per eight
     rows, and those loads and stores bound the loop (four rows per pass: see
     docs/performance.md); with
-    `with_sums`, ``frame_sums[i] += sum_k x``."""
+    `with_sums`, ``frame_sums[i] += sum_k x``; then `block_extras` on the rows just read."""
     f1 = frames.shape[0]
+    c0, c1 = p0 + j0, p0 + j1
+    block = j0 // BLOCK
     i = 0
     while i + 8 <= f1:
         r0 = frames[i][c0:c1]
@@ -109,7 +123,9 @@ def _block_sums(frames, c0, c1, a, b, frame_sums, with_sums):
             frame_sums[i + 5] += t5
             frame_sums[i + 6] += t6
             frame_sums[i + 7] += t7
+        block_extras(frames, i, i + 8, p0, j0, j1, block, weighted, repaired)
         i += 8
+    rest = i
     while i < f1:
         row = frames[i][c0:c1]
         t = np.int64(0)
@@ -121,6 +137,7 @@ def _block_sums(frames, c0, c1, a, b, frame_sums, with_sums):
         if with_sums:
             frame_sums[i] += t
         i += 1
+    block_extras(frames, rest, f1, p0, j0, j1, block, weighted, repaired)
 
 
-__all__ = ["MAX_FRAMES", "add_integer_sums", "flush_integer_sums"]
+__all__ = ["MAX_FRAMES", "add_integer_sums", "add_integer_sums_with", "flush_integer_sums"]

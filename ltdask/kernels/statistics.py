@@ -11,6 +11,7 @@ import numba
 import numpy as np
 
 from ltdask.kernels import FASTMATH
+from ltdask.kernels.repaired import block_extras, no_repaired, no_weighted
 
 #: pixels per block in `moments`: the block's float64 sums (2 x 128 KiB) stay in L2, and
 #: each frame's piece of the block (32 KiB of uint16, 64 KiB of float32) is long enough to
@@ -111,7 +112,29 @@ def moments(frames, p0, p1, count, mean, m2, shift, work):
 @numba.njit(nogil=True, cache=True, fastmath=FASTMATH)
 def moments_frame_sums(frames, p0, p1, count, mean, m2, shift, frame_sums, with_sums, work):
     """`moments`, and with `with_sums` also ``frame_sums[i] += sum_k frames[i, p0 + k]``
-    in the same pass (Sum, SumSig and StdDev of one run then read each tile once).
+    in the same pass (Sum, SumSig and StdDev of one run then read each tile once)."""
+    return moments_with(
+        frames,
+        p0,
+        p1,
+        count,
+        mean,
+        m2,
+        shift,
+        frame_sums,
+        with_sums,
+        work,
+        no_weighted(),
+        no_repaired(),
+    )
+
+
+@numba.njit(nogil=True, cache=True, fastmath=FASTMATH)
+def moments_with(
+    frames, p0, p1, count, mean, m2, shift, frame_sums, with_sums, work, weighted, repaired
+):
+    """`moments_frame_sums`, and on each block's rows as they are read the `weighted` frame
+    sums and the `repaired` pixels' values (:mod:`ltdask.kernels.repaired`).
 
     The block sums live in `work` (given, not allocated per call: 2 x 128 KiB is above
     glibc's mmap threshold in a distributed worker, whose nanny sets
@@ -167,6 +190,7 @@ def moments_frame_sums(frames, p0, p1, count, mean, m2, shift, frame_sums, with_
                 frame_sums[i + 1] += t1 + shift_sum
                 frame_sums[i + 2] += t2 + shift_sum
                 frame_sums[i + 3] += t3 + shift_sum
+                block_extras(frames, i, i + 4, p0, j0, j1, j0 // BLOCK, weighted, repaired)
             else:
                 for k in range(a.shape[0]):
                     c = k_[k]
@@ -176,7 +200,9 @@ def moments_frame_sums(frames, p0, p1, count, mean, m2, shift, frame_sums, with_
                     d3 = np.float64(r3[k]) - c
                     a[k] += (d0 + d1) + (d2 + d3)
                     b[k] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)
+                block_extras(frames, i, i + 4, p0, j0, j1, j0 // BLOCK, weighted, repaired)
             i += 4
+        rest = i
         while i < n:
             row = frames[i][p0 + j0 : p0 + j1]
             t = 0.0
@@ -188,6 +214,7 @@ def moments_frame_sums(frames, p0, p1, count, mean, m2, shift, frame_sums, with_
             if with_sums:
                 frame_sums[i] += t + shift_sum
             i += 1
+        block_extras(frames, rest, n, p0, j0, j1, j0 // BLOCK, weighted, repaired)
         mu = mean[j0:j1]
         q = m2[j0:j1]
         for k in range(a.shape[0]):
@@ -239,6 +266,7 @@ __all__ = [
     "chan_merge",
     "moments",
     "moments_frame_sums",
+    "moments_with",
     "sum_frames",
     "sum_pixels",
 ]

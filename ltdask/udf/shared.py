@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ltdask.kernels.integer_moments import MAX_FRAMES, add_integer_sums, flush_integer_sums
-from ltdask.kernels.statistics import BLOCK, moments_frame_sums
+from ltdask.kernels.integer_moments import MAX_FRAMES, add_integer_sums_with, flush_integer_sums
+from ltdask.kernels.repaired import no_repaired, no_weighted
+from ltdask.kernels.statistics import BLOCK, moments_with
 from ltdask.runtime import scratch
 from ltdask.udf.paths.declared import SHARED_STATS, tile_paths
 
@@ -80,16 +81,34 @@ class IntegerMoments:
             state = states[key] = cls(px)
         return state
 
-    def add(self, frames: np.ndarray, p0: int, p1: int, frame_sums=_NO_SUMS) -> None:
+    def add(
+        self,
+        frames: np.ndarray,
+        p0: int,
+        p1: int,
+        frame_sums=_NO_SUMS,
+        weighted: tuple | None = None,
+        repaired=None,
+    ) -> None:
         """Add the tile ``frames[:, p0:p1]``; with `frame_sums` (int64, one per frame) also
-        each frame's sum over the slice."""
+        each frame's sum over the slice; in the same pass, with `weighted` (``(weights,
+        sums)``, float64) each frame's weighted sum, and with `repaired` (a
+        `ltdask.corrections.RepairedMoments`) its repaired pixels' values."""
         with_sums = frame_sums.shape[0] > 0
         for f0 in range(0, frames.shape[0], MAX_FRAMES):
             piece = frames[f0 : f0 + MAX_FRAMES]
             if self.n + piece.shape[0] > MAX_FRAMES:
                 self.flush()
             sums = frame_sums[f0 : f0 + MAX_FRAMES] if with_sums else frame_sums
-            add_integer_sums(piece, p0, p1, self.s1, self.s2, sums, with_sums)
+            extra = no_weighted() if weighted is None else (weighted[0], weighted[1][f0:])
+
+            def run(rows, piece=piece, sums=sums, extra=extra):
+                add_integer_sums_with(piece, p0, p1, self.s1, self.s2, sums, with_sums, extra, rows)
+
+            if repaired is None:
+                run(no_repaired())
+            else:
+                repaired.during(piece, p0, p1, run)
             self.n += piece.shape[0]
 
     def flush(self) -> None:
@@ -116,22 +135,72 @@ def moved_moments(layout, state) -> list:
 
 
 class TileStats:
-    __slots__ = ("moments", "frame_sums")
+    """One tile's shared statistics: the running ``moments`` of its signal slice, the
+    tile's ``frame_sums`` (of corrected frames where `corrected`: the run's folded
+    corrections weight the pixels, and the pass weighted them), and the slice's
+    `repaired` pixels' moments (a `ltdask.corrections.RepairedMoments`, or None)."""
 
-    def __init__(self, moments, frame_sums):
+    __slots__ = ("moments", "frame_sums", "corrected", "repaired")
+
+    def __init__(self, moments, frame_sums, corrected: bool = False, repaired=None):
         self.moments = moments
         self.frame_sums = frame_sums
+        self.corrected = corrected
+        self.repaired = repaired
+
+
+def tile_pixel_weights(udf, px: int) -> tuple[np.ndarray, float] | None:
+    """``(weights, offset)`` of `udf`'s current signal slice where the corrections it
+    folds weight the pixels (a gain map, excluded pixels): a corrected frame's sum over
+    the slice is ``weights . x - offset`` of the uncorrected tile's pixels ``x`` (a raw
+    frame's pixel weighs what its image pixels weigh); else None."""
+    form = udf.tile_form
+    folded = form.folded_corrections
+    if folded is None or not folded.weights_pixels:
+        return None
+    layout = form.pixel_layout
+    if layout is None:
+        weights, offset = folded.pixel_weights(udf.meta.sig_slice.get())
+    else:  # (whole frames)
+        weights, offset = folded.pixel_weights()
+        weights = np.bincount(layout.index, weights, minlength=px)
+    return np.ascontiguousarray(weights[:px]), offset
+
+
+def repaired_moments(udf):
+    """A new `ltdask.corrections.RepairedMoments` of `udf`'s current signal slice where
+    the corrections it folds repair pixels, else None."""
+    from ltdask.corrections import RepairedMoments
+
+    form = udf.tile_form
+    folded = form.folded_corrections
+    if folded is None or not folded.has_excluded:
+        return None
+    layout = form.pixel_layout  # (raw frames: whole frames)
+    linear = folded.linear(udf.meta.sig_slice.get() if layout is None else None)
+    return RepairedMoments(linear, None if layout is None else layout.index)
 
 
 class SharedStats:
     """The shared statistics of one partition task, or ``None`` from :meth:`make` when
-    fewer than two UDFs would share them."""
+    fewer than two UDFs would share them.
 
-    def __init__(self, frame_sums: bool, integer: bool = False):
+    Where the run folds corrections (`ltdask.udf.paths.TilePaths.folds_corrections`), the
+    pass takes them too: frame sums weighted where the corrections weight the pixels, the
+    repaired pixels' values worked out from the rows just read
+    (:mod:`ltdask.kernels.repaired`)."""
+
+    def __init__(self, frame_sums: bool, integer: bool = False, lead=None):
         self.with_frame_sums = frame_sums
         self.integer = integer
         self.states: dict = {}
         self.work = None if integer else moments_work()
+        #: the first UDF that takes the statistics: pointed at the tile when they are made
+        self.lead = lead
+        folded = None if lead is None else lead.tile_form.folded_corrections
+        self.folded = folded
+        self.weights: dict = {}
+        self.repaired: dict = {}
 
     @classmethod
     def make(cls, udfs, read_dtype) -> SharedStats | None:
@@ -139,49 +208,69 @@ class SharedStats:
         if np.dtype(read_dtype).kind != "f" and not integer:
             return None
         wanted = [_wanted(u) for u in udfs]
-        if len([w for w in wanted if w]) < 2:
+        takers = [u for u, w in zip(udfs, wanted, strict=True) if w]
+        if len(takers) < 2:
             return None
         union = set().union(*wanted)
         if "moments" not in union or not union <= STATS:
             return None
-        return cls("frame_sums" in union, integer)
+        return cls("frame_sums" in union, integer, takers[0])
 
     @staticmethod
     def wants(udf) -> bool:
         return bool(_wanted(udf))
 
+    def _extras(self, frames, p0, p1, scheme_idx):
+        """``(frame sums, weighted, repaired)`` of the tile for the pass."""
+        n = frames.shape[0]
+        folded = self.folded
+        weighted = None
+        if self.with_frame_sums and folded is not None:
+            if scheme_idx not in self.weights:
+                weights = tile_pixel_weights(self.lead, p1 - p0)
+                if weights is not None:  # (products in float32 for float32 runs)
+                    dtype = np.result_type(self.lead.meta.input_dtype, np.float32)
+                    weights = (weights[0].astype(dtype), weights[1])
+                self.weights[scheme_idx] = weights
+            weights = self.weights[scheme_idx]
+            if weights is not None:
+                weighted = (weights[0], np.zeros(n))
+        plain = self.with_frame_sums and weighted is None
+        sums = np.zeros(n if plain else 0, np.int64 if self.integer else np.float64)
+        repaired = None
+        if folded is not None and folded.has_excluded:
+            if scheme_idx not in self.repaired:
+                self.repaired[scheme_idx] = repaired_moments(self.lead)
+            repaired = self.repaired[scheme_idx]
+        return sums, weighted, repaired
+
     def compute(self, frames: np.ndarray, p0: int, p1: int, scheme_idx: int) -> TileStats:
+        sums, weighted, repaired = self._extras(frames, p0, p1, scheme_idx)
         if self.integer:
-            return self._integer(frames, p0, p1, scheme_idx)
+            kept = IntegerMoments.kept(self.states, scheme_idx, p1 - p0)
+            kept.add(frames, p0, p1, sums, weighted, repaired)
+            return self._stats(kept, sums, weighted, repaired, scheme_idx)
         state = self.states.get(scheme_idx)
         if state is None:
             state = self.states[scheme_idx] = moments_state(p1 - p0)
-        n = frames.shape[0]
-        sums = np.zeros(n if self.with_frame_sums else 0)
-        count, mean, m2, shift = state
-        state[0] = moments_frame_sums(
-            frames, p0, p1, count, mean, m2, shift, sums, self.with_frame_sums, self.work
-        )
-        return TileStats(state, sums)
+        extra = no_weighted() if weighted is None else weighted
+        with_sums = sums.shape[0] > 0
 
-    def _integer(self, frames: np.ndarray, p0: int, p1: int, scheme_idx: int) -> TileStats:
-        state = IntegerMoments.kept(self.states, scheme_idx, p1 - p0)
-        sums = np.zeros(frames.shape[0] if self.with_frame_sums else 0, np.int64)
-        state.add(frames, p0, p1, sums)
-        return TileStats(state, sums)
+        def run(rows):
+            state[0] = moments_with(frames, p0, p1, *state, sums, with_sums, self.work, extra, rows)
+
+        if repaired is None:
+            run(no_repaired())
+        else:
+            repaired.during(frames, p0, p1, run)
+        return self._stats(state, sums, weighted, repaired, scheme_idx)
+
+    def _stats(self, state, sums, weighted, repaired, scheme_idx) -> TileStats:
+        if weighted is None:
+            return TileStats(state, sums, False, repaired)
+        return TileStats(state, weighted[1] - self.weights[scheme_idx][1], True, repaired)
 
 
 def _wanted(udf) -> set[str]:
-    """The statistics `udf` takes from the shared pass: none where its folded corrections
-    need the tiles -- frame sums where they weight the pixels (a gain map, excluded
-    pixels: a corrected frame's sum is a weighted sum), moments where pixels are repaired
-    (a repaired pixel's variance needs its sources' values frame by frame)."""
-    wanted = set(tile_paths(udf).shared_stats)
-    folded = getattr(udf, "tile_form", None)
-    folded = None if folded is None else folded.folded_corrections
-    if folded is not None and (
-        ("frame_sums" in wanted and folded.weights_pixels)
-        or ("moments" in wanted and folded.has_excluded)
-    ):
-        return set()
-    return wanted
+    """The statistics `udf` takes from the shared pass."""
+    return set(tile_paths(udf).shared_stats)

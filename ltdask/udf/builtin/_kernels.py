@@ -269,6 +269,108 @@ def dot_runs(frames, p0, p1, run_start, run_len, run_weight, run_mask, weights, 
         i += 1
 
 
+@numba.njit(nogil=True, cache=True, fastmath=FASTMATH)
+def weighted_interval_moments(frames, p0, p1, width, row0, starts, stops, gain, gain_x, out):
+    """`interval_moments` of the pixels weighed by `gain` (flat, the tile's pixels; and
+    `gain_x`, ``gain`` times the column): ``out[i] += (sum g I, sum g I*y, sum g I*x)``,
+    per row in `gain`'s dtype. Four frames at a time; the last few with the rows of the
+    last frame read again in the places of the missing ones (their sums not added)."""
+    n = frames.shape[0]
+    rows = (p1 - p0) // width
+    z = gain.dtype.type(0)
+    acc = np.zeros((4, 3))
+    for i in range(0, n, 4):
+        acc[:] = 0.0
+        f0 = frames[i][p0:p1]
+        f1 = frames[min(i + 1, n - 1)][p0:p1]
+        f2 = frames[min(i + 2, n - 1)][p0:p1]
+        f3 = frames[min(i + 3, n - 1)][p0:p1]
+        for r in range(rows):
+            y = row0 + r
+            o = r * width
+            for k in range(starts.shape[1]):
+                a = o + starts[y, k]
+                b = o + stops[y, k]
+                if a >= b:
+                    continue
+                g = gain[a:b]
+                gx = gain_x[a:b]
+                s0 = f0[a:b]
+                s1 = f1[a:b]
+                s2 = f2[a:b]
+                s3 = f3[a:b]
+                t0 = t1 = t2 = t3 = u0 = u1 = u2 = u3 = z
+                for c in range(g.shape[0]):
+                    v0 = gain.dtype.type(s0[c])
+                    v1 = gain.dtype.type(s1[c])
+                    v2 = gain.dtype.type(s2[c])
+                    v3 = gain.dtype.type(s3[c])
+                    t0 += v0 * g[c]
+                    t1 += v1 * g[c]
+                    t2 += v2 * g[c]
+                    t3 += v3 * g[c]
+                    u0 += v0 * gx[c]
+                    u1 += v1 * gx[c]
+                    u2 += v2 * gx[c]
+                    u3 += v3 * gx[c]
+                for j, (t, u) in enumerate(((t0, u0), (t1, u1), (t2, u2), (t3, u3))):
+                    acc[j, 0] += t
+                    acc[j, 1] += t * y
+                    acc[j, 2] += u
+        for j in range(min(4, n - i)):
+            for m in range(3):
+                out[i + j, m] += acc[j, m]
+
+
+@numba.njit(nogil=True, cache=True, fastmath=FASTMATH)
+def dot_shared_runs(frames, p0, p1, run_start, run_len, run_weight, weights, out):
+    """Masks with one support, as runs of consecutive pixels shared by all of them:
+    ``out[i, m] += sum_c frames[i, p0 + run_start[r] + c] * weights[m, run_weight[r] +
+    c]`` (`weights`: ``(masks, total run length)``). Each run's pixels are read once for
+    every mask (CoM's three sums: one sweep, not three runs per stretch of pixels), four
+    frames together, over slices from 0 (see `dot_runs`)."""
+    n = frames.shape[0]
+    z = out.dtype.type(0)
+    i = 0
+    while i + 4 <= n:
+        f0 = frames[i][p0:p1]
+        f1 = frames[i + 1][p0:p1]
+        f2 = frames[i + 2][p0:p1]
+        f3 = frames[i + 3][p0:p1]
+        for r in range(run_start.shape[0]):
+            a = run_start[r]
+            b = a + run_len[r]
+            g0 = f0[a:b]
+            g1 = f1[a:b]
+            g2 = f2[a:b]
+            g3 = f3[a:b]
+            for m in range(weights.shape[0]):
+                w = weights[m, run_weight[r] : run_weight[r] + run_len[r]]
+                s0 = s1 = s2 = s3 = z
+                for c in range(w.shape[0]):
+                    wc = w[c]
+                    s0 += out.dtype.type(g0[c]) * wc
+                    s1 += out.dtype.type(g1[c]) * wc
+                    s2 += out.dtype.type(g2[c]) * wc
+                    s3 += out.dtype.type(g3[c]) * wc
+                out[i, m] += s0
+                out[i + 1, m] += s1
+                out[i + 2, m] += s2
+                out[i + 3, m] += s3
+        i += 4
+    while i < n:
+        frame = frames[i][p0:p1]
+        for r in range(run_start.shape[0]):
+            seg = frame[run_start[r] : run_start[r] + run_len[r]]
+            for m in range(weights.shape[0]):
+                w = weights[m, run_weight[r] : run_weight[r] + run_len[r]]
+                s = z
+                for c in range(seg.shape[0]):
+                    s += out.dtype.type(seg[c]) * w[c]
+                out[i, m] += s
+        i += 1
+
+
 def flat_tile(tile: np.ndarray) -> np.ndarray:
     """`tile` as a C-contiguous ``(frames, pixels)`` array (a view where it is one)."""
     flat = flat_of(tile, copy=True)
@@ -281,8 +383,10 @@ __all__ = [
     "dot_mask",
     "dot_masks",
     "dot_runs",
+    "dot_shared_runs",
     "flat_tile",
     "interval_moments",
+    "weighted_interval_moments",
 ]
 
 

@@ -282,12 +282,38 @@ def _runs(csr: scipy.sparse.csr_matrix):
     )
 
 
-def folded_runs(masks: scipy.sparse.csr_matrix, linear) -> tuple[tuple, np.ndarray]:
-    """`masks` (``(k, pixels)``) with the corrections `linear` (a `LinearCorrection`)
-    folded in, as runs for `dot_runs` (the masks' pixels and those their excluded pixels
-    are repaired from), and what the dark frame takes from each product."""
-    masks = linear.adjoint(masks)
-    return _runs(masks)[:5], linear.offsets(masks)
+def folded_moment_masks(mask: np.ndarray, sig_index, linear, dtype=None) -> tuple:
+    """The masks ``m``, ``m * y`` and ``m * x`` of the signal slice `sig_index` (``mask``:
+    ``m`` there) with the corrections `linear` folded in: ``(gain, gain_x, runs,
+    offsets)``. With `dtype` (tiles of whole rows), the mask's pixels weighed, ``gain``
+    and ``gain * x`` in `dtype` (for `weighted_interval_moments`: the folded mask's
+    weights), and ``(index, weights)`` of the few pixels where the folded masks are not
+    ``(g, g y, g x)`` (the excluded pixels' sources: `dot_pixels`); else ``gain`` None
+    and all of them as runs (`shared_runs`). ``offsets``: what the dark frame takes from
+    each product."""
+    y, x = (c.reshape(-1) for c in np.mgrid[sig_index])
+    m = mask.reshape(-1)
+    folded = linear.adjoint(np.stack([m, m * y, m * x]).astype(np.float64))
+    offsets = linear.offsets(folded)
+    if dtype is None:
+        return None, None, shared_runs(folded), offsets
+    gain = np.where(m, folded[0], 0.0)
+    rest = folded - np.stack([gain, gain * y, gain * x])
+    index = np.flatnonzero((rest != 0).any(axis=0))
+    weights = [np.ascontiguousarray(w, dtype) for w in (gain, gain * x)]
+    return (*weights, (index, np.ascontiguousarray(rest[:, index])), offsets)
+
+
+def shared_runs(masks: np.ndarray) -> tuple:
+    """Dense masks ``(k, pixels)`` as runs for `dot_shared_runs` over the pixels where any
+    of them is not zero (a folded mask: its pixels and those its excluded pixels are
+    repaired from)."""
+    support = np.flatnonzero((masks != 0).any(axis=0))
+    breaks = np.flatnonzero(np.diff(support) != 1) + 1
+    first = np.concatenate([[0] if support.size else [], breaks]).astype(np.int64)
+    last = np.concatenate([breaks, [support.size] if support.size else []]).astype(np.int64)
+    runs = (support[first].astype(np.int64), last - first, first)
+    return (*runs, np.ascontiguousarray(masks[:, support]))
 
 
 def _runs_matrix(runs, px):

@@ -51,9 +51,12 @@ class PickUDF(UDF):
         sig = self.meta.sig_slice.get()
         index = (slice(at, at + tile.shape[0]), *sig)
         folded = self.tile_form.folded_corrections
-        if folded is not None:
-            tile = folded.apply(tile, self.results.intensity.dtype, sig)
-        self.results.intensity[index] = tile
+        dest = self.results.intensity[index]
+        if folded is None:
+            dest[...] = tile
+        elif folded.apply(tile, dest.dtype, sig, out=dest) is not dest:
+            # (the frames' pixels of the result are not contiguous: corrected in a copy)
+            dest[...] = folded.apply(tile, dest.dtype, sig)
 
     def merge(self, dest, src):
         dest.intensity[:] += src.intensity

@@ -7,8 +7,9 @@ import numpy as np
 
 from ltdask.corrections import RepairedMoments
 from ltdask.exceptions import UDFError
+from ltdask.kernels.repaired import no_repaired, no_weighted
 from ltdask.kernels.sparse import csr_moments
-from ltdask.kernels.statistics import chan_merge, moments
+from ltdask.kernels.statistics import chan_merge, moments_with
 from ltdask.udf.backends import to_host
 from ltdask.udf.base import FlatTileUDF
 from ltdask.udf.builtin.sums import csr_parts, dense_backend
@@ -21,7 +22,10 @@ from ltdask.udf.shared import (
     moments_state,
     moments_work,
     moved_moments,
+    repaired_moments,
 )
+
+_NO_SUMS = np.zeros(0)
 
 
 def _array_moments(rows, count, mean, m2):
@@ -163,33 +167,44 @@ class StdDevUDF(FlatTileUDF):
         stats[0] = add(rows, stats[0], stats[1], stats[2])
 
     def process_flat_tile(self, frames, p0, p1):
-        folded = self.tile_form.folded_corrections
-        if folded is not None and folded.has_excluded:
-            self._repaired(folded).add(frames, p0, p1)
+        # (the repaired pixels' values from the rows the moments pass has just read)
+        repaired = self._repaired()
         if integer_tiles(frames.dtype):
-            stats = self.task_data.stats
-            IntegerMoments.kept(stats, self.meta.tiling_scheme_idx, p1 - p0).add(frames, p0, p1)
+            state = IntegerMoments.kept(self.task_data.stats, self.meta.tiling_scheme_idx, p1 - p0)
+            state.add(frames, p0, p1, repaired=repaired)
             return
         complex_ = frames.dtype.kind == "c"
         stats = self._stats(p1 - p0, complex_)
         if complex_:
+            if repaired is not None:
+                repaired.add(frames, p0, p1)
             stats[0] = _array_moments(frames[:, p0:p1], stats[0], stats[1], stats[2])
-        else:
-            work = self.task_data.work
-            if work is None:
-                work = self.task_data.work = moments_work()
-            stats[0] = moments(frames, p0, p1, stats[0], stats[1], stats[2], stats[3], work)
+            return
+        work = self.task_data.work
+        if work is None:
+            work = self.task_data.work = moments_work()
 
-    def _repaired(self, folded) -> RepairedMoments:
+        def run(rows):
+            stats[0] = moments_with(
+                frames, p0, p1, *stats, _NO_SUMS, False, work, no_weighted(), rows
+            )
+
+        if repaired is None:
+            run(no_repaired())
+        else:
+            repaired.during(frames, p0, p1, run)
+
+    def _repaired(self) -> RepairedMoments | None:
         repaired, idx = self.task_data.repaired, self.meta.tiling_scheme_idx
         if idx not in repaired:
-            layout = self.tile_form.pixel_layout  # (raw frames: whole frames)
-            linear = folded.linear(self.meta.sig_slice.get() if layout is None else None)
-            repaired[idx] = RepairedMoments(linear, None if layout is None else layout.index)
+            repaired[idx] = repaired_moments(self)
         return repaired[idx]
 
     def process_shared_stats(self, stats):
-        self.task_data.stats[self.meta.tiling_scheme_idx] = stats.moments
+        idx = self.meta.tiling_scheme_idx
+        self.task_data.stats[idx] = stats.moments
+        if stats.repaired is not None:
+            self.task_data.repaired[idx] = stats.repaired
 
     def postprocess(self):
         scheme = self.meta.tiling_scheme
@@ -205,7 +220,7 @@ class StdDevUDF(FlatTileUDF):
             index = scheme[idx].get()
             if folded is not None:  # (new arrays: the state may be shared with SumUDF)
                 mean, m2 = folded.fold_moments(mean, m2, index)
-                if idx in self.task_data.repaired:
+                if self.task_data.repaired.get(idx) is not None:
                     self.task_data.repaired[idx].finish(mean, m2)
             view = self.results.sum[index]
             np.multiply(mean.reshape(view.shape), count, out=view)

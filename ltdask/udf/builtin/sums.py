@@ -11,7 +11,7 @@ from ltdask.udf.base import FlatTileUDF
 from ltdask.udf.builtin._kernels import dot_mask
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.paths import TilePaths
-from ltdask.udf.shared import IntegerMoments, moved_moments
+from ltdask.udf.shared import IntegerMoments, moved_moments, tile_pixel_weights
 
 #: what the sums process: numpy first (the numba kernels), sparse tiles as they are read
 #: (a raw CSR scan is never densified), CuPy arrays on a GPU
@@ -294,7 +294,8 @@ class SumSigUDF(FlatTileUDF):
 
     def process_shared_stats(self, stats):
         out = self.results.intensity
-        out += self._folded(stats.frame_sums).astype(out.dtype, copy=False)
+        sums = stats.frame_sums if stats.corrected else self._folded(stats.frame_sums)
+        out += sums.astype(out.dtype, copy=False)
 
     def _folded(self, sums: np.ndarray) -> np.ndarray:
         """`sums` of the current tile's uncorrected frames over its signal slice, less the
@@ -309,21 +310,10 @@ class SumSigUDF(FlatTileUDF):
 
     def _weights(self, px: int) -> tuple[np.ndarray, float] | None:
         """``(weights, offset)`` of the current signal slice where the folded corrections
-        weight the pixels (a corrected frame's sum is ``weights . x - offset``), in the
-        pixels of the tiles (a raw frame's pixel weighs what its image pixels weigh);
-        else None."""
-        folded = self.tile_form.folded_corrections
-        if folded is None or not folded.weights_pixels:
-            return None
+        weight the pixels (`tile_pixel_weights`), else None."""
         cache, idx = self.task_data.weights, self.meta.tiling_scheme_idx
         if idx not in cache:
-            layout = self.tile_form.pixel_layout
-            if layout is None:
-                weights, offset = folded.pixel_weights(self.meta.sig_slice.get())
-            else:  # (whole frames)
-                weights, offset = folded.pixel_weights()
-                weights = np.bincount(layout.index, weights, minlength=px)
-            cache[idx] = (np.ascontiguousarray(weights[:px]), offset)
+            cache[idx] = tile_pixel_weights(self, px)
         return cache[idx]
 
     def process_tile(self, tile):
