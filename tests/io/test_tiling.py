@@ -431,3 +431,25 @@ def test_large_frames_make_deep_tiles_and_partitions(tmp_path):
     assert scheme.tileshape[1] < sig[0]
     small = ltdask.open_raw(path, (100 * 75,), (80, 64), "uint16")  # (small frames: whole)
     assert small.negotiate([TilingPreferences()], "uint16").tileshape[1:] == (80, 64)
+
+
+@pytest.mark.parametrize("fraction", [0.001, 0.01], ids=["0.1%", "1%"])
+def test_slices_widened_around_excluded_pixels_keep_the_tile_size(fraction):
+    """Excluded pixels' 3x3 neighbourhoods stay within one tile, so slices grow around
+    them: the tiles get shallower and keep their bytes (they grew to 36 MiB at 1 %)."""
+    ds = ltdask.from_array(np.zeros((64, 64, 256, 256), np.uint16))
+    rng = np.random.default_rng(1)
+    n = int(fraction * 256 * 256)
+    excluded = np.array([rng.integers(0, 256, n), rng.integers(0, 256, n)])
+    negotiator = Negotiator(8 * 2**20)
+    plain = ds.negotiate([TilingPreferences()], np.float32, negotiator=negotiator)
+    scheme = ds.negotiate(
+        [TilingPreferences()], np.float32, negotiator=negotiator, excluded=excluded
+    )
+    assert scheme.tileshape[1] > plain.tileshape[1]  # (widened)
+    size = scheme.depth * math.prod(scheme.tileshape[1:]) * 4
+    assert size <= plain.depth * math.prod(plain.tileshape[1:]) * 4
+    # no boundary between two tiles next to an excluded pixel
+    rows = scheme.tileshape[1]
+    cuts = set(range(rows, 256, rows))
+    assert not cuts & (set(excluded[0].tolist()) | set((excluded[0] + 1).tolist()))
