@@ -241,11 +241,19 @@ class Acquisition(ArrayDataSet):
                 MissingFramesWarning,
                 stacklevel=3,
             )
-        if self.store.duplicates or self.store.overflow:
+        extra = [
+            f"{n} {what}"
+            for n, what in (
+                (self.store.duplicates, "frames came twice (the first one was kept)"),
+                (self.store.overflow, f"came past the scan's {self.num_frames} frames"),
+                (self.store.late, "came after the acquisition had ended"),
+            )
+            if n
+        ]
+        if extra:
             warnings.warn(
-                f"{self.path}: {self.store.duplicates} frames came twice (the first one was "
-                f"kept) and {self.store.overflow} came past the scan's {self.num_frames} "
-                "frames (ignored)",
+                f"{self.path}: {', '.join(extra)}; the frames past the scan and after its "
+                "end are not in the results",
                 MissingFramesWarning,
                 stacklevel=3,
             )

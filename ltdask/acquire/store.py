@@ -95,6 +95,8 @@ class FrameStore:
         self.spilled_frames = 0
         self.duplicates = 0
         self.overflow = 0
+        #: frames of partitions processed already (they came after the acquisition ended)
+        self.late = 0
         self.ended = False
         self.error: BaseException | None = None
         self._cancelled = threading.Event()
@@ -127,8 +129,10 @@ class FrameStore:
                 if not self.starts[p] <= index < self.stops[p]:
                     p = self._last = bisect.bisect_right(self.starts, index) - 1
                 n = min(k - done, self.stops[p] - index)
-                if self._taken[p]:  # (its task has run: the frames came after the end)
-                    self.overflow += n
+                if self._taken[p]:  # (its task has run: a copy, or a frame after the end)
+                    twice = int(self.arrived[index : index + n].sum())
+                    self.duplicates += twice
+                    self.late += n - twice
                 else:
                     part = None if used is None else used[done : done + n]
                     self._store(p, index, payloads[done : done + n], part)

@@ -359,3 +359,15 @@ def test_a_long_live_run_holds_no_partial_per_partition():
         tracemalloc.stop()
     np.testing.assert_array_equal(total["intensity"].values, expected)
     assert peak < 8e6, peak
+
+
+def test_store_counts_a_copy_after_its_partition_as_a_duplicate():
+    store = FrameStore([0, 2], 4, (1,), np.uint8, memory_limit=2**10)
+    store.put(0, np.ones((2, 1), np.uint8))
+    store.take(0, 2)
+    store.put(1, np.ones((1, 1), np.uint8))  # a copy of frame 1, after its partition ran
+    store.finish()
+    store.take(2, 4)
+    store.put(3, np.ones((1, 1), np.uint8))  # frame 3, after the end
+    store.put(9, np.ones((1, 1), np.uint8))  # past the scan
+    assert (store.duplicates, store.late, store.overflow) == (1, 1, 1)
