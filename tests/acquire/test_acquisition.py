@@ -339,6 +339,7 @@ def test_compute_takes_the_partitions_in_the_order_they_arrive(frames, scheduler
     )
 
 
+@pytest.mark.slow
 def test_a_long_live_run_holds_no_partial_per_partition():
     """Partitions are merged as they finish: a sum's partial (a frame of float64 per
     partition, 400 of them: 12.8 MB) is not kept until the end."""

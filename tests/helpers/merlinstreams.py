@@ -96,7 +96,7 @@ def mpx(body: bytes) -> bytes:
 
 class ByteServer:
     """Serves `data` (bytes) to the first client on 127.0.0.1, then closes the connection
-    (``linger``: keeps it open that many seconds first)."""
+    (``linger``: keeps it open that many seconds first, or until the client closes it)."""
 
     def __init__(self, data: bytes, linger: float = 0.0):
         self.data, self.linger = data, linger
@@ -116,7 +116,13 @@ class ByteServer:
         with conn:
             conn.settimeout(5)
             conn.sendall(self.data)
-            time.sleep(self.linger)
+            if self.linger:  # (until the client hangs up, at most `linger` s)
+                conn.settimeout(self.linger)
+                try:
+                    while conn.recv(4096):
+                        pass
+                except OSError:
+                    pass
 
     def close(self):
         self._listener.close()
