@@ -116,6 +116,20 @@ def _copy8(typingctx, dst, at, src, start):
 
 
 @numba.njit(cache=True, nogil=True)
+def _extended(src, ip, iend, value):
+    """An LZ4 length of 15 or more: `value` plus the bytes from `ip` up to the first that
+    is not 255; ``(length, next ip)``, or ``(value, -1)`` where the block ends first."""
+    while True:
+        if ip >= iend:
+            return value, -1
+        extra = np.int64(src[ip])
+        ip += 1
+        value += extra
+        if extra != 255:
+            return value, ip
+
+
+@numba.njit(cache=True, nogil=True)
 def _lz4_block(src, ip, iend, dst, op, oend, err):
     """Decompress the LZ4 block ``src[ip:iend]`` into exactly ``dst[op:oend]``; 0, or an
     error code with the byte offset in ``err[1]``."""
@@ -128,15 +142,10 @@ def _lz4_block(src, ip, iend, dst, op, oend, err):
         ip += 1
         lit = token >> 4
         if lit == 15:
-            while True:
-                if ip >= iend:
-                    err[1] = ip
-                    return 1
-                extra = np.int64(src[ip])
-                ip += 1
-                lit += extra
-                if extra != 255:
-                    break
+            lit, ip = _extended(src, ip, iend, lit)
+            if ip < 0:
+                err[1] = iend
+                return 1
         if lit > iend - ip:
             err[1] = ip
             return 1
@@ -166,15 +175,10 @@ def _lz4_block(src, ip, iend, dst, op, oend, err):
         ip += 2
         length = token & 15
         if length == 15:
-            while True:
-                if ip >= iend:
-                    err[1] = ip
-                    return 1
-                extra = np.int64(src[ip])
-                ip += 1
-                length += extra
-                if extra != 255:
-                    break
+            length, ip = _extended(src, ip, iend, length)
+            if ip < 0:
+                err[1] = iend
+                return 1
         length += 4
         if length > oend - op:
             err[1] = ip

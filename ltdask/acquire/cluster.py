@@ -50,11 +50,10 @@ def _feed(acquisition, client, prefix: str) -> None:
 
     for p in acquisition.get_partitions():
         try:
-            payloads, arrived = acquisition.store.take(p.start, p.stop)
-            shape = tuple(s.stop - s.start for s in p.nav_slices)
-            frames = acquisition.source.decode(payloads).reshape((*shape, *acquisition.sig_shape))
-            if acquisition.recording is not None:
-                acquisition.recording.write(tuple(s.start for s in p.nav_slices), frames, arrived)
+            frames, payloads = acquisition.take_partition(
+                tuple(s.start for s in p.nav_slices),
+                tuple(s.stop - s.start for s in p.nav_slices),
+            )
             value = client.scatter(frames, hash=False)
             acquisition.store.recycle(payloads)  # (sent: the workers hold copies)
         except Exception as e:  # noqa: BLE001  (the block task raises it on the worker)

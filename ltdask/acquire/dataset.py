@@ -175,6 +175,18 @@ class Acquisition(ArrayDataSet):
         light.coords = {}
         return light
 
+    def take_partition(self, first: tuple, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """The partition at nav index `first` of nav shape `shape`, once its frames are
+        there: ``(frames, payloads)``, the frames decoded and recorded (``record=``); the
+        caller gives the payloads back (`FrameStore.recycle`) once the frames do not use
+        them."""
+        start = int(np.ravel_multi_index(first, self.nav_shape)) if self.nav_shape else 0
+        payloads, arrived = self.store.take(start, start + math.prod(shape))
+        frames = self.source.decode(payloads).reshape((*shape, *self.sig_shape))
+        if self.recording is not None:
+            self.recording.write(first, frames, arrived)
+        return frames, payloads
+
     # -- the receiver ----------------------------------------------------------------------
     def _receive(self) -> None:
         try:
@@ -189,7 +201,7 @@ class Acquisition(ArrayDataSet):
         last, since = -1, time.monotonic()
         while not self.store.ended:
             time.sleep(0.05)
-            count = int(self.store.arrived.sum())
+            count = self.store.received
             now = time.monotonic()
             if count != last:
                 last, since = count, now
@@ -291,18 +303,12 @@ def _take_block(block_info=None, acquisition: _Handle | None = None) -> np.ndarr
     """One partition's frames, decoded, as a block of the nav grid (waits for them)."""
     assert acquisition is not None and block_info is not None
     acq = acquisition.acquisition
-    location = block_info[None]["array-location"]
-    nav = acq.nav_shape
-    first = tuple(lo for lo, _ in location[: len(nav)])
-    shape = tuple(hi - lo for lo, hi in location[: len(nav)])
-    start = int(np.ravel_multi_index(first, nav)) if nav else 0
-    payloads, arrived = acq.store.take(start, start + math.prod(shape))
-    frames = acq.source.decode(payloads)
+    location = block_info[None]["array-location"][: len(acq.nav_shape)]
+    frames, payloads = acq.take_partition(
+        tuple(lo for lo, _ in location), tuple(hi - lo for lo, hi in location)
+    )
     if not np.may_share_memory(frames, payloads):
         acq.store.recycle(payloads)
-    frames = frames.reshape((*shape, *acq.sig_shape))
-    if acq.recording is not None:
-        acq.recording.write(first, frames, arrived)
     return frames
 
 

@@ -97,6 +97,8 @@ class FrameStore:
         self.overflow = 0
         #: frames of partitions processed already (they came after the acquisition ended)
         self.late = 0
+        #: frames arrived so far (each counted once)
+        self.received = 0
         self.ended = False
         self.error: BaseException | None = None
         self._cancelled = threading.Event()
@@ -173,6 +175,7 @@ class FrameStore:
                 buf[local : local + n][new] = frames[new]
             seen[:] = True
         self._count[p] += fresh
+        self.received += fresh
         if self._count[p] == self.stops[p] - self.starts[p]:
             self._cond.notify_all()
 
