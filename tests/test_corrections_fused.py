@@ -16,10 +16,10 @@ import ltdask
 from ltdask import CorrectionSet
 from ltdask.corrections import RepairedMoments
 from ltdask.kernels.integer_moments import add_integer_sums_with
-from ltdask.kernels.repaired import dot_pixels, no_repaired, no_weighted
+from ltdask.kernels.repaired import no_repaired, no_weighted
 from ltdask.kernels.statistics import BLOCK, moments_with
 from ltdask.udf import CoMUDF, StdDevUDF, SumSigUDF, SumUDF
-from ltdask.udf.builtin._kernels import com_disk, dot_shared_runs, weighted_interval_moments
+from ltdask.udf.builtin._kernels import com_disk, dot_shared_runs, weighted_interval_dots
 from ltdask.udf.builtin.mask_container import folded_moment_masks, shared_runs
 
 SIG = (131, 141)  # 18 471 pixels: two blocks, the boundary in row 116
@@ -227,10 +227,23 @@ def test_shared_runs_kernel_equals_numpy():
     np.testing.assert_allclose(out, frames[:, 10:].astype(np.float64) @ masks.T, rtol=1e-9)
 
 
-def test_com_folds_its_masks_once_per_run(tmp_path, monkeypatch):
-    """CoMUDF with corrections folds them into its three masks once per run (kept by the
-    signal slice's `LinearCorrection`), not once per partition (5 ms each), and equals
-    numpy on the corrected frames."""
+def _com_want(data, dark, gain, mask):
+    """CoMUDF's raw_com (cy=60.5, cx=70, r=50) by numpy on the corrected frames."""
+    frames = corrected(data.reshape(-1, *SIG), dark, gain, mask)
+    y, x = np.mgrid[: SIG[0], : SIG[1]]
+    disk = (y - 60.5) ** 2 + (x - 70) ** 2 <= 50**2
+    total = (frames * disk).sum((1, 2))
+    want = np.stack([(frames * disk * y).sum((1, 2)), (frames * disk * x).sum((1, 2))], -1)
+    return want / total[:, None]
+
+
+def test_com_folds_its_masks_once_per_corrections(tmp_path, monkeypatch):
+    """CoMUDF with corrections folds them into its three masks once per process for the
+    same corrections (kept by the signal slice's `LinearCorrection`, which the process
+    keeps by the corrections' content): not once per partition (5 ms each) nor once per
+    run (up to 70 ms on a busy machine, where a run of a 2 GiB scan takes 100 ms); a
+    second `CorrectionSet` of the same arrays reuses them, one with another dark frame
+    does not. Each run equals numpy on its corrected frames."""
     import ltdask.udf.builtin.com as com
 
     data, ds = _scan(tmp_path, "uint16")
@@ -240,17 +253,20 @@ def test_com_folds_its_masks_once_per_run(tmp_path, monkeypatch):
     monkeypatch.setattr(com, "folded_moment_masks", lambda *a: made.append(1) or original(*a))
     udf = CoMUDF.with_params(cy=60.5, cx=70, r=50)
     tiles = {"ltdask.partition-bytes": 4 * SIG[0] * SIG[1] * 2, "ltdask.tile-bytes": 2**22}
+    darker = dark + 7.0
     with dask.config.set(tiles, scheduler="synchronous"):
         assert ltdask.explain(ds, [udf], corrections=cs).partitions > 2
-        result = ltdask.compute(ds, [udf], corrections=cs)[0]
-    assert len(made) == 1
-    frames = corrected(data.reshape(-1, *SIG), dark, gain, mask)
-    y, x = np.mgrid[: SIG[0], : SIG[1]]
-    disk = (y - 60.5) ** 2 + (x - 70) ** 2 <= 50**2
-    total = (frames * disk).sum((1, 2))
-    want = np.stack([(frames * disk * y).sum((1, 2)), (frames * disk * x).sum((1, 2))], -1)
-    got = result["raw_com"].values.reshape(-1, 2)
-    np.testing.assert_allclose(got, want / total[:, None], rtol=1e-5)
+        results = [ltdask.compute(ds, [udf], corrections=cs)[0]]
+        assert len(made) == 1
+        again = CorrectionSet(dark=dark.copy(), gain=gain.copy(), excluded_pixels=mask.copy())
+        results.append(ltdask.compute(ds, [udf], corrections=again)[0])
+        assert len(made) == 1
+        other = CorrectionSet(dark=darker, gain=gain, excluded_pixels=mask)
+        results.append(ltdask.compute(ds, [udf], corrections=other)[0])
+        assert len(made) == 2
+    for result, dark_frame in zip(results, [dark, dark, darker], strict=True):
+        got = result["raw_com"].values.reshape(-1, 2)
+        np.testing.assert_allclose(got, _com_want(data, dark_frame, gain, mask), rtol=1e-5)
 
 
 @pytest.mark.parametrize("whole_rows", [True, False], ids=["intervals", "runs"])
@@ -258,8 +274,8 @@ def test_folded_moment_masks_equal_numpy(whole_rows):
     """CoM's three masks (a ring: two intervals in some rows) with dark, gain and excluded
     pixels folded in -- on the ring's edges, inside, just outside (sources outside the
     ring), in a corner -- give the products of the corrected frames: as weighted row
-    intervals plus the excluded pixels' sources, or all as runs; 7 frames (not a multiple
-    of four)."""
+    intervals that take in the excluded pixels' sources, or all as runs; 7 frames (not a
+    multiple of four)."""
     sig = (13, 17)
     rng = np.random.default_rng(10)
     frames = rng.integers(0, 3000, (7, sig[0] * sig[1])).astype(np.uint16)
@@ -272,18 +288,19 @@ def test_folded_moment_masks_equal_numpy(whole_rows):
     assert (starts != stops).sum(axis=1).max() == 2
     linear = cs.for_shape(sig).linear()
     every = (slice(0, sig[0]), slice(0, sig[1]))
-    gain_, gain_x, runs, offsets = folded_moment_masks(
+    intervals, runs, offsets = folded_moment_masks(
         ring, every, linear, np.float32 if whole_rows else None
     )
-    assert (gain_ is not None) == whole_rows
+    assert (intervals is not None) == whole_rows
     out = np.zeros((7, 3)) - offsets
     if whole_rows:
-        weighted_interval_moments(
-            frames, 0, frames.shape[1], sig[1], 0, starts, stops, gain_, gain_x, out
-        )
-        index = runs[0]
-        assert 0 < len(index) <= 6 * 8  # (the excluded pixels' sources alone)
-        dot_pixels(frames, 0, frames.shape[1], *runs, out)
+        starts, stops, _ = intervals
+        read = np.zeros(sig, bool)
+        for r, k in zip(*np.nonzero(stops > starts), strict=True):
+            read[r, starts[r, k] : stops[r, k]] = True
+        # the ring and the sources outside it (row 1's pixel 8 is repaired from row 0's)
+        assert read[ring].all() and read[0, 7:10].all() and (read & ~ring).sum() <= 6 * 8
+        weighted_interval_dots(frames, 0, frames.shape[1], sig[1], *intervals, out)
     else:
         dot_shared_runs(frames, 0, frames.shape[1], *runs, out)
     y, x = np.mgrid[: sig[0], : sig[1]]

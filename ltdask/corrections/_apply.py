@@ -3,8 +3,10 @@ tasks apply to each tile, with the excluded pixels' repair plan (`RepairPlan`)."
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
+import threading
 from typing import Protocol
 
 import numpy as np
@@ -159,17 +161,40 @@ class PreparedCorrections:
 
     def linear(self, sig_index=None) -> LinearCorrection:
         """The corrections of the signal slice `sig_index` (None: whole frames) as one
-        linear map (`LinearCorrection`), for results linear in the frame."""
+        linear map (`LinearCorrection`), for results linear in the frame: the same object
+        for the same corrections and slice in a process, run after run (the last
+        `LINEARS_KEPT`)."""
         return self._linear(
             None if sig_index is None else tuple((s.start, s.stop) for s in sig_index)
         )
 
     @functools.lru_cache(maxsize=64)  # noqa: B019 (a few signal slices per run)
     def _linear(self, key) -> LinearCorrection:
+        # one per content and slice in the process (`_LINEARS`), not per run: what UDFs
+        # derive from it (`LinearCorrection.derived`) is kept for the next run with the
+        # same corrections
+        cache_key = (self.token, key)
+        with _LINEARS_LOCK:
+            linear = _LINEARS.get(cache_key)
+            if linear is not None:
+                _LINEARS.move_to_end(cache_key)
+                return linear
         dark, gain = self._dark_gain(key, np.dtype(np.float64))
         plan = self.plan if key is None else self._plan_for(key)
         shape = self.sig_shape if key is None else [b - a for a, b in key]
-        return LinearCorrection(dark, gain, plan, int(np.prod(shape)))
+        linear = LinearCorrection(dark, gain, plan, int(np.prod(shape)))
+        with _LINEARS_LOCK:
+            linear = _LINEARS.setdefault(cache_key, linear)
+            while len(_LINEARS) > LINEARS_KEPT:
+                _LINEARS.popitem(last=False)
+        return linear
+
+    @functools.cached_property
+    def token(self) -> str:
+        """A hash of the corrections (dark, gain, excluded pixels) and signal shape."""
+        from dask.base import tokenize
+
+        return tokenize(self)
 
     @functools.lru_cache(maxsize=64)  # noqa: B019 (a few signal slices per run)
     def _weights(self, key) -> tuple[np.ndarray, float]:
@@ -275,3 +300,10 @@ def _rows_of(out, shape, dtype) -> np.ndarray | None:
 
 
 _NO_REPAIR = RepairPlan(np.zeros(0, np.int64), np.zeros((0, 1), np.int64), np.zeros(0, np.int64))
+
+
+#: the `LinearCorrection`s kept per process, by the corrections' content and signal slice:
+#: the last few (a few signal slices of the last runs' corrections)
+LINEARS_KEPT = 32
+_LINEARS: collections.OrderedDict = collections.OrderedDict()
+_LINEARS_LOCK = threading.Lock()

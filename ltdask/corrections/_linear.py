@@ -48,8 +48,10 @@ class LinearCorrection:
     def derived(self, key, make: Callable[[], Any]) -> Any:
         """``make()``, made once per `key` (hashable) for this correction and kept: what a
         UDF derives from it (its masks with the corrections folded in) is made once per
-        process and run, not once per partition (a `PreparedCorrections` keeps the
-        `LinearCorrection` of each signal slice)."""
+        process, not once per partition or run (a process keeps the `LinearCorrection` of
+        each signal slice of the last corrections used, by their content: see
+        `PreparedCorrections.linear`). `key` names all that the result depends on
+        besides the correction (the UDF's parameters, dtypes)."""
         if key not in self._derived:
             self._derived[key] = make()
         return self._derived[key]
@@ -246,6 +248,8 @@ def _repaired_order(linear: LinearCorrection, raw_index: np.ndarray | None) -> t
     offsets = (weights * dark).sum(axis=1)
     excluded = plan.excluded[repaired][order]
     starts: dict[int, np.ndarray] = {}
+    # (`raw_index` kept with them: its id, in the key they are kept under, then stays its
+    # own while they are kept)
     return (
         key[order],
         excluded,
@@ -254,4 +258,5 @@ def _repaired_order(linear: LinearCorrection, raw_index: np.ndarray | None) -> t
         weights,
         offsets,
         starts,
+        raw_index,
     )

@@ -270,14 +270,19 @@ def dot_runs(frames, p0, p1, run_start, run_len, run_weight, run_mask, weights, 
 
 
 @numba.njit(nogil=True, cache=True, fastmath=FASTMATH)
-def weighted_interval_moments(frames, p0, p1, width, row0, starts, stops, gain, gain_x, out):
-    """`interval_moments` of the pixels weighed by `gain` (flat, the tile's pixels; and
-    `gain_x`, ``gain`` times the column): ``out[i] += (sum g I, sum g I*y, sum g I*x)``,
-    per row in `gain`'s dtype. Four frames at a time; the last few with the rows of the
-    last frame read again in the places of the missing ones (their sums not added)."""
+def weighted_interval_dots(frames, p0, p1, width, starts, stops, weights, out):
+    """Three masks (`weights`, ``(3, pixels)`` of the tile's rows) over the column
+    intervals ``starts[r, k]:stops[r, k]`` of the tile's row ``r`` (the tile
+    ``frames[:, p0:p1]`` of full-width rows): ``out[i, m] += sum I * weights[m]`` there,
+    per interval in `weights`' dtype (each pixel converted to it), added in float64. Each
+    pixel is read once for the three masks, four frames at a time; the last few with the
+    rows of the last frame read again in the places of the missing ones (their sums not
+    added). CoM's folded masks: a regular part and, at the excluded pixels' sources, what
+    the repair moves there, read in the same sweep (as a pass of their own, a second read
+    of the tile: half the speed)."""
     n = frames.shape[0]
     rows = (p1 - p0) // width
-    z = gain.dtype.type(0)
+    z = weights.dtype.type(0)
     acc = np.zeros((4, 3))
     for i in range(0, n, 4):
         acc[:] = 0.0
@@ -286,37 +291,53 @@ def weighted_interval_moments(frames, p0, p1, width, row0, starts, stops, gain, 
         f2 = frames[min(i + 2, n - 1)][p0:p1]
         f3 = frames[min(i + 3, n - 1)][p0:p1]
         for r in range(rows):
-            y = row0 + r
             o = r * width
             for k in range(starts.shape[1]):
-                a = o + starts[y, k]
-                b = o + stops[y, k]
+                a = o + starts[r, k]
+                b = o + stops[r, k]
                 if a >= b:
                     continue
-                g = gain[a:b]
-                gx = gain_x[a:b]
+                w0 = weights[0, a:b]
+                w1 = weights[1, a:b]
+                w2 = weights[2, a:b]
                 s0 = f0[a:b]
                 s1 = f1[a:b]
                 s2 = f2[a:b]
                 s3 = f3[a:b]
-                t0 = t1 = t2 = t3 = u0 = u1 = u2 = u3 = z
-                for c in range(g.shape[0]):
-                    v0 = gain.dtype.type(s0[c])
-                    v1 = gain.dtype.type(s1[c])
-                    v2 = gain.dtype.type(s2[c])
-                    v3 = gain.dtype.type(s3[c])
-                    t0 += v0 * g[c]
-                    t1 += v1 * g[c]
-                    t2 += v2 * g[c]
-                    t3 += v3 * g[c]
-                    u0 += v0 * gx[c]
-                    u1 += v1 * gx[c]
-                    u2 += v2 * gx[c]
-                    u3 += v3 * gx[c]
-                for j, (t, u) in enumerate(((t0, u0), (t1, u1), (t2, u2), (t3, u3))):
-                    acc[j, 0] += t
-                    acc[j, 1] += t * y
-                    acc[j, 2] += u
+                a00 = a01 = a02 = a10 = a11 = a12 = z
+                a20 = a21 = a22 = a30 = a31 = a32 = z
+                for c in range(b - a):
+                    v0 = weights.dtype.type(s0[c])
+                    v1 = weights.dtype.type(s1[c])
+                    v2 = weights.dtype.type(s2[c])
+                    v3 = weights.dtype.type(s3[c])
+                    x0 = w0[c]
+                    x1 = w1[c]
+                    x2 = w2[c]
+                    a00 += v0 * x0
+                    a01 += v0 * x1
+                    a02 += v0 * x2
+                    a10 += v1 * x0
+                    a11 += v1 * x1
+                    a12 += v1 * x2
+                    a20 += v2 * x0
+                    a21 += v2 * x1
+                    a22 += v2 * x2
+                    a30 += v3 * x0
+                    a31 += v3 * x1
+                    a32 += v3 * x2
+                acc[0, 0] += a00
+                acc[0, 1] += a01
+                acc[0, 2] += a02
+                acc[1, 0] += a10
+                acc[1, 1] += a11
+                acc[1, 2] += a12
+                acc[2, 0] += a20
+                acc[2, 1] += a21
+                acc[2, 2] += a22
+                acc[3, 0] += a30
+                acc[3, 1] += a31
+                acc[3, 2] += a32
         for j in range(min(4, n - i)):
             for m in range(3):
                 out[i + j, m] += acc[j, m]
@@ -386,7 +407,7 @@ __all__ = [
     "dot_shared_runs",
     "flat_tile",
     "interval_moments",
-    "weighted_interval_moments",
+    "weighted_interval_dots",
 ]
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from ltdask.common import Slice
 from ltdask.exceptions import UDFError
 from ltdask.kernels.sparse import csr_dot_dense, csr_dot_single, csr_dot_sparse
-from ltdask.udf.builtin._kernels import dot_mask, dot_masks, dot_runs
+from ltdask.udf.builtin._kernels import dot_mask, dot_masks, dot_runs, row_intervals
 from ltdask.udf.interface import UDFBase
 
 if TYPE_CHECKING:
@@ -284,24 +284,39 @@ def _runs(csr: scipy.sparse.csr_matrix):
 
 def folded_moment_masks(mask: np.ndarray, sig_index, linear, dtype=None) -> tuple:
     """The masks ``m``, ``m * y`` and ``m * x`` of the signal slice `sig_index` (``mask``:
-    ``m`` there) with the corrections `linear` folded in: ``(gain, gain_x, runs,
-    offsets)``. With `dtype` (tiles of whole rows), the mask's pixels weighed, ``gain``
-    and ``gain * x`` in `dtype` (for `weighted_interval_moments`: the folded mask's
-    weights), and ``(index, weights)`` of the few pixels where the folded masks are not
-    ``(g, g y, g x)`` (the excluded pixels' sources: `dot_pixels`); else ``gain`` None
-    and all of them as runs (`shared_runs`). ``offsets``: what the dark frame takes from
-    each product."""
+    ``m`` there) with the corrections `linear` folded in: ``(intervals, runs, offsets)``.
+    With `dtype` (tiles of whole rows), ``intervals`` is ``(starts, stops, weights)`` for
+    `weighted_interval_dots`: the column intervals of each of the slice's rows that hold
+    the mask and the pixels the excluded ones are repaired from (gaps of a few pixels
+    closed: read, with zero weights, in the same sweep), and the folded masks in `dtype`;
+    ``runs`` None. Else ``intervals`` None and all of them as ``runs`` (`shared_runs`).
+    ``offsets``: what the dark frame takes from each product."""
     y, x = (c.reshape(-1) for c in np.mgrid[sig_index])
     m = mask.reshape(-1)
     folded = linear.adjoint(np.stack([m, m * y, m * x]).astype(np.float64))
     offsets = linear.offsets(folded)
     if dtype is None:
-        return None, None, shared_runs(folded), offsets
-    gain = np.where(m, folded[0], 0.0)
-    rest = folded - np.stack([gain, gain * y, gain * x])
-    index = np.flatnonzero((rest != 0).any(axis=0))
-    weights = [np.ascontiguousarray(w, dtype) for w in (gain, gain * x)]
-    return (*weights, (index, np.ascontiguousarray(rest[:, index])), offsets)
+        return None, shared_runs(folded), offsets
+    support = (m | (folded != 0).any(axis=0)).reshape(mask.shape)
+    starts, stops = row_intervals(_closed_rows(support, CLOSED_GAP))
+    weights = np.ascontiguousarray(folded, dtype=dtype)
+    return (starts, stops, weights), None, offsets
+
+
+#: gaps between a row's pixels of a folded mask up to this wide are read with it: one
+#: interval rather than two
+CLOSED_GAP = 8
+
+
+def _closed_rows(support: np.ndarray, gap: int) -> np.ndarray:
+    """`support` with the gaps of at most `gap` pixels between pixels of a row filled."""
+    rows, cols = np.nonzero(support)
+    step = np.diff(cols)
+    near = (rows[1:] == rows[:-1]) & (step > 1) & (step <= gap + 1)
+    out = support.copy()
+    for r, a, b in zip(rows[:-1][near], cols[:-1][near], cols[1:][near], strict=True):
+        out[r, a:b] = True  # (a few per row at most: the loop runs over gaps only)
+    return out
 
 
 def shared_runs(masks: np.ndarray) -> tuple:
