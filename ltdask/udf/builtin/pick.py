@@ -63,10 +63,26 @@ class PickUDF(UDF):
 
     def merge_all(self, ordered_results):
         pieces = [
-            b.intensity[key.origin[0] : key.origin[0] + key.shape[0]]
+            _frames_of(b.intensity, key.origin[0], key.shape[0])
             for key, b in ordered_results.items()
         ]
         return {"intensity": np.concatenate(pieces, axis=0)}
+
+
+def _frames_of(buffer, start: int, count: int):
+    """The frames ``start:start + count`` of a partition's `buffer` (numpy, or a dask array
+    of one chunk) as a view: dask's slicing copies a slice much smaller than its chunk
+    (the partition's own frames of a buffer of every picked frame), and the result is
+    copied once more where the pieces are put together (a third of a corrected Pick's
+    time went to the first copy)."""
+    if isinstance(buffer, np.ndarray) or buffer.numblocks[0] != 1:
+        return buffer[start : start + count]
+    chunks = ((count,), *buffer.chunks[1:])
+    return buffer.map_blocks(_view, start, count, chunks=chunks, dtype=buffer.dtype)
+
+
+def _view(block: np.ndarray, start: int, count: int) -> np.ndarray:
+    return block[start : start + count]
 
 
 class AutoUDF(UDF):
