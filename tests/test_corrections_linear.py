@@ -273,3 +273,35 @@ def test_folded_masks_of_any_dtype(tmp_path, dtype):
     frames = corrected(data.reshape(-1, *SIG), np.full(SIG, 7), gain, mask)
     want = frames.reshape(len(frames), -1) @ masks.reshape(2, -1).T
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-2)
+
+
+def test_linear_corrections_kept_across_runs_within_limits(monkeypatch):
+    """A process keeps the `LinearCorrection` of each signal slice by the corrections'
+    content, run after run (what UDFs derive from it with them): the same object for equal
+    corrections prepared again, a new one for other corrections; four corrections used in
+    turn (a benchmark's cases) all stay with the defaults; the least recently used are let
+    go beyond `KEPT_CORRECTIONS`, or beyond `KEPT_PIXELS` pixels (the last one kept)."""
+    import ltdask.corrections._apply as apply
+
+    monkeypatch.setattr(apply, "_LINEARS", type(apply._LINEARS)())
+    rng = np.random.default_rng(9)
+    darks = [rng.normal(10, 1, SIG) for _ in range(5)]
+    whole = (slice(0, SIG[0]), slice(0, SIG[1]))
+
+    def linear(k):
+        return CorrectionSet(dark=darks[k].copy()).for_shape(SIG).linear(whole)
+
+    first = [linear(k) for k in range(4)]
+    assert len({id(x) for x in first}) == 4
+    assert all(linear(k) is first[k] for k in range(4))
+    np.testing.assert_array_equal(first[2].dark, darks[2].reshape(-1))
+    monkeypatch.setattr(apply, "KEPT_CORRECTIONS", 2)
+    assert linear(3) is first[3]
+    linear(4)  # a fifth: only it and the last used before it are kept
+    assert linear(3) is first[3]
+    assert linear(0) is not first[0]
+    assert linear(3) is first[3]
+    monkeypatch.setattr(apply, "KEPT_PIXELS", SIG[0] * SIG[1] - 1)
+    again = linear(2)  # alone over the limit: kept, the others let go
+    assert linear(2) is again is not first[2]
+    assert linear(3) is not first[3]

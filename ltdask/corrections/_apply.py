@@ -162,8 +162,8 @@ class PreparedCorrections:
     def linear(self, sig_index=None) -> LinearCorrection:
         """The corrections of the signal slice `sig_index` (None: whole frames) as one
         linear map (`LinearCorrection`), for results linear in the frame: the same object
-        for the same corrections and slice in a process, run after run (the last
-        `LINEARS_KEPT`)."""
+        for the same corrections and slice in a process, run after run (of the last
+        corrections used: `KEPT_CORRECTIONS`, `KEPT_PIXELS`)."""
         return self._linear(
             None if sig_index is None else tuple((s.start, s.stop) for s in sig_index)
         )
@@ -173,20 +173,18 @@ class PreparedCorrections:
         # one per content and slice in the process (`_LINEARS`), not per run: what UDFs
         # derive from it (`LinearCorrection.derived`) is kept for the next run with the
         # same corrections
-        cache_key = (self.token, key)
         with _LINEARS_LOCK:
-            linear = _LINEARS.get(cache_key)
-            if linear is not None:
-                _LINEARS.move_to_end(cache_key)
-                return linear
-        dark, gain = self._dark_gain(key, np.dtype(np.float64))
-        plan = self.plan if key is None else self._plan_for(key)
-        shape = self.sig_shape if key is None else [b - a for a, b in key]
-        linear = LinearCorrection(dark, gain, plan, int(np.prod(shape)))
-        with _LINEARS_LOCK:
-            linear = _LINEARS.setdefault(cache_key, linear)
-            while len(_LINEARS) > LINEARS_KEPT:
-                _LINEARS.popitem(last=False)
+            slices = _LINEARS.setdefault(self.token, {})
+            _LINEARS.move_to_end(self.token)
+            linear = slices.get(key)
+        if linear is None:
+            dark, gain = self._dark_gain(key, np.dtype(np.float64))
+            plan = self.plan if key is None else self._plan_for(key)
+            shape = self.sig_shape if key is None else [b - a for a, b in key]
+            linear = LinearCorrection(dark, gain, plan, int(np.prod(shape)))
+            with _LINEARS_LOCK:
+                linear = slices.setdefault(key, linear)
+                _forget_old_linears()
         return linear
 
     @functools.cached_property
@@ -302,8 +300,21 @@ def _rows_of(out, shape, dtype) -> np.ndarray | None:
 _NO_REPAIR = RepairPlan(np.zeros(0, np.int64), np.zeros((0, 1), np.int64), np.zeros(0, np.int64))
 
 
-#: the `LinearCorrection`s kept per process, by the corrections' content and signal slice:
-#: the last few (a few signal slices of the last runs' corrections)
-LINEARS_KEPT = 32
-_LINEARS: collections.OrderedDict = collections.OrderedDict()
+#: the `LinearCorrection`s kept per process: of each signal slice (the key of
+#: `PreparedCorrections._linear`), by the corrections' content (`PreparedCorrections.token`),
+#: for the last corrections used: at most `KEPT_CORRECTIONS` of them, and of their slices
+#: at most `KEPT_PIXELS` pixels together beside the last one (each pixel holds float64 dark
+#: and gain and what UDFs derived, CoM's masks: ~30 bytes; a benchmark alternates 4)
+KEPT_CORRECTIONS = 8
+KEPT_PIXELS = 2**23
+_LINEARS: collections.OrderedDict[str, dict] = collections.OrderedDict()
 _LINEARS_LOCK = threading.Lock()
+
+
+def _forget_old_linears() -> None:
+    """Drop the least recently used corrections' `LinearCorrection`s beyond the limits
+    (`KEPT_CORRECTIONS`, `KEPT_PIXELS`); the caller holds ``_LINEARS_LOCK``."""
+    total = sum(linear.pixels for slices in _LINEARS.values() for linear in slices.values())
+    while len(_LINEARS) > 1 and (len(_LINEARS) > KEPT_CORRECTIONS or total > KEPT_PIXELS):
+        _, dropped = _LINEARS.popitem(last=False)
+        total -= sum(linear.pixels for linear in dropped.values())
