@@ -130,6 +130,34 @@ def _lz4_sequences(*seqs) -> bytes:
     return bytes(out)
 
 
+def _random_sequences(seed: int) -> bytes:
+    """An LZ4 block of random sequences whose matches take every copy path of the decoder
+    (offsets from 1 to far back, overlapping themselves or not; short and long runs; the
+    end of the block near), ending as LZ4 requires (12+ literals) for the lz4 library."""
+    rng = np.random.default_rng(seed)
+    seqs, written = [], 0
+    for _ in range(60):
+        literals = rng.integers(0, 256, rng.choice([0, 1, 3, 14, 15, 16, 17, 40, 300]))
+        written += len(literals)
+        if written == 0:
+            literals, written = np.array([rng.integers(0, 256)]), 1
+        offset = int(rng.choice([1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 100, 5000]))
+        offset = min(offset, written)
+        length = int(rng.choice([4, 5, 8, 15, 16, 17, 18, 19, 33, 300, 1000]))
+        seqs.append((literals.astype(np.uint8).tobytes(), offset, length))
+        written += length
+    seqs.append((rng.integers(0, 256, 12 + int(rng.integers(0, 20)), np.uint8).tobytes(), None, 0))
+    return _lz4_sequences(*seqs)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lz4_matches_of_any_offset_and_length_as_the_lz4_library(seed):
+    block = _random_sequences(seed)
+    expected = np.frombuffer(lz4_block.decompress(block, uncompressed_size=10**6), np.uint8)
+    decoded = bslz4.decode_blob(block, (1, expected.size), np.uint8, "lz4<")[0]
+    np.testing.assert_array_equal(decoded, expected)
+
+
 MALFORMED = [
     pytest.param(
         _lz4_sequences((b"\x01\x02", 3, 6), (b"", None, 0)), "points before the start", id="offset"
