@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ltdask.acquire import bslz4
+from ltdask.acquire import _stream_v1, bslz4
 from ltdask.acquire.dataset import Acquisition
 from ltdask.acquire.source import Header, Sink, Source
 from ltdask.acquire.store import AcquisitionError
@@ -159,9 +159,9 @@ class DectrisSource(Source):
             if deadline is None:
                 return None
 
-    def _json(self, part, what: str) -> dict:
+    def _json(self, part, what: str, loads=json.loads) -> dict:
         try:
-            value = json.loads(part)
+            value = loads(part)
         except (ValueError, UnicodeDecodeError) as e:
             raise AcquisitionError(
                 f"{self.name}: {what} is not JSON ({len(part)} bytes: {bytes(part[:40])!r})"
@@ -240,7 +240,11 @@ class DectrisSource(Source):
 
     def _image(self, head: dict) -> tuple[int, int, bytes]:
         """The scan index, encoding code and blob of the image whose first part is `head`."""
-        parts: list[bytes] = []
+        pending = self._pending
+        if len(pending) >= 3:  # (the rest of its multipart message, as a rule)
+            parts = [pending.popleft(), pending.popleft(), pending.popleft()]
+        else:
+            parts = []
         while len(parts) < 3:
             part = self._next_part(time.monotonic() + 1.0)
             if part is None:
@@ -260,7 +264,9 @@ class DectrisSource(Source):
                 f"{self.name}: frame id {index!r} out of range: the series has "
                 f"{self.num_frames} frames (0 .. {self.num_frames - 1})"
             )
-        desc = self._json(parts[0], f"the data header (dimage_d-1.0) of frame {index}")
+        desc = self._json(
+            parts[0], f"the data header (dimage_d-1.0) of frame {index}", _stream_v1.description
+        )
         shape, kind = desc.get("shape"), desc.get("type")
         if shape != [self.sig_shape[1], self.sig_shape[0]] or kind != self.dtype.name:
             raise AcquisitionError(
@@ -310,7 +316,7 @@ class DectrisSource(Source):
                 if part is None:
                     continue
                 try:
-                    head = json.loads(part)
+                    head = _stream_v1.loads(part)
                 except (ValueError, UnicodeDecodeError):
                     head = None
                 htype = head.get("htype", "") if isinstance(head, dict) else ""
