@@ -19,6 +19,7 @@ an end. The encoders are the simulator's (`ltdask.acquire.simulate.encode`).
 from __future__ import annotations
 
 import math
+import mmap
 
 import numba
 import numpy as np
@@ -93,8 +94,14 @@ def max_blob_bytes(frame_bytes: int, itemsize: int) -> int:
 
 
 def slot_bytes(frame_bytes: int, itemsize: int) -> int:
-    """Bytes of a slot that holds any blob of a frame of `frame_bytes`."""
-    return PREFIX + max_blob_bytes(frame_bytes, itemsize)
+    """Bytes of a slot that holds any blob of a frame of `frame_bytes`: whole memory pages
+    where it takes one or more, so that a blob of n bytes touches ``ceil((n + PREFIX) /
+    page)`` pages of a store's buffer (each a page fault the first time: ~2.5 pages a 6 KB
+    blob touched in slots that began anywhere in a page, 2 in slots that begin a page)."""
+    need = PREFIX + max_blob_bytes(frame_bytes, itemsize)
+    if need < mmap.PAGESIZE:
+        return need
+    return -(-need // mmap.PAGESIZE) * mmap.PAGESIZE
 
 
 # -- decoding ----------------------------------------------------------------------------

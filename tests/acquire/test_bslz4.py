@@ -5,6 +5,7 @@ errors naming the frame and the byte, never a crash."""
 from __future__ import annotations
 
 import io
+import mmap
 
 import numpy as np
 import pytest
@@ -96,6 +97,17 @@ def test_encodes_what_hdf5plugin_and_lz4_read(dtype, shape, kind):
 def test_sparse_frames_compress():
     frame = _frame((192, 192), np.uint16, "sparse")
     assert len(encode_frame(frame, bslz4.BSLZ4)) < frame.nbytes / 4
+
+
+@pytest.mark.parametrize("frame_bytes, itemsize", [(73728, 2), (4096, 1), (5000, 4), (2**20, 2)])
+def test_slots_of_a_page_or_more_are_whole_pages(frame_bytes, itemsize):
+    """A store's buffers begin a page: whole-page slots make a blob touch the fewest pages
+    (each a page fault the first time it is written)."""
+    slot = bslz4.slot_bytes(frame_bytes, itemsize)
+    need = bslz4.PREFIX + bslz4.max_blob_bytes(frame_bytes, itemsize)
+    assert slot % mmap.PAGESIZE == 0
+    assert need <= slot < need + mmap.PAGESIZE
+    assert bslz4.slot_bytes(24, 2) == bslz4.PREFIX + bslz4.max_blob_bytes(24, 2)  # (< a page)
 
 
 def _slots(blobs, code, frame_bytes, itemsize, first_index=0):
