@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from test_backends import ON_GPU
-from test_device_path import MASKS, NAV, SIG, check, corrected, data_of
+from test_device_path import MASKS, NAV, SIG, FrameSums, check, corrected, data_of
 
 import ltdask
 from ltdask.udf import ApplyMasksUDF, SumSigUDF, SumUDF
@@ -80,3 +80,13 @@ def test_run_split_between_a_gpu_and_a_cpu_worker():
     check(results, data.astype(np.float64), MASKS)
     workers = {t["worker"] for t in stream.data if PARTITION_TASKS in str(t["key"])}
     assert len(workers) == 2, stream.data
+
+
+@pytest.mark.parametrize("method", ["frame", "partition"])
+def test_frames_and_partitions_on_cupy(method):
+    data = data_of("uint16", seed=8)
+    roi = np.random.default_rng(9).random(NAV) < 0.6
+    res = FrameSums(method).compute(ltdask.from_array(data), roi=roi, scheduler="threads")
+    f = data.astype(np.float64)
+    np.testing.assert_allclose(res["frames"].values[roi], f[roi].sum(axis=(1, 2)), rtol=1e-6)
+    np.testing.assert_allclose(res["pixels"].values, f[roi].sum(axis=0), rtol=1e-6)

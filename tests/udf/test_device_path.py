@@ -165,3 +165,45 @@ def test_stager_refuses_a_tile_too_large():
     stager = TileStager(StandInDevice(), np.uint16, 8)
     with pytest.raises(ValueError, match=r"at most 8 elements of uint16"):
         stager.stage(np.zeros((3, 4), np.uint16))
+
+
+class FrameSums(ltdask.UDF):
+    """Each frame's sum and the sum of all frames, by frame or by partition, CuPy only."""
+
+    def __init__(self, method):
+        super().__init__(method=method)
+
+    def get_backends(self):
+        return (self.BACKEND_CUPY,)
+
+    def get_method(self):
+        return self.UDF_METHOD(self.params.method)
+
+    def get_result_buffers(self):
+        return {
+            "frames": self.buffer(kind="nav", dtype=np.float64),
+            "pixels": self.buffer(kind="sig", dtype=np.float64, where="device"),
+        }
+
+    def process_frame(self, frame):
+        self.results.frames[:] = float(frame.sum())
+        self.results.pixels[:] += frame
+
+    def process_partition(self, partition):
+        self.results.frames[:] = self.forbuf(partition.sum(axis=(1, 2)), self.results.frames)
+        self.results.pixels[:] += partition.sum(axis=0)
+
+    def merge(self, dest, src):
+        dest.frames[:] = src.frames
+        dest.pixels[:] += src.pixels
+
+
+@pytest.mark.parametrize("method", ["frame", "partition"])
+def test_frames_and_partitions_on_the_device(stand_in, method):
+    data = data_of("uint16", seed=8)
+    roi = np.random.default_rng(9).random(NAV) < 0.6
+    res = FrameSums(method).compute(ltdask.from_array(data), roi=roi, scheduler="sync")
+    f = data.astype(np.float64)
+    np.testing.assert_allclose(res["frames"].values[roi], f[roi].sum(axis=(1, 2)), rtol=1e-6)
+    np.testing.assert_allclose(res["pixels"].values, f[roi].sum(axis=0), rtol=1e-6)
+    assert sum(n for _, n in stand_in) == roi.sum()
