@@ -37,6 +37,8 @@ from ltdask.acquire.store import AcquisitionError
 #: bytes of messages sent at once at most
 SEND_BYTES = 4 * 2**20
 LOOPBACK = "127.0.0.1"
+#: what `garbage` sends before anything else (21 KiB, as LiberTEM-live's simulator)
+JUNK = b"GARBAGE," * 2688
 
 
 class MerlinSimulator:
@@ -66,6 +68,9 @@ class MerlinSimulator:
     repeat
         Send the file's frames this many times in one acquisition (the sequence numbers
         and the header's frame count and ``ScanY`` go on), for longer runs.
+    garbage
+        Send 21 KiB of junk as a client connects to the data port (as some Merlin
+        software versions do; the client must drain it). Needs `wait_trigger`.
 
     Examples
     --------
@@ -90,7 +95,10 @@ class MerlinSimulator:
         stall_after: int | None = None,
         wait_trigger: bool = False,
         repeat: int = 1,
+        garbage: bool = False,
     ) -> None:
+        if garbage and not wait_trigger:
+            raise ValueError("garbage=True needs wait_trigger=True (junk, then the header)")
         if wait_trigger and control_port is None:
             raise ValueError("wait_trigger=True needs a control port (control_port=0: any)")
         if rate is not None and not rate > 0:
@@ -110,6 +118,7 @@ class MerlinSimulator:
         self.cut_after = cut_after
         self.stall_after = stall_after
         self.wait_trigger = wait_trigger
+        self.garbage = garbage
         self._ports = (int(port), control_port)
         self.port = self.control_port = 0
         #: frames sent so far, in all acquisitions
@@ -247,6 +256,8 @@ class MerlinSimulator:
 
     # -- the data port ---------------------------------------------------------------------
     def _data_server(self, conn: socket.socket) -> None:
+        if self.garbage:
+            _send_all(conn, JUNK, self._stopping)
         if not self.wait_trigger:
             _send_all(conn, message(self.hdr), self._stopping)
             self._acquisition(conn)
