@@ -101,10 +101,14 @@ class MerlinSource(Source):
         self._sock = connect(self.host, self.port, timeout, "data")
         if self.drain:
             self._offset += drain(self._sock, deadline, self.name)
-        if self.control_port is not None:
+        if self.arm or self.soft_trigger:
+            assert self.control_port is not None  # (checked in __init__)
             self._control = MerlinControl(self.host, self.control_port, timeout)
             if self.arm:
                 self._control.cmd("STARTACQUISITION")
+        if not self.soft_trigger:
+            self._close_control()
+        self.ready()  # (armed: the scan may be triggered, e.g. by a LiveContext hook)
         junk = (
             ""
             if self.drain
@@ -123,11 +127,7 @@ class MerlinSource(Source):
         if self.soft_trigger:
             assert self._control is not None
             self._control.cmd("SOFTTRIGGER")
-        if self._control is not None:
-            # control connections are per use (a Merlin serves one at a time): the port is
-            # free for whoever triggers the scan
-            self._control.close()
-            self._control = None
+        self._close_control()
         start = self._offset
         kind, first = self._message(deadline, " (the first frame: is the scan triggered?)")
         if kind != b"MQ1":
@@ -260,10 +260,15 @@ class MerlinSource(Source):
     def decode(self, payloads: np.ndarray) -> np.ndarray:
         return self.frames.decode(payloads)
 
-    def close(self) -> None:
+    def _close_control(self) -> None:
+        """Control connections are per use (a Merlin serves one at a time): the port is
+        free for whoever triggers the scan."""
         if self._control is not None:
             self._control.close()
             self._control = None
+
+    def close(self) -> None:
+        self._close_control()
         if self._sock is not None:
             self._sock.close()
             self._sock = None
