@@ -54,6 +54,26 @@ def test_merlin_hook_triggers_the_scan(tmp_path, garbage):
     np.testing.assert_array_equal(got[1]["intensity"].values, f64.sum(axis=(1, 2)).reshape(NAV))
 
 
+def test_a_hook_that_raises_leaves_nothing_behind(tmp_path):
+    hdr, _ = write_scan(tmp_path, "raw12", scan_header=True)
+
+    class Broken(Hooks):
+        def on_ready_for_data(self, env):
+            raise RuntimeError("the scan engine is off")
+
+    ctx = LiveContext.make_with("inline")
+    with nothing_left_behind():
+        with MerlinSimulator(hdr, port=0, control_port=0, wait_trigger=True) as sim:
+            with ctx.make_connection("merlin").open(
+                data_port=sim.port, api_port=sim.control_port
+            ) as conn:
+                with pytest.raises(RuntimeError, match="the scan engine is off"):
+                    ctx.make_acquisition(
+                        conn=conn, nav_shape=NAV, controller=object(), hooks=Broken()
+                    )
+            assert sim.frames_sent == 0
+
+
 def test_dectris_hook_triggers_the_scan():
     pytest.importorskip("zmq")
     from ltdask.acquire import DectrisSource
@@ -69,7 +89,8 @@ def test_dectris_hook_triggers_the_scan():
             DectrisSource(port=dcu.port, api_port=dcu.api_port).command("trigger")
 
     ctx = LiveContext.make_with("inline")
-    with DectrisSimulator(frames, port=0, api_port=0) as dcu:
+    ltdask.compute(ltdask.from_array(frames[:2].reshape(1, 2, 12, 10)), [SumUDF()])  # (pool)
+    with nothing_left_behind(), DectrisSimulator(frames, port=0, api_port=0) as dcu:
         # internal series trigger: arming sends the header, the trigger the frames
         control = DectrisSource(port=dcu.port, api_port=dcu.api_port)
         control.set_config("trigger_mode", "ints")
