@@ -12,6 +12,7 @@ run on it as on a file.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -31,7 +32,14 @@ from ltdask.compat.hooks import (
     fill_placeholders,
 )
 
-__all__ = ["ArmedAcquisition", "DetermineNavShapeEnv", "Hooks", "LiveContext", "ReadyForDataEnv"]
+__all__ = [
+    "ActiveController",
+    "ArmedAcquisition",
+    "DetermineNavShapeEnv",
+    "Hooks",
+    "LiveContext",
+    "ReadyForDataEnv",
+]
 
 #: detector type -> (module, source class) in ltdask.acquire
 SOURCES = {
@@ -90,8 +98,15 @@ class LiveContext(Context):
         active = pending_aq is None
         if pending_aq is None:
             on_ready = _ready_hook(hooks, nav_shape)
+            config = {}
+            if isinstance(controller, ActiveController):
+                config = controller.detector_config(nav_shape)
             pending_aq = conn._pending(
-                arm=controller is not None, timeout=conn.timeout, active=True, on_ready=on_ready
+                arm=controller is not None,
+                timeout=conn.timeout,
+                active=True,
+                on_ready=on_ready,
+                config=config,
             )
         source, header = pending_aq.source, pending_aq.header
         try:
@@ -160,6 +175,78 @@ class ConnectionBuilder:
         return Connection(self.kind, kwargs)
 
 
+#: DECTRIS settings of ``get_active_controller`` put as they are before arming
+DECTRIS_SETTINGS = (
+    "count_time",
+    "frame_time",
+    "compression",
+    "roi_mode",
+    "roi_y_size",
+    "roi_bit_depth",
+)
+#: LiberTEM-live's controller settings that ltdask does not put, with what to do instead
+NOT_MAPPED = {
+    "enable_file_writing": "record= writes the frames as they are processed",
+    "name_pattern": "record= writes the frames as they are processed",
+    "nimages_per_file": "record= writes the frames as they are processed",
+    "enable_corrections": "corrections= of the run apply a dark frame, gain and bad pixels",
+}
+
+
+class ActiveController:
+    """``conn.get_active_controller(...)``: the settings that ltdask puts before it arms
+    the detector (LiberTEM-live's active controllers). A DECTRIS detector takes
+    ``trigger_mode`` (then ``ntrigger`` or ``nimages`` follow from the scan's size) and
+    ``count_time``, ``frame_time``, ``compression``, ``roi_mode``, ``roi_y_size``,
+    ``roi_bit_depth``; a Merlin controller takes no settings (set them with
+    `ltdask.acquire.MerlinControl`).
+
+    Examples
+    --------
+    >>> ActiveController("dectris", {"trigger_mode": "exte"}).detector_config((4, 8))
+    {'ntrigger': 32, 'nimages': 1, 'trigger_mode': 'exte'}
+    """
+
+    def __init__(self, kind: str, settings: dict[str, Any]) -> None:
+        for name, value in settings.items():
+            if name in NOT_MAPPED and value:
+                raise NotImplementedError(
+                    f"get_active_controller({name}={value!r}): ltdask does not put it; "
+                    f"{NOT_MAPPED[name]}"
+                )
+        # (LiberTEM-live's defaults: None, or off)
+        given = {k: v for k, v in settings.items() if v is not None and k not in NOT_MAPPED}
+        allowed = ("trigger_mode", *DECTRIS_SETTINGS) if kind == "dectris" else ()
+        unknown = sorted(set(given) - set(allowed))
+        if unknown:
+            raise TypeError(
+                f"make_connection({kind!r}): get_active_controller() takes "
+                f"{', '.join(allowed) or 'no settings'}; not {', '.join(unknown)}"
+            )
+        self.kind = kind
+        self.settings = given
+
+    def detector_config(self, nav_shape) -> dict[str, Any]:
+        """The detector configuration to put before arming, in order, for a scan of
+        `nav_shape` (needed with ``trigger_mode``)."""
+        settings = dict(self.settings)
+        config: dict[str, Any] = {}
+        mode = settings.pop("trigger_mode", None)
+        if mode is not None:
+            if nav_shape is None or -1 in tuple(nav_shape):
+                raise ValueError(
+                    f"get_active_controller(trigger_mode={mode!r}): give make_acquisition("
+                    "nav_shape=...) in full; the detector's image count follows from it"
+                )
+            count = math.prod(nav_shape)
+            # one series of images on one internal trigger, else a trigger per image
+            # (LiberTEM-live's rules; an ``inte`` scan counts its triggers too)
+            config.update(ntrigger=1, nimages=1, trigger_mode=mode)
+            config["nimages" if mode == "ints" else "ntrigger"] = count
+        config.update(settings)
+        return config
+
+
 class PendingAcquisition:
     """An acquisition whose header has arrived (`Connection.wait_for_acquisition`)."""
 
@@ -185,7 +272,12 @@ class Connection:
         if kind == "memory" and "data" not in options:
             raise ValueError("make_connection('memory').open(data=...): give the array")
 
-    def _source(self, arm: bool, active: bool) -> Source:
+    def get_active_controller(self, **settings) -> ActiveController:
+        """The controller of an active acquisition (``make_acquisition(controller=...)``):
+        ltdask puts its `settings` and arms the detector (see `ActiveController`)."""
+        return ActiveController(self.kind, settings)
+
+    def _source(self, arm: bool, active: bool, config: dict | None = None) -> Source:
         opts = dict(self.options)
         if self.kind == "memory":
             data = np.asarray(opts.pop("data"))
@@ -204,6 +296,8 @@ class Connection:
             kwargs["control_port" if self.kind == "merlin" else "api_port"] = int(api_port)
         if self.kind == "merlin":  # (passive: the stream may have begun; never drained)
             kwargs["drain"] = bool(opts.pop("drain", False)) and active
+        elif config:
+            kwargs["detector_config"] = config
         for ignored in ("drain", "recovery_strategy", "huge_pages", "buffer_size"):
             opts.pop(ignored, None)  # (LiberTEM-live's receiver's tuning: not needed here)
         if opts:
@@ -216,10 +310,12 @@ class Connection:
         timeout: float,
         active: bool = False,
         on_ready: Callable[[Source], None] | None = None,
+        config: dict | None = None,
     ) -> PendingAcquisition:
         """The next acquisition's header, with its source (`active`: made by
-        ``make_acquisition``; `on_ready` is called with the source once it is armed)."""
-        source = self._source(arm, active)
+        ``make_acquisition``; `on_ready` is called with the source once it is armed;
+        `config`: a DECTRIS detector's settings put before arming)."""
+        source = self._source(arm, active, config)
         if on_ready is not None:
             source.on_ready = functools.partial(on_ready, source)
         try:

@@ -44,8 +44,9 @@ def test_merlin_hook_triggers_the_scan(tmp_path, garbage):
             with ctx.make_connection("merlin").open(
                 data_port=sim.port, api_port=sim.control_port, drain=garbage
             ) as conn:
+                controller = conn.get_active_controller()
                 with ctx.make_acquisition(
-                    conn=conn, nav_shape=NAV, controller=object(), hooks=hooks
+                    conn=conn, nav_shape=NAV, controller=controller, hooks=hooks
                 ) as aq:
                     got = ltdask.compute(aq, udfs(aq.sig_shape))
     assert hooks.seen == [(NAV, 0)]
@@ -91,15 +92,16 @@ def test_dectris_hook_triggers_the_scan():
     ctx = LiveContext.make_with("inline")
     ltdask.compute(ltdask.from_array(frames[:2].reshape(1, 2, 12, 10)), [SumUDF()])  # (pool)
     with nothing_left_behind(), DectrisSimulator(frames, port=0, api_port=0) as dcu:
-        # internal series trigger: arming sends the header, the trigger the frames
-        control = DectrisSource(port=dcu.port, api_port=dcu.api_port)
-        control.set_config("trigger_mode", "ints")
-        control.set_config("nimages", 20)
         with ctx.make_connection("dectris").open(data_port=dcu.port, api_port=dcu.api_port) as conn:
+            # internal series trigger: arming sends the header, the trigger the frames
+            controller = conn.get_active_controller(trigger_mode="ints", frame_time=0.001)
             with ctx.make_acquisition(
-                conn=conn, nav_shape=(4, 5), controller=object(), hooks=Trigger()
+                conn=conn, nav_shape=(4, 5), controller=controller, hooks=Trigger()
             ) as aq:
                 total, per_frame = ctx.run_udf(dataset=aq, udf=[SumUDF(), SumSigUDF()])
+        config = {k: dcu.config.get(k) for k in ("trigger_mode", "nimages", "ntrigger")}
+        assert config == {"trigger_mode": "ints", "nimages": 20, "ntrigger": 1}
+        assert dcu.rate == 1000  # (frame_time: seconds per frame)
     assert seen == [((4, 5), 0)]
     np.testing.assert_array_equal(total["intensity"].data, frames.sum(axis=0, dtype=np.float64))
     np.testing.assert_array_equal(per_frame["intensity"].data, data.sum(axis=(2, 3)))
@@ -164,3 +166,61 @@ def test_hooks_that_are_not_hooks_and_a_shape_that_is_not_known():
 
         with pytest.raises(AttributeError, match="give make_acquisition\\(nav_shape=...\\)"):
             ctx.make_acquisition(conn=conn, hooks=Shape())
+
+
+@pytest.mark.parametrize(
+    "kind, settings, nav_shape, error, match",
+    [
+        pytest.param(
+            "merlin",
+            {"trigger_mode": "exte"},
+            NAV,
+            TypeError,
+            "takes no settings; not trigger_mode",
+            id="merlin-settings",
+        ),
+        pytest.param(
+            "dectris",
+            {"exposure": 1},
+            NAV,
+            TypeError,
+            "takes trigger_mode, count_time.*not exposure",
+            id="unknown",
+        ),
+        pytest.param(
+            "dectris",
+            {"enable_file_writing": True},
+            NAV,
+            NotImplementedError,
+            "enable_file_writing=True.*record= writes the frames",
+            id="file-writer",
+        ),
+        pytest.param(
+            "dectris",
+            {"trigger_mode": "exte"},
+            (-1, 6),
+            ValueError,
+            "trigger_mode='exte'.*give make_acquisition\\(nav_shape=...\\) in full",
+            id="no-shape",
+        ),
+    ],
+)
+def test_controller_settings_that_do_not_map(kind, settings, nav_shape, error, match):
+    ctx = LiveContext.make_with("inline")
+    conn = ctx.make_connection(kind).open(data_port=1)
+    with pytest.raises(error, match=match):
+        controller = conn.get_active_controller(**settings)
+        ctx.make_acquisition(conn=conn, nav_shape=nav_shape, controller=controller)
+
+
+def test_controller_settings_of_each_trigger_mode():
+    conn = LiveContext.make_with("inline").make_connection("dectris").open()
+    configs = {
+        mode: conn.get_active_controller(trigger_mode=mode, count_time=None).detector_config((3, 4))
+        for mode in ("exte", "exts", "inte", "ints")
+    }
+    # LiberTEM-live's rules: a series of 12 on one internal trigger, else 12 triggers
+    assert configs["ints"] == {"ntrigger": 1, "nimages": 12, "trigger_mode": "ints"}
+    for mode in ("exte", "exts", "inte"):
+        assert configs[mode] == {"ntrigger": 12, "nimages": 1, "trigger_mode": mode}
+    assert conn.get_active_controller(enable_corrections=False).detector_config(None) == {}
