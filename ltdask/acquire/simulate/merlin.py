@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import socket
 import threading
 import time
@@ -277,7 +278,9 @@ class MerlinSimulator:
         while not self._stopping():
             if _closed(conn, wait=False):
                 return False  # (the event stays for the next client)
-            if event.wait(POLL) and not _closed(conn, wait=False):
+            # (a short wait: a client that left is noticed at once, and the next one, which
+            # may be draining the junk of `garbage` for 0.1 s, is served)
+            if event.wait(0.01) and not _closed(conn, wait=False):
                 event.clear()
                 return True
         return False
@@ -408,7 +411,10 @@ def _closed(conn: socket.socket, wait: bool = True) -> bool:
     try:
         if wait:
             return conn.recv(4096) == b""
-        return conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        # (a socket with a timeout polls for that long before any recv, MSG_DONTWAIT or not)
+        if not select.select([conn], [], [], 0)[0]:
+            return False
+        return conn.recv(1, socket.MSG_PEEK) == b""
     except (TimeoutError, BlockingIOError):
         return False
     except OSError:
