@@ -216,38 +216,6 @@ def add_repaired_moments(frames, p0, p1, sources, weights, counts, first, shift,
 
 
 @numba.njit(nogil=True, cache=True)
-def dot_pixels(frames, p0, p1, index, weights, out):
-    """``out[i, m] += sum_j frames[i, p0 + index[j]] * weights[m, j]`` over a short list of
-    pixels (`index`; `weights`: ``(masks, pixels)``): what a folded mask adds beyond its
-    regular part at the excluded pixels' sources, a few per thousand pixels, each read
-    once for every mask; four frames at a time."""
-    n = frames.shape[0]
-    k = weights.shape[0]
-    acc = np.zeros((4, k))
-    for i in range(0, n, 4):
-        r0 = frames[i][p0:p1]
-        r1 = frames[min(i + 1, n - 1)][p0:p1]
-        r2 = frames[min(i + 2, n - 1)][p0:p1]
-        r3 = frames[min(i + 3, n - 1)][p0:p1]
-        acc[:] = 0.0
-        for j in range(index.shape[0]):
-            q = index[j]
-            v0 = np.float64(r0[q])
-            v1 = np.float64(r1[q])
-            v2 = np.float64(r2[q])
-            v3 = np.float64(r3[q])
-            for m in range(k):
-                w = weights[m, j]
-                acc[0, m] += v0 * w
-                acc[1, m] += v1 * w
-                acc[2, m] += v2 * w
-                acc[3, m] += v3 * w
-        for f in range(min(4, n - i)):
-            for m in range(k):
-                out[i + f, m] += acc[f, m]
-
-
-@numba.njit(nogil=True, cache=True)
 def block_extras(frames, i0, i1, p0, j0, j1, block, weighted, repaired):
     """What a pass does besides its own sums on the rows ``i0:i1`` of the pixels ``j0:j1``
     (block number `block`) of the flat tile from `p0`: the weighted frame sums and the
@@ -276,7 +244,6 @@ def block_extras(frames, i0, i1, p0, j0, j1, block, weighted, repaired):
 __all__ = [
     "add_repaired_moments",
     "block_extras",
-    "dot_pixels",
     "no_repaired",
     "no_weighted",
     "repaired_rows",
