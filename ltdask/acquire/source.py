@@ -76,6 +76,15 @@ class Sink(Protocol):
         frame in a slot sized for the largest); only those are copied, what follows them
         is undefined (the decoding must not read it)."""
 
+    def slots(self, first: int, count: int) -> np.ndarray | None:
+        """Rows for frames ``first ..`` (at most `count`) in the sink's own memory, for a
+        source that receives frames in place and then `put`s those rows (no copy); None
+        where it has none for them (the source then puts copies). A source that uses it
+        calls `release` when it no longer writes there."""
+
+    def release(self) -> None:
+        """The rows of `slots` are no longer written to."""
+
     @property
     def cancelled(self) -> bool:
         """Whether the acquisition was closed: `Source.receive` returns soon after."""

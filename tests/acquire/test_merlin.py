@@ -21,10 +21,10 @@ from helpers.merlinstreams import (
 )
 
 import ltdask
-from ltdask.acquire import MerlinControl, merlin
+from ltdask.acquire import FrameStore, MerlinControl, merlin
 from ltdask.acquire.simulate.merlin import MerlinSimulator
 from ltdask.exceptions import MissingFramesWarning
-from ltdask.udf import SumSigUDF
+from ltdask.udf import SumSigUDF, SumUDF
 
 
 def _offline(hdr):
@@ -46,6 +46,26 @@ def test_every_mode_equals_the_file(tmp_path, mode):
     f64 = counts.astype(np.float64)
     np.testing.assert_array_equal(got[0]["intensity"].values, f64.sum(axis=0))
     np.testing.assert_array_equal(got[1]["intensity"].values, f64.sum(axis=(1, 2)).reshape(NAV))
+
+
+def test_frames_in_order_are_received_where_they_are_stored(tmp_path, monkeypatch):
+    # one copy of each frame, from the socket into the store's rows (the first frame, read
+    # with the header, is put from its message)
+    copied = []
+    store_frames = FrameStore._store
+
+    def spy(self, p, index, frames, used=None):
+        buf = self._buffers.get(p)
+        copied.append(buf is None or not np.shares_memory(buf, frames))
+        store_frames(self, p, index, frames, used)
+
+    monkeypatch.setattr(FrameStore, "_store", spy)
+    hdr, counts = write_scan(tmp_path, "raw12-quad")
+    with MerlinSimulator(hdr, port=0) as sim:
+        with merlin("127.0.0.1", sim.port, frames_per_partition=5) as acq:
+            (total,) = ltdask.compute(acq, [SumUDF()])
+    assert copied[0] and len(copied) > 1 and not any(copied[1:])
+    np.testing.assert_array_equal(total["intensity"].values, counts.sum(axis=0, dtype=np.int64))
 
 
 @pytest.mark.parametrize(
