@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import socket
+import warnings
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from helpers.merlinstreams import (
     udfs,
     write_scan,
 )
+from helpers.mibfiles import make_counts, write_hdr, write_mib
 
 import ltdask
 from ltdask.acquire import FrameStore, MerlinControl, merlin
@@ -66,6 +68,27 @@ def test_frames_in_order_are_received_where_they_are_stored(tmp_path, monkeypatc
             (total,) = ltdask.compute(acq, [SumUDF()])
     assert copied[0] and len(copied) > 1 and not any(copied[1:])
     np.testing.assert_array_equal(total["intensity"].values, counts.sum(axis=0, dtype=np.int64))
+
+
+@pytest.mark.parametrize("faults", [{}, {"reorder": True, "drop": [4]}], ids=["in-order", "faults"])
+def test_large_frames_repeated_arrive_as_the_file_holds_them(tmp_path, faults):
+    # frames of 64 KiB and more go out as views of the file (the repeats' sequence numbers
+    # in buffers of their own) and come in straight into the store (in order) or copied
+    # where they belong (reordered, a gap)
+    counts = make_counts(np.random.default_rng(3), 6, (128, 256), 12) % 16  # (float32 sums exact)
+    write_mib(tmp_path / "scan.mib", counts, depth=12, raw=True)
+    write_hdr(tmp_path / "scan.hdr", 6, per_trigger=3, depth=12)
+    with MerlinSimulator(tmp_path / "scan.hdr", port=0, repeat=2, **faults) as sim:
+        with merlin("127.0.0.1", sim.port, frames_per_partition=4) as acq:
+            assert acq.nav_shape == (4, 3)
+            with warnings.catch_warnings(record=True):
+                total, per_frame = ltdask.compute(acq, [SumUDF(), SumSigUDF()])
+    sums = np.tile(counts.sum(axis=(1, 2), dtype=np.int64), 2).astype(np.float64)
+    arrived = np.arange(12) != (4 if faults else -1)
+    np.testing.assert_array_equal(per_frame["intensity"].values.ravel()[arrived], sums[arrived])
+    np.testing.assert_array_equal(per_frame["intensity_valid"].values.ravel(), arrived)
+    expected = counts.sum(axis=0, dtype=np.int64) * 2 - (counts[4] if faults else 0)
+    np.testing.assert_array_equal(total["intensity"].values, expected)
 
 
 @pytest.mark.parametrize(

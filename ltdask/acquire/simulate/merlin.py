@@ -36,6 +36,9 @@ from ltdask.acquire.store import AcquisitionError
 
 #: bytes of messages sent at once at most
 SEND_BYTES = 4 * 2**20
+#: buffers one ``sendmsg`` sends at most (Linux's IOV_MAX); frames of `SCATTER_BYTES` or
+#: more go from the maps (smaller ones: a buffer each costs more than copying them)
+IOV_MAX, SCATTER_BYTES = 1024, 64 * 2**10
 LOOPBACK = "127.0.0.1"
 
 
@@ -248,14 +251,14 @@ class MerlinSimulator:
     # -- the data port ---------------------------------------------------------------------
     def _data_server(self, conn: socket.socket) -> None:
         if not self.wait_trigger:
-            _send_all(conn, message(self.hdr), self._stopping)
+            _send_all(conn, [message(self.hdr)], self._stopping)
             self._acquisition(conn)
             self._linger(conn)
             return
         while not self._stopping():
             if not self._wait_for(self._armed, conn):
                 return
-            _send_all(conn, message(self.hdr), self._stopping)
+            _send_all(conn, [message(self.hdr)], self._stopping)
             if not self._wait_for(self._triggered, conn):
                 return
             if not self._acquisition(conn):
@@ -288,8 +291,12 @@ class MerlinSimulator:
         """Send one acquisition's frames; False where the connection was cut."""
         order = np.array(self.order(), dtype=np.int64)
         record = PREFIX_BYTES + self.stride
-        wire = np.empty((max(1, SEND_BYTES // record), record), np.uint8)
-        wire[:, :PREFIX_BYTES] = np.frombuffer(mpx_prefix(self.stride), np.uint8)
+        # small frames are copied into messages in one go, larger ones sent from the maps
+        small = self.stride < SCATTER_BYTES
+        chunk = max(1, SEND_BYTES // record if small else min(SEND_BYTES // record, 256))
+        prefix = mpx_prefix(self.stride)
+        wire = np.empty((chunk if small else 0, record), np.uint8)
+        wire[:, :PREFIX_BYTES] = np.frombuffer(prefix, np.uint8)
         t0 = time.monotonic()
         sent = 0
         while sent < len(order):
@@ -299,7 +306,7 @@ class MerlinSimulator:
             if self.stall_after is not None and sent >= self.stall_after:
                 self._linger(conn)
                 return False
-            n = min(len(wire), len(order) - sent)
+            n = min(chunk, len(order) - sent)
             for limit in (self.cut_after, self.stall_after):
                 n = n if limit is None else min(n, limit - sent)
             if self.max_frames is not None:
@@ -313,12 +320,31 @@ class MerlinSimulator:
                 n = min(n, due)
             if n <= 0 or self._stopping():
                 return False
-            self._fill(wire[:n], order[sent : sent + n])
-            if not _send_all(conn, wire[:n].reshape(-1).data, self._stopping):
+            if small:
+                self._fill(wire[:n], order[sent : sent + n])
+            messages = [wire[:n].data] if small else self._messages(order[sent : sent + n], prefix)
+            if not _send_all(conn, messages, self._stopping):
                 return False
             sent += n
             self.frames_sent += n
         return True
+
+    def _messages(self, frames: np.ndarray, prefix: bytes) -> list:
+        """The messages of `frames` as buffers: prefixes, views of the maps (no copy; the
+        simulator shares the machine with the receiver), the repeats' sequence numbers."""
+        out: list = []
+        for i in frames.tolist():
+            j = i % self.file_frames
+            start, view = self._views[self._file_of[j]]
+            data = view[j - start].data
+            out.append(prefix)
+            if i < self.file_frames:
+                out.append(data)
+            else:
+                seq = b"%0*d" % (SEQ_DIGITS, (i + 1) % 10**SEQ_DIGITS)
+                at = SEQ_OFFSET + SEQ_DIGITS
+                out += [data[:SEQ_OFFSET], seq, data[at:]]
+        return out
 
     def _fill(self, rows: np.ndarray, frames: np.ndarray) -> None:
         """The messages of `frames` (indices in the acquisition) into `rows` (after their
@@ -379,16 +405,22 @@ class MerlinSimulator:
         return f"{kind},{param},2"
 
 
-def _send_all(conn: socket.socket, data, stopping) -> bool:
-    """Send `data` (bytes or a memoryview); False where the simulator stops first."""
-    view = memoryview(data).cast("B")
-    while len(view):
+def _send_all(conn: socket.socket, buffers, stopping) -> bool:
+    """Send `buffers` (bytes or memoryviews) in order; False where the simulator stops."""
+    views = [memoryview(b).cast("B") for b in buffers]
+    first = 0
+    while first < len(views):
         if stopping():
             return False
         try:
-            view = view[conn.send(view) :]
+            sent = conn.sendmsg(views[first : first + IOV_MAX])
         except TimeoutError:
             continue
+        while sent and sent >= len(views[first]):
+            sent -= len(views[first])
+            first += 1
+        if sent:
+            views[first] = views[first][sent:]
     return True
 
 
