@@ -148,8 +148,6 @@ def test_make_with_picks_the_scheduler(data):
 
 
 def test_make_with_refuses_what_it_cannot_do():
-    with pytest.raises(UnsupportedError, match=r"Context.make_with: gpus=1 is not supported"):
-        Context.make_with("dask", gpus=1)
     with pytest.raises(ValueError, match=r"unknown executor_spec='cluster'"):
         Context.make_with("cluster")
     with pytest.raises(ValueError, match=r"cpus=0 gives no CPU"):

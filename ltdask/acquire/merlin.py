@@ -24,6 +24,7 @@ from ltdask.acquire.mpx import (
     MerlinControl,
     MibFrames,
     connect,
+    drain,
     mpx_prefix,
     parse_prefix,
     recv_exactly,
@@ -60,6 +61,9 @@ class MerlinSource(Source):
         Start the acquisition (and trigger it) through the control port.
     num_frames
         Frames of a continuous acquisition (a header with 0 frames).
+    drain
+        Read and discard what the data port sends until it is quiet for 0.1 s, before
+        arming: junk that some Merlin software versions send before the header.
     """
 
     def __init__(
@@ -70,6 +74,7 @@ class MerlinSource(Source):
         arm: bool = False,
         soft_trigger: bool = False,
         num_frames: int | None = None,
+        drain: bool = False,
     ) -> None:
         if (arm or soft_trigger) and control_port is None:
             raise AcquisitionError(
@@ -80,6 +85,7 @@ class MerlinSource(Source):
         self.control_port = control_port
         self.arm, self.soft_trigger = arm, soft_trigger
         self.num_frames = num_frames
+        self.drain = drain
         self.name = f"merlin {host}:{port}"
         self._sock: socket.socket | None = None
         self._control: MerlinControl | None = None
@@ -95,11 +101,25 @@ class MerlinSource(Source):
 
     def _open(self, timeout: float, deadline: float) -> Header:
         self._sock = connect(self.host, self.port, timeout, "data")
-        if self.control_port is not None:
+        if self.drain:
+            self._offset += drain(self._sock, deadline, self.name)
+        if self.arm or self.soft_trigger:
+            assert self.control_port is not None  # (checked in __init__)
             self._control = MerlinControl(self.host, self.control_port, timeout)
             if self.arm:
                 self._control.cmd("STARTACQUISITION")
-        kind, body = self._message(deadline, " (the acquisition header: is it armed?)")
+        if not self.soft_trigger:
+            self._close_control()
+        self.ready()  # (armed: the scan may be triggered, e.g. by a LiveContext hook)
+        junk = (
+            ""
+            if self.drain
+            else (
+                "; junk before the acquisition header, as some Merlin software versions send? "
+                "drain=True reads it away before arming"
+            )
+        )
+        kind, body = self._message(deadline, " (the acquisition header: is it armed?)", junk)
         if kind != b"HDR":
             raise AcquisitionError(
                 f"{self.name}: the stream starts with a {kind!r} message at byte 0; expected "
@@ -109,11 +129,7 @@ class MerlinSource(Source):
         if self.soft_trigger:
             assert self._control is not None
             self._control.cmd("SOFTTRIGGER")
-        if self._control is not None:
-            # control connections are per use (a Merlin serves one at a time): the port is
-            # free for whoever triggers the scan
-            self._control.close()
-            self._control = None
+        self._close_control()
         start = self._offset
         kind, first = self._message(deadline, " (the first frame: is the scan triggered?)")
         if kind != b"MQ1":
@@ -140,11 +156,11 @@ class MerlinSource(Source):
             attrs={**self.frames.describe(), "merlin_hdr": dict(hdr.fields)},
         )
 
-    def _message(self, deadline: float, what: str = "") -> tuple[bytes, bytes]:
-        """The next message's type word and body."""
+    def _message(self, deadline: float, what: str = "", hint: str = "") -> tuple[bytes, bytes]:
+        """The next message's type word and body (`hint` ends a malformed prefix's error)."""
         assert self._sock is not None
         prefix = recv_exactly(self._sock, PREFIX_BYTES, deadline, self.name, self._offset, what)
-        length = parse_prefix(prefix, self._offset, self.name)
+        length = parse_prefix(prefix, self._offset, self.name, hint)
         self._offset += PREFIX_BYTES
         body = recv_exactly(self._sock, length, deadline, self.name, self._offset)
         self._offset += length
@@ -302,10 +318,15 @@ class MerlinSource(Source):
     def decode(self, payloads: np.ndarray) -> np.ndarray:
         return self.frames.decode(payloads)
 
-    def close(self) -> None:
+    def _close_control(self) -> None:
+        """Control connections are per use (a Merlin serves one at a time): the port is
+        free for whoever triggers the scan."""
         if self._control is not None:
             self._control.close()
             self._control = None
+
+    def close(self) -> None:
+        self._close_control()
         if self._sock is not None:
             self._sock.close()
             self._sock = None
@@ -326,6 +347,7 @@ def merlin(
     control_port: int | None = None,
     arm: bool = False,
     soft_trigger: bool = False,
+    drain: bool = False,
     **acquisition_options,
 ) -> Acquisition:
     """A Merlin acquisition from its data port, processed as it arrives.
@@ -342,6 +364,11 @@ def merlin(
     arm, soft_trigger
         Send ``CMD,STARTACQUISITION`` (and ``CMD,SOFTTRIGGER``) on the control port; without
         them, the acquisition is started elsewhere (connect first).
+    drain
+        Read and discard what the data port sends until it is quiet for 0.1 s, before
+        arming: some Merlin software versions send junk before the acquisition header
+        (without `drain`, that is an error naming the byte offset). Not for a detector
+        that is already sending (internal trigger): its header would go with the junk.
     **acquisition_options
         `ltdask.acquire.Acquisition`'s: ``frames_per_partition``, ``memory_limit``,
         ``timeout`` (for the header and the first frame), ``idle_timeout``, ``dims``.
@@ -363,5 +390,5 @@ def merlin(
     ...     sums, = ltdask.compute(acq, [ltdask.udf.SumSigUDF()])
     """
     num = None if nav_shape is None else int(np.prod(nav_shape))
-    source = MerlinSource(host, port, control_port, arm, soft_trigger, num_frames=num)
+    source = MerlinSource(host, port, control_port, arm, soft_trigger, num_frames=num, drain=drain)
     return acquisition_of(source, nav_shape, acquisition_options)

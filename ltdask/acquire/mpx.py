@@ -41,6 +41,8 @@ PREFIX_BYTES = 15
 MAGIC = b"MPX,"
 #: body bytes of a frame message before its sequence number's digits, and their count
 SEQ_OFFSET, SEQ_DIGITS = 4, 6
+#: seconds without a byte that end a drain of junk (LiberTEM-live's ~100 ms)
+DRAIN_QUIET = 0.1
 #: a frame header's size field (bytes 11-15 of the body: readable before the rest)
 HEADER_SIZE_FIELD = slice(11, 16)
 
@@ -61,9 +63,10 @@ def message(body: bytes) -> bytes:
     return mpx_prefix(len(body)) + body
 
 
-def parse_prefix(prefix: bytes, offset: int, name: str) -> int:
+def parse_prefix(prefix: bytes, offset: int, name: str, hint: str = "") -> int:
     """The body bytes a 15-byte `prefix` announces (its length field less one); an
-    `AcquisitionError` naming the stream `name` and the byte `offset` where it is not one.
+    `AcquisitionError` naming the stream `name` and the byte `offset` where it is not one
+    (`hint`, e.g. what to do about it, ends its message).
 
     Examples
     --------
@@ -75,7 +78,7 @@ def parse_prefix(prefix: bytes, offset: int, name: str) -> int:
         raise AcquisitionError(
             f"{name}: a malformed MPX message at byte {offset} of the stream: found "
             f"{bytes(prefix[:PREFIX_BYTES])!r}, expected 'MPX,' with 10 digits and a comma "
-            "(e.g. b'MPX,0000131457,')"
+            f"(e.g. b'MPX,0000131457,'){hint}"
         )
     length = int(digits)
     if length < 1:
@@ -257,6 +260,38 @@ def connect(host: str, port: int, timeout: float, what: str) -> socket.socket:
         ) from None
     sock.settimeout(POLL)
     return sock
+
+
+def drain(sock: socket.socket, deadline: float, name: str, quiet: float = DRAIN_QUIET) -> int:
+    """Read and discard what `sock` sends until it is quiet for `quiet` s: the junk that
+    some Merlin software versions send on the data port before an acquisition's header
+    (read before arming: the header comes after). The bytes discarded.
+
+    Raises `AcquisitionError` where the port is not quiet by `deadline` (time.monotonic)
+    or the connection closes.
+    """
+    buf = bytearray(2**16)
+    got = 0
+    sock.settimeout(quiet)
+    try:
+        while True:
+            if time.monotonic() > deadline:
+                raise AcquisitionError(
+                    f"{name}: draining: the data port was not quiet for {quiet} s within the "
+                    f"timeout ({got} bytes discarded); a stream of frames is no junk to drain "
+                    "(drain=True is for junk before the header, before arming)"
+                )
+            try:
+                n = sock.recv_into(buf)
+            except TimeoutError:
+                return got
+            if n == 0:
+                raise AcquisitionError(
+                    f"{name}: the connection closed while draining, after {got} bytes"
+                )
+            got += n
+    finally:
+        sock.settimeout(POLL)
 
 
 def recv_exactly(

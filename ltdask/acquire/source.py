@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -95,11 +96,24 @@ class Source(abc.ABC):
 
     Subclasses implement `open` (connect, arm where asked, read up to the header) and
     `receive` (hand every frame to the sink, return at the acquisition's end); `decode`
-    where the payload is not the decoded frame; `close` to release sockets and files.
+    where the payload is not the decoded frame; `close` to release sockets and files. An
+    `open` that waits for frames (e.g. for the first one, whose header tells the layout)
+    calls `ready` once it is connected and armed, before it waits.
     """
 
     #: how the source is named in messages, e.g. ``"merlin 127.0.0.1:6342"``
     name: str = "source"
+    #: called once (without arguments) when the source is ready for the scan's frames:
+    #: connected, and armed where it arms; where a scan is triggered (LiberTEM-live's
+    #: ``Hooks.on_ready_for_data``). See `ready`.
+    on_ready: Callable[[], None] | None = None
+
+    def ready(self) -> None:
+        """Call `on_ready` if it was not called yet: from an `open` that waits for frames
+        (before it waits), else by whoever opened the source, after `open`."""
+        hook, self.on_ready = self.on_ready, None
+        if hook is not None:
+            hook()
 
     @abc.abstractmethod
     def open(self, timeout: float) -> Header:

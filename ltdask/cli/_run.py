@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
@@ -100,6 +101,12 @@ def _command(analysis: Analysis) -> click.Command:
             help="draw a PNG of every 2-D result beside --out: OUT.NAME.png",
         ),
         click.option(
+            "--gpus",
+            callback=_check_gpus,
+            help="GPU workers: a count (2) or device ids (0,2); the run goes to a local "
+            "cluster of a worker per GPU and --workers CPU workers (default: one per core)",
+        ),
+        click.option(
             "--progress/--no-progress",
             default=None,
             help="A bar of the partitions done (default: once a run takes a few seconds, in "
@@ -118,12 +125,79 @@ def _command(analysis: Analysis) -> click.Command:
     )
 
 
-def _run(
-    analysis, ctx, path, opening, dark, gain, excluded, param, roi, out, overwrite, png, progress
-):
-    import ltdask
-    from ltdask.store import StoreReplaceError
+def _check_gpus(ctx, param, value: str | None):
+    """``--gpus``: a count or comma-separated device ids, as `gpu_ids` takes them."""
+    if value is None:
+        return None
+    try:
+        parts = [int(v) for v in value.split(",")]
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r}: expected a number of GPUs (2) or device ids (0,2)"
+        ) from None
+    return parts[0] if len(parts) == 1 and "," not in value else parts
 
+
+@contextlib.contextmanager
+def _gpu_cluster(ctx, gpus):
+    """With `gpus`, a client of a new local cluster of GPU and CPU workers
+    (`ltdask.runtime.gpu_cluster`), closed afterwards; else None."""
+    if gpus is None:
+        yield None
+        return
+    from ltdask.exceptions import ExecutorSpecException
+    from ltdask.runtime.gpu_cluster import gpu_ids, start_local
+
+    if ctx.obj["scheduler"] != "threads":
+        raise UserError(
+            f"--gpus starts a local cluster of its own: leave out --scheduler "
+            f"{ctx.obj['scheduler']!r} (or start GPU workers there with --resources GPU=1)"
+        )
+    try:
+        written = ",".join(map(str, gpus)) if isinstance(gpus, list) else gpus
+        ids = gpu_ids(gpus, where="ltdask run", given=f"--gpus {written}")
+    except ExecutorSpecException as e:
+        raise UserError(str(e)) from None
+    from ltdask.compat.devices import detect
+
+    cpus = ctx.obj["workers"] or len(detect()["cpus"])
+    client = start_local(cpus, ids)
+    try:
+        yield client
+    finally:
+        client.close()
+        client.cluster.close()
+
+
+@contextlib.contextmanager
+def _scheduler(ctx, client):
+    """The group's scheduler (`run_context`), or `client` (`_gpu_cluster`'s) where given."""
+    if client is None:
+        with run_context(ctx) as active:
+            yield active
+        return
+    import dask
+
+    with client.as_current(), dask.config.set(scheduler=client):
+        yield client
+
+
+def _run(
+    analysis,
+    ctx,
+    path,
+    opening,
+    dark,
+    gain,
+    excluded,
+    param,
+    roi,
+    out,
+    overwrite,
+    png,
+    gpus,
+    progress,
+):
     values = analysis.parse(param)
     ds = _open(path, opening)
     roi_mask = parse_roi(roi, ds.nav_shape)
@@ -131,7 +205,18 @@ def _run(
     check_output(out, "--out", input_files(ds, path, roi_file, dark, gain, excluded))
     check_suffix(out, "--out")
     corrections = load_corrections(dark, gain, excluded, ds.sig_shape)
-    with run_context(ctx):
+    with _gpu_cluster(ctx, gpus) as client:
+        written = (out, overwrite, png, progress)
+        _analyse(analysis, ctx, client, ds, values, roi_mask, corrections, written)
+
+
+def _analyse(analysis, ctx, client, ds, values, roi_mask, corrections, written) -> None:
+    """Run `analysis` on `ds` (on `client` where given) and write its results."""
+    import ltdask
+    from ltdask.store import StoreReplaceError
+
+    out, overwrite, png, progress = written
+    with _scheduler(ctx, client):
         found = beam_geometry(analysis.name, values, ds, roi_mask, corrections)
     if found is not None:
         click.echo(found)
@@ -141,7 +226,7 @@ def _run(
         raise UserError(f"-p for {analysis.name}: {e}") from None
     nav_dims, sig_dims = ds.dims[: len(ds.nav_shape)], ds.dims[len(ds.nav_shape) :]
     t0 = time.perf_counter()
-    with run_context(ctx):
+    with _scheduler(ctx, client):
         try:
             lazy = udf.lazy(ds, roi=roi_mask, corrections=corrections)
             if png:

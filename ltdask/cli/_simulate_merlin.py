@@ -27,13 +27,20 @@ import click
     is_flag=True,
     help="Send the header on CMD,STARTACQUISITION and the frames on CMD,SOFTTRIGGER.",
 )
+@click.option(
+    "--garbage",
+    is_flag=True,
+    help="Send 21 KiB of junk as a client connects (a client drains it). Implies --wait-trigger.",
+)
 def merlin(path, **options) -> None:
     """Serve the Merlin acquisition PATH (.hdr or .mib) on 127.0.0.1, as the detector's
     data port (and control port) would send it. Ctrl-C stops it."""
     from ltdask.acquire.simulate.merlin import MerlinSimulator
 
+    options["wait_trigger"] = options["wait_trigger"] or options["garbage"]
     if options["wait_trigger"] and options["control_port"] is None:
-        raise click.BadParameter("needs --control-port (0: any)", param_hint="--wait-trigger")
+        flag = "--garbage" if options["garbage"] else "--wait-trigger"
+        raise click.BadParameter("needs --control-port (0: any)", param_hint=flag)
     try:
         sim = MerlinSimulator(path, **options)
     except ValueError as e:

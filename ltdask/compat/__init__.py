@@ -19,7 +19,8 @@ steps of ``run_udf_iter``; `ResultAsyncGenerator` with ``sync=False``), ``contai
 (LiberTEM's `MaskContainer`), ``detector`` (`correct`), ``datasets`` (LiberTEM's
 ``MemoryDataSet``), ``tiles`` (LiberTEM's `DataTile`), ``exceptions``
 (`JobCancelledError`, `UDFRunCancelled`), ``devices`` (``detect``, ``set_use_cuda``...), ``alias``
-(`alias_libertem`: ``import libertem`` resolved to ltdask). LiberTEM names that ltdask
+(`alias_libertem`: ``import libertem`` resolved to ltdask), ``live`` and ``hooks``
+(LiberTEM-live's `LiveContext` and `Hooks`). LiberTEM names that ltdask
 defines elsewhere are importable from here too (`CorrectionSet`, `UDF`,
 `ExecutorSpecException`).
 """
@@ -39,6 +40,7 @@ from ltdask.compat.executors import (
     PipelinedExecutor,
     UnsupportedError,
 )
+from ltdask.compat.hooks import DetermineNavShapeEnv, Hooks, ReadyForDataEnv
 from ltdask.compat.live import LiveContext
 from ltdask.compat.results import Damage, ResultBuffer, UDFInfo, UDFResults, dry_run
 from ltdask.compat.steps import ResultAsyncGenerator, ResultGenerator
@@ -49,6 +51,9 @@ from ltdask.udf.base import UDF
 
 __all__ = [
     "LiveContext",
+    "Hooks",
+    "ReadyForDataEnv",
+    "DetermineNavShapeEnv",
     "AliasError",
     "ConcurrentJobExecutor",
     "Context",

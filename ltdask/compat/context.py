@@ -16,7 +16,6 @@ from ltdask.compat.executors import (
     DaskJobExecutor,
     JobExecutor,
     UnsupportedError,
-    UnsupportedSpecError,
     refuse,
 )
 from ltdask.compat.results import Damage, UDFInfo, UDFResults, dry_run, result_buffers
@@ -35,11 +34,29 @@ _MEMORY_LOAD_KEYS = ("num_partitions", "tileshape")
 _RENAMED_LOAD_KEYS = {"hdf5": {"ds_path": "key"}}
 
 
-_GPUS_WHY = (
-    "it has no GPU workers of its own; a run uses this process's GPU through CuPy "
-    '(run_udf(..., backends=("cupy",)), or a UDF that prefers a CUDA backend), and a '
-    "distributed cluster the workers started with `--resources GPU=1`"
-)
+def _gpu_executor(spec: str, cpus, gpus) -> DaskJobExecutor | None:
+    """The executor of ``Context.make_with(spec, cpus, gpus)`` with GPUs: a local cluster of
+    GPU and CPU workers (`ltdask.runtime.gpu_cluster`); None where `gpus` names none."""
+    from ltdask.runtime.gpu_cluster import gpu_ids, start_local
+
+    if spec != "dask" and gpus not in (0, [], ()):
+        raise ExecutorSpecException(
+            f"Context.make_with({spec!r}, gpus={gpus!r}): GPU workers are started for the "
+            "'dask' executor spec; use Context.make_with('dask', gpus=...)"
+        )
+    ids = gpu_ids(gpus)
+    if not ids:
+        return None
+    if cpus is None:
+        from ltdask.compat.devices import detect
+
+        n_cpus = len(detect()["cpus"])
+    else:
+        n_cpus = cpus if isinstance(cpus, int) else len(list(cpus))
+    from ltdask.compat.alias import worker_settings
+
+    client = start_local(n_cpus, ids, settings=worker_settings())
+    return DaskJobExecutor(client=client, is_local=True)
 
 
 def _as_executor(executor) -> JobExecutor:
@@ -125,9 +142,14 @@ class Context(AnalysisMixin):
         ``"inline"`` runs synchronously; ``"threads"`` on dask's threaded scheduler;
         ``"dask"`` (and LiberTEM's other specs) on the active dask scheduler (a
         ``distributed.Client`` if one is set up). ``cpus`` (a count or a list of CPUs) runs
-        that many threads. ``gpus`` is refused: runs use a GPU through CuPy where the
-        run's ``backends`` or its UDFs ask for one (see `UnsupportedError`). The executor
-        is ``ctx.executor`` (see `ltdask.compat.executors`). LiberTEM's
+        that many threads. ``gpus`` (a count, or a list of device ids as LiberTEM takes
+        it), with ``"dask"``: a new local ``distributed`` cluster of a worker per GPU (a
+        ``GPU`` resource, ``CUDA_VISIBLE_DEVICES`` its device) and ``cpus`` CPU workers
+        (default: one per core), closed with the context; runs whose UDFs take CPU and
+        CUDA backends use both kinds of worker, CUDA-only ones the GPU workers (see
+        docs/distributed.md). Raises `ExecutorSpecException` where CuPy is missing or
+        sees fewer GPUs. The executor is ``ctx.executor`` (see `ltdask.compat.executors`).
+        LiberTEM's
         ``main_process_gpu`` (True or a GPU number: this process may use a GPU) is
         refused with `ExecutorSpecException` where CuPy cannot use a GPU, as in LiberTEM;
         elsewhere None, False and a GPU all run as said above.
@@ -139,8 +161,10 @@ class Context(AnalysisMixin):
                     "GPU, but CuPy cannot use one here (install cupy for the CUDA "
                     "version, or give main_process_gpu=None or False)"
                 )
-        if gpus not in (None, 0) and not (hasattr(gpus, "__len__") and len(gpus) == 0):
-            refuse("Context.make_with", "gpus", gpus, _GPUS_WHY, UnsupportedSpecError)
+        if gpus is not None:
+            executor = _gpu_executor(executor_spec, cpus, gpus)
+            if executor is not None:
+                return cls(executor=executor, plot_class=plot_class)
         return cls(executor=executor_for_spec(executor_spec, cpus), plot_class=plot_class)
 
     def _scheduler(self):

@@ -46,19 +46,19 @@ class UnsupportedError(LtdaskError, NotImplementedError):
 
     Examples
     --------
-    >>> from ltdask.compat import Context, UnsupportedError
+    >>> from ltdask.compat import DaskJobExecutor, UnsupportedError
     >>> try:
-    ...     Context.make_with("dask", gpus=1)
+    ...     DaskJobExecutor(lt_resources=True)
     ... except UnsupportedError as e:
-    ...     print(str(e)[:80])
-    Context.make_with: gpus=1 is not supported by ltdask: it has no GPU workers of i
+    ...     print(str(e)[:60])
+    DaskJobExecutor: lt_resources=True is not supported by ltdas
     """
 
 
 class UnsupportedSpecError(UnsupportedError, ExecutorSpecException):
-    """A ``Context.make_with`` setting ltdask cannot honour (``gpus=``): an
-    `UnsupportedError` and LiberTEM's ``ExecutorSpecException``, which LiberTEM raises
-    where an executor cannot take the GPUs asked for."""
+    """A ``Context.make_with`` setting ltdask cannot honour: an `UnsupportedError` and
+    LiberTEM's ``ExecutorSpecException``, which LiberTEM raises where an executor cannot
+    take what it is asked for."""
 
 
 def refuse(where: str, argument: str, value, why: str, error=UnsupportedError):

@@ -121,13 +121,16 @@ class RunTarget:
     keep the dataset's partitions). `threads`: the threads that run partition tasks (all
     workers' on a cluster; 0 where the cluster lists no worker yet). `memory_shares`: the
     memory of each thread's share, in bytes (per worker on a cluster, where it has a
-    limit). `gpu_workers`: a worker of the cluster has a ``GPU`` resource.
+    limit). `gpu_workers`: a worker of the cluster has a ``GPU`` resource; `cpu_workers`:
+    a worker has none (with both, runs whose UDFs take CPU and CUDA backends use both:
+    `ltdask.udf.backends.GpuRole`).
     """
 
     kind: str
     threads: int = 1
     memory_shares: tuple[int, ...] = ()
     gpu_workers: bool = False
+    cpu_workers: bool = False
 
     @property
     def on_cluster(self) -> bool:
@@ -195,8 +198,8 @@ class RunTarget:
             for w, n in zip(workers, nthreads, strict=True)
             if w.get("memory_limit")
         )
-        gpu = any(w.get("resources", {}).get("GPU", 0) > 0 for w in workers)
-        return cls("cluster", sum(nthreads), shares, gpu)
+        gpus = [w.get("resources", {}).get("GPU", 0) > 0 for w in workers]
+        return cls("cluster", sum(nthreads), shares, any(gpus), not all(gpus))
 
 
 def client_for(scheduler=None):

@@ -11,10 +11,13 @@ the tiles). :func:`ltdask.explain` shows the plan.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ltdask.exceptions import UDFError
 from ltdask.io.checks import check_fits_memory
@@ -58,8 +61,24 @@ def gpu_available() -> bool:
 
 def _target_gpu(target) -> bool:
     """Whether the scheduler `target` (a `ltdask.runtime.schedulers.RunTarget`) can use a
-    CUDA device: a GPU worker on a cluster, CuPy finding a device here otherwise."""
-    return target.gpu_workers if target.on_cluster else local_gpu()
+    CUDA device: a GPU worker on a cluster, CuPy finding a device here otherwise (or the
+    test setting ``ltdask.device.stand-in``, see `ltdask.udf.device`)."""
+    from ltdask.udf.device import stand_in
+
+    return target.gpu_workers if target.on_cluster else local_gpu() or stand_in()
+
+
+def worker_has_gpu() -> bool:
+    """Whether this task runs on a `distributed` worker with a ``GPU`` resource."""
+    if "distributed" not in sys.modules:
+        return False
+    from distributed import get_worker
+
+    try:
+        worker = get_worker()
+    except ValueError:  # (not in a worker)
+        return False
+    return worker.state.total_resources.get("GPU", 0) > 0
 
 
 def on_cluster() -> bool:
@@ -126,6 +145,17 @@ def accepted(udf: UDFBase, restriction: frozenset[str] | None) -> tuple[str, ...
 
 
 @dataclass(frozen=True)
+class GpuRole:
+    """How the partitions of a run that land on GPU workers run, on a cluster of GPU and
+    CPU workers where every UDF takes a CPU and a CUDA backend: with `plan` (device
+    ``"cuda"``) and `path` (the device tile path, `ltdask.udf.paths.device`; set by the
+    planner once the run's own path is known)."""
+
+    plan: BackendPlan
+    path: Any = None
+
+
+@dataclass(frozen=True)
 class BackendPlan:
     """The array types of a run: what the dataset delivers and what each UDF gets."""
 
@@ -136,6 +166,9 @@ class BackendPlan:
     targets: tuple[str, ...]
     #: per UDF: the backends it accepted (after the run's restriction)
     choices: tuple[tuple[str, ...], ...]
+    #: on a cluster of GPU and CPU workers: how partitions on GPU workers run (the plan's
+    #: own device is then the CPU, and the partition tasks go to any worker)
+    gpu_role: GpuRole | None = None
 
     @property
     def dense_source(self) -> bool:
@@ -147,6 +180,9 @@ class BackendPlan:
         for name, target, choice in zip(names, self.targets, self.choices, strict=True):
             how = "as read" if target == self.source else f"converted from {self.source}"
             lines.append(f"{name}: {target} ({how}; accepts {', '.join(choice)})")
+        if self.gpu_role is not None and self.gpu_role.path is not None:
+            targets = ", ".join(self.gpu_role.plan.targets)
+            lines.append(f"on GPU workers: {targets}, tiles staged to the device")
         return "\n".join(lines)
 
 
@@ -163,9 +199,10 @@ def plan_backends(
     The device class is the CPU when every UDF accepts a CPU backend, unless a GPU is
     usable where the run goes (`gpu`; by default: on a cluster `target`, a worker has a
     ``GPU`` resource; else CuPy finds a device here) and every UDF accepts a CUDA backend
-    and one prefers it; a UDF that accepts only CUDA backends needs a GPU."""
-    from sparseconverter import conversion_cost
-
+    and one prefers it; a UDF that accepts only CUDA backends needs a GPU. On a cluster
+    `target` with GPU and CPU workers, where every UDF takes a backend of each, the plan
+    is the CPU's with a `GpuRole` for the partitions that land on GPU workers."""
+    sources = tuple(sources)
     restriction = normalize_restriction(restriction)
     choices = tuple(accepted(u, restriction) for u in udfs)
     cluster = on_cluster() if target is None else target.on_cluster
@@ -174,6 +211,11 @@ def plan_backends(
     on_cpu = [[b for b in c if device_class(b) == "cpu"] for c in choices]
     on_gpu = [[b for b in c if device_class(b) == "cuda"] for c in choices]
     prefer_gpu = any(c[0] in UDFBase.CUDA_BACKENDS for c in choices)
+    role = None
+    if target is not None and target.on_cluster and target.gpu_workers and target.cpu_workers:
+        if all(on_gpu) and all(on_cpu):
+            role = GpuRole(_cheapest("cuda", on_gpu, sources))
+            prefer_gpu = False  # (the CPU's plan, with the GPU role beside it)
     if gpu and all(on_gpu) and (prefer_gpu or not all(on_cpu)):
         device, usable = "cuda", on_gpu
     elif all(on_cpu):
@@ -196,7 +238,15 @@ def plan_backends(
             )
         )
 
-    sources = tuple(sources)
+    plan = _cheapest(device, usable, sources)
+    return plan if role is None else dataclasses.replace(plan, gpu_role=role)
+
+
+def _cheapest(device: str, usable, sources: tuple[str, ...]) -> BackendPlan:
+    """The plan on `device` with the least conversion work, each UDF taking one of its
+    `usable` backends, the dataset delivering one of `sources`."""
+    from sparseconverter import conversion_cost
+
     # the dataset's first array type is what it stores; another costs it a conversion
     best = None
     for source in sources:
@@ -212,6 +262,25 @@ def plan_backends(
             best = (total, source, tuple(targets))
     assert best is not None
     return BackendPlan(device, best[1], best[2], tuple(tuple(u) for u in usable))
+
+
+def for_this_worker(context):
+    """The run's context (`ltdask.udf.bind.RunContext`) as a partition task runs it where it
+    is: on a GPU worker of a run with a GPU role, that role's plan and path; with the
+    stand-in device (``ltdask.device.stand-in``, tests without a GPU), CuPy backends as
+    numpy."""
+    from ltdask.udf.device import stand_in
+
+    plan = context.backends
+    if plan is None:
+        return context
+    if plan.gpu_role is not None and plan.gpu_role.path is not None and worker_has_gpu():
+        plan = plan.gpu_role.plan
+        context = dataclasses.replace(context, backends=plan, path=context.backends.gpu_role.path)
+    if plan.device == "cuda" and stand_in():
+        targets = tuple(NUMPY if t in UDFBase.CUPY_BACKENDS else t for t in plan.targets)
+        context = dataclasses.replace(context, backends=dataclasses.replace(plan, targets=targets))
+    return context
 
 
 def convert(tile, target: str, sig_shape: tuple[int, ...]):

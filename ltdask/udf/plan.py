@@ -28,6 +28,7 @@ from ltdask.udf.bind import RunContext, bind
 from ltdask.udf.buffers import BufferSpec, declared_buffers, stored_buffers
 from ltdask.udf.interface import UDFBase, UDFMethod, overrides
 from ltdask.udf.paths import PathQuery, choose_path
+from ltdask.udf.paths.device import with_gpu_role
 from ltdask.udf.roi import Selection
 
 
@@ -133,7 +134,7 @@ def plan_run(
         max(sizes, default=0), negotiate,
     )  # fmt: skip
     path, scheme = choose_path(query)
-    context = dataclasses.replace(context, path=path)
+    context = with_gpu_role(query, path, dataclasses.replace(context, path=path))
     _check_whole_frames(dataset, methods, scheme)
     dataset_token = tokenize(dataset)
     return RunPlan(

@@ -23,7 +23,7 @@ from ltdask.io.partition import Partition
 from ltdask.io.tiling import TilingScheme, flat_of
 from ltdask.runtime import scratch, worker_gc
 from ltdask.udf.backends import NUMPY as BACKEND_NUMPY
-from ltdask.udf.backends import TileForms, on_device, to_host
+from ltdask.udf.backends import TileForms, for_this_worker, on_device, to_host
 from ltdask.udf.bind import PartitionPlace, RunContext, bind, partition_params
 from ltdask.udf.buffers import BufferSpec, Namespace, declared_buffers, stored_buffers
 from ltdask.udf.interface import UDFBase, UDFMethod
@@ -223,6 +223,7 @@ def run_partition(
     (nav buffers ROI-compressed and partition sized). The run's path
     (:mod:`ltdask.udf.paths`) delivers the frames; `corrections`: those applied to every
     tile, or None."""
+    context = for_this_worker(context)  # (a GPU worker's partitions run its way)
     sig_shape = context.sig_shape
     selected = context.roi.positions(partition.start, partition.stop)
     origin = context.roi.count_before(partition.start)

@@ -41,9 +41,6 @@ def test_what_ltdask_does_not_take(data):
         ctx.make_connection("asi_tpx3")
     with pytest.raises(ValueError, match="open\\(data=...\\): give the array"):
         ctx.make_connection("memory").open()
-    conn = ctx.make_connection("memory").open(data=data)
-    with pytest.raises(NotImplementedError, match="no acquisition hooks"):
-        ctx.make_acquisition(conn=conn, hooks=object())
 
 
 def test_merlin_passive_and_active(tmp_path):

@@ -19,6 +19,7 @@ import scipy.sparse
 
 import ltdask
 from ltdask.io import open_hdf5, open_raw_csr, open_zarr
+from ltdask.testing import reference_scan
 
 #: odd shapes: they divide into no partition, chunk or tile size used below
 NAV = (5, 7)
@@ -26,17 +27,12 @@ SIG = (9, 11)
 
 
 def make_data(dtype, sparse: bool = False, seed: int = 0, nav=NAV, sig=SIG) -> np.ndarray:
-    """A scan of values that `dtype` holds exactly; mostly zeros if `sparse`."""
-    rng = np.random.default_rng(seed)
-    dt = np.dtype(dtype)
-    shape = (*nav, *sig)
-    if dt.kind in "iu":
-        values = rng.integers(0, min(np.iinfo(dt).max, 4000), size=shape, endpoint=True)
-    else:
-        values = np.round(rng.standard_normal(shape) * 100, 2)
+    """`reference_scan` of `dtype`; mostly zeros (92 %) if `sparse`."""
+    values = reference_scan(nav, sig, dtype, seed)
     if sparse:
-        values = np.where(rng.random(shape) < 0.08, values, 0)
-    return values.astype(dt)
+        keep = np.random.default_rng(seed + 1).random(values.shape) < 0.08
+        values = np.where(keep, values, 0).astype(values.dtype)
+    return values
 
 
 # -- writers: (folder, data) -> (what to open, keywords for the opener) --------------------

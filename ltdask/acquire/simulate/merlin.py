@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import socket
 import threading
 import time
@@ -40,6 +41,8 @@ SEND_BYTES = 4 * 2**20
 #: more go from the maps (smaller ones: a buffer each costs more than copying them)
 IOV_MAX, SCATTER_BYTES = 1024, 64 * 2**10
 LOOPBACK = "127.0.0.1"
+#: what `garbage` sends before anything else (21 KiB, as LiberTEM-live's simulator)
+JUNK = b"GARBAGE," * 2688
 
 
 class MerlinSimulator:
@@ -69,6 +72,9 @@ class MerlinSimulator:
     repeat
         Send the file's frames this many times in one acquisition (the sequence numbers
         and the header's frame count and ``ScanY`` go on), for longer runs.
+    garbage
+        Send 21 KiB of junk as a client connects to the data port (as some Merlin
+        software versions do; the client must drain it). Needs `wait_trigger`.
 
     Examples
     --------
@@ -93,7 +99,10 @@ class MerlinSimulator:
         stall_after: int | None = None,
         wait_trigger: bool = False,
         repeat: int = 1,
+        garbage: bool = False,
     ) -> None:
+        if garbage and not wait_trigger:
+            raise ValueError("garbage=True needs wait_trigger=True (junk, then the header)")
         if wait_trigger and control_port is None:
             raise ValueError("wait_trigger=True needs a control port (control_port=0: any)")
         if rate is not None and not rate > 0:
@@ -113,6 +122,7 @@ class MerlinSimulator:
         self.cut_after = cut_after
         self.stall_after = stall_after
         self.wait_trigger = wait_trigger
+        self.garbage = garbage
         self._ports = (int(port), control_port)
         self.port = self.control_port = 0
         #: frames sent so far, in all acquisitions
@@ -250,6 +260,8 @@ class MerlinSimulator:
 
     # -- the data port ---------------------------------------------------------------------
     def _data_server(self, conn: socket.socket) -> None:
+        if self.garbage:
+            _send_all(conn, JUNK, self._stopping)
         if not self.wait_trigger:
             _send_all(conn, [message(self.hdr)], self._stopping)
             self._acquisition(conn)
@@ -269,7 +281,9 @@ class MerlinSimulator:
         while not self._stopping():
             if _closed(conn, wait=False):
                 return False  # (the event stays for the next client)
-            if event.wait(POLL) and not _closed(conn, wait=False):
+            # (a short wait: a client that left is noticed at once, and the next one, which
+            # may be draining the junk of `garbage` for 0.1 s, is served)
+            if event.wait(0.01) and not _closed(conn, wait=False):
                 event.clear()
                 return True
         return False
@@ -429,7 +443,10 @@ def _closed(conn: socket.socket, wait: bool = True) -> bool:
     try:
         if wait:
             return conn.recv(4096) == b""
-        return conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        # (a socket with a timeout polls for that long before any recv, MSG_DONTWAIT or not)
+        if not select.select([conn], [], [], 0)[0]:
+            return False
+        return conn.recv(1, socket.MSG_PEEK) == b""
     except (TimeoutError, BlockingIOError):
         return False
     except OSError:

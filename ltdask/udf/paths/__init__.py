@@ -43,6 +43,7 @@ from ltdask.udf.paths.declared import (
 )
 from ltdask.udf.paths.decoded import DecodedTiles
 from ltdask.udf.paths.decoder_sums import DecoderSums
+from ltdask.udf.paths.device import DeviceTiles
 from ltdask.udf.paths.query import IntegerInput, PathQuery, TilePath, integer_input
 from ltdask.udf.paths.raw_layout import RawLayout
 
@@ -61,7 +62,7 @@ def choose_path(query: PathQuery) -> tuple[TilePath, TilingScheme]:
 
 
 #: the fast paths, in the order they are tried (the first that serves a run is taken)
-PATHS: tuple[Chooser, ...] = (RawLayout.choose, DecoderSums.choose)
+PATHS: tuple[Chooser, ...] = (RawLayout.choose, DecoderSums.choose, DeviceTiles.choose)
 
 __all__ = [
     "DECODED",
@@ -71,6 +72,7 @@ __all__ = [
     "TILE_METHODS",
     "DecodedTiles",
     "DecoderSums",
+    "DeviceTiles",
     "IntegerInput",
     "PathQuery",
     "RawLayout",
