@@ -14,7 +14,6 @@ runs one from the command line.
 from __future__ import annotations
 
 import os
-import re
 import select
 import socket
 import threading
@@ -33,13 +32,14 @@ from ltdask.acquire.mpx import (
     mpx_prefix,
     parse_prefix,
 )
+from ltdask.acquire.simulate._wire import IOV_MAX, scaled_hdr, send_all
 from ltdask.acquire.store import AcquisitionError
 
 #: bytes of messages sent at once at most
 SEND_BYTES = 4 * 2**20
-#: buffers one ``sendmsg`` sends at most (Linux's IOV_MAX); frames of `SCATTER_BYTES` or
-#: more go from the maps (smaller ones: a buffer each costs more than copying them)
-IOV_MAX, SCATTER_BYTES = 1024, 64 * 2**10
+#: frames of this many bytes or more go from the maps (smaller ones: a buffer each costs
+#: more than copying them)
+SCATTER_BYTES = 64 * 2**10
 LOOPBACK = "127.0.0.1"
 #: what `garbage` sends before anything else (21 KiB, as LiberTEM-live's simulator)
 JUNK = b"GARBAGE," * 2688
@@ -156,7 +156,7 @@ class MerlinSimulator:
                 lines += [f"Counter Depth (number):\t{ds.header.counter_depth}"]
             hdr = ("\r\n".join([*lines, "End\t"]) + "\r\n").encode("ascii")
         if repeat > 1:
-            hdr = _scaled_hdr(hdr, repeat)
+            hdr = scaled_hdr(hdr, repeat)
         self.hdr = hdr
         h = ds.header
         sig = ds.sig_shape
@@ -261,16 +261,16 @@ class MerlinSimulator:
     # -- the data port ---------------------------------------------------------------------
     def _data_server(self, conn: socket.socket) -> None:
         if self.garbage:
-            _send_all(conn, JUNK, self._stopping)
+            send_all(conn, [JUNK], self._stopping)
         if not self.wait_trigger:
-            _send_all(conn, [message(self.hdr)], self._stopping)
+            send_all(conn, [message(self.hdr)], self._stopping)
             self._acquisition(conn)
             self._linger(conn)
             return
         while not self._stopping():
             if not self._wait_for(self._armed, conn):
                 return
-            _send_all(conn, [message(self.hdr)], self._stopping)
+            send_all(conn, [message(self.hdr)], self._stopping)
             if not self._wait_for(self._triggered, conn):
                 return
             if not self._acquisition(conn):
@@ -307,7 +307,7 @@ class MerlinSimulator:
         record = PREFIX_BYTES + self.stride
         # small frames are copied into messages in one go, larger ones sent from the maps
         small = self.stride < SCATTER_BYTES
-        chunk = max(1, SEND_BYTES // record if small else min(SEND_BYTES // record, 256))
+        chunk = max(1, SEND_BYTES // record if small else min(SEND_BYTES // record, IOV_MAX // 4))
         prefix = mpx_prefix(self.stride)
         wire = np.empty((chunk if small else 0, record), np.uint8)
         wire[:, :PREFIX_BYTES] = np.frombuffer(prefix, np.uint8)
@@ -337,7 +337,7 @@ class MerlinSimulator:
             if small:
                 self._fill(wire[:n], order[sent : sent + n])
             messages = [wire[:n].data] if small else self._messages(order[sent : sent + n], prefix)
-            if not _send_all(conn, messages, self._stopping):
+            if not send_all(conn, messages, self._stopping):
                 return False
             sent += n
             self.frames_sent += n
@@ -419,25 +419,6 @@ class MerlinSimulator:
         return f"{kind},{param},2"
 
 
-def _send_all(conn: socket.socket, buffers, stopping) -> bool:
-    """Send `buffers` (bytes or memoryviews) in order; False where the simulator stops."""
-    views = [memoryview(b).cast("B") for b in buffers]
-    first = 0
-    while first < len(views):
-        if stopping():
-            return False
-        try:
-            sent = conn.sendmsg(views[first : first + IOV_MAX])
-        except TimeoutError:
-            continue
-        while sent and sent >= len(views[first]):
-            sent -= len(views[first])
-            first += 1
-        if sent:
-            views[first] = views[first][sent:]
-    return True
-
-
 def _closed(conn: socket.socket, wait: bool = True) -> bool:
     """Whether the client closed the connection (waiting up to `POLL` s for it, or not)."""
     try:
@@ -451,15 +432,3 @@ def _closed(conn: socket.socket, wait: bool = True) -> bool:
         return False
     except OSError:
         return True
-
-
-def _scaled_hdr(hdr: bytes, repeat: int) -> bytes:
-    """The header of `repeat` passes of the file: its frame count and ScanY times `repeat`."""
-    text = hdr.decode("latin-1")
-
-    def times(match: re.Match) -> str:
-        return f"{match.group(1)}{int(match.group(2)) * repeat}"
-
-    for key in (r"Frames in Acquisition \(Number\):\s*", r"ScanY:\s*"):
-        text = re.sub(f"({key})(\\d+)", times, text)
-    return text.encode("latin-1")
