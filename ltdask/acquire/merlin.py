@@ -241,6 +241,13 @@ class MerlinSource(Source):
                 filled += got
                 k = filled // record
                 if k > done:
+                    rest = filled - k * record
+                    begun = b""
+                    if in_place and rest and not _in_order(rows[done:k], batch + done):
+                        # (frames put where they belong may overwrite the row the next
+                        # message is coming into: what came of it is kept first)
+                        begun = prefixes[k, : min(rest, PREFIX_BYTES)].tobytes()
+                        begun += rows[k, : max(0, rest - PREFIX_BYTES)].tobytes()
                     offset = self._offset
                     handed = self._hand_over(sink, prefixes[done:k], rows[done:k], offset, in_place)
                     self._offset += (k - done) * record
@@ -248,17 +255,14 @@ class MerlinSource(Source):
                         return  # (a new acquisition's header: this one has ended)
                     done = k
                     if in_place and self._next != batch + done:
-                        break  # (out of order: rows after these may hold frames now)
+                        carry = begun  # (the rows after these may hold frames now)
+                        break
                 # a message shorter than a frame: looked at once its type is in
                 if filled - done * record >= PREFIX_BYTES + 4 and done < n:
                     if (prefixes[done] != self._prefix).any():
                         head = np.concatenate([prefixes[done], rows[done, :4]])
                         self._not_a_frame(head, self._offset)
                         return
-            rest = filled - done * record
-            if rest and done < n:
-                carry = prefixes[done, : min(rest, PREFIX_BYTES)].tobytes()
-                carry += rows[done, : max(0, rest - PREFIX_BYTES)].tobytes()
 
     def _hand_over(
         self, sink: Sink, prefixes: np.ndarray, bodies: np.ndarray, offset: int, in_place: bool
@@ -330,6 +334,12 @@ class MerlinSource(Source):
         if self._sock is not None:
             self._sock.close()
             self._sock = None
+
+
+def _in_order(bodies: np.ndarray, first: int) -> bool:
+    """Whether `bodies` are the frames ``first, first + 1, ...`` (0-based)."""
+    seqs = sequence_numbers(bodies, 0)
+    return seqs is not None and bool((seqs == first + 1 + np.arange(len(seqs))).all())
 
 
 def acquisition_of(source: Source, nav_shape, options: dict) -> Acquisition:

@@ -160,7 +160,9 @@ def test_iter_shows_what_arrived(tmp_path):
         valid = step["intensity_valid"].values
         assert not (valid & ~arrived).any()
         np.testing.assert_array_equal(step["intensity"].values[valid], expected[valid])
-    np.testing.assert_array_equal(steps[0]["intensity_valid"].values, arrived)
+    # while the detector is stalled (before the idle timeout ends the acquisition) a step
+    # shows what arrived: the two partitions come in one step or in two, as they complete
+    assert any((step["intensity_valid"].values == arrived).all() for step in steps[:-1])
     np.testing.assert_array_equal(steps[-1]["intensity_valid"].values, arrived)
 
 
