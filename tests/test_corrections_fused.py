@@ -16,7 +16,7 @@ import ltdask
 from ltdask import CorrectionSet
 from ltdask.corrections import RepairedMoments
 from ltdask.kernels.integer_moments import add_integer_sums_with
-from ltdask.kernels.repaired import dot_pixels, no_repaired, no_weighted
+from ltdask.kernels.repaired import dot_pixels, no_repaired, no_weighted, repaired_rows
 from ltdask.kernels.statistics import BLOCK, moments_with
 from ltdask.udf import CoMUDF, StdDevUDF, SumSigUDF, SumUDF
 from ltdask.udf.builtin._kernels import com_disk, dot_shared_runs, weighted_interval_moments
@@ -119,6 +119,36 @@ def test_pass_extras_equal_numpy(dtype, kind):
     moments.finish(mean, m2)
     np.testing.assert_allclose(mean[moments.excluded], values.mean(0) - moments.offsets, rtol=1e-10)
     np.testing.assert_allclose(m2[moments.excluded], values.var(0) * 13, rtol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "float32"])
+@pytest.mark.parametrize(
+    "rows",
+    [(0, 1), (2, 6), (3, 11), (1, 16), (0, 23)],
+    ids=["one", "four", "eight-then-none", "eight-four-three", "eight-eight-four-three"],
+)
+def test_repaired_rows_equal_numpy(dtype, rows):
+    """`repaired_rows` on a range of rows (eight at a time, then four, then one), from an
+    offset in the frames, for a range of the repaired pixels: their shifted sums of ``v``
+    and ``v * v`` equal numpy's on the repaired values."""
+    rng = np.random.default_rng(9)
+    px = SIG[0] * SIG[1]
+    frames = np.zeros((24, px + 3), dtype=dtype)
+    frames[:, 3:] = rng.integers(0, 3000, (24, px))
+    *_, cs = _corrections(dtype, "clusters")
+    moments = RepairedMoments(cs.for_shape(SIG).linear())
+    i0, i1 = rows
+    j0, j1 = 2, moments.excluded.size - 1
+    shift = rng.normal(1000, 10, moments.excluded.size)
+    s1, s2 = np.zeros_like(shift), np.zeros_like(shift)
+    args = (moments.sources, moments.weights, moments.counts, shift, s1, s2)
+    repaired_rows(frames, i0, i1, 3, j0, j1, *args)
+    values = _repaired_values(frames[i0:i1, 3:], moments) - shift
+    want1, want2 = np.zeros_like(shift), np.zeros_like(shift)
+    want1[j0:j1] = values[:, j0:j1].sum(axis=0)
+    want2[j0:j1] = (values[:, j0:j1] ** 2).sum(axis=0)
+    np.testing.assert_allclose(s1, want1, rtol=1e-10, atol=1e-9)
+    np.testing.assert_allclose(s2, want2, rtol=1e-10)
 
 
 def test_passes_without_extras_leave_sums_alone():

@@ -16,7 +16,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ltdask.kernels.repaired import block_extras, no_repaired, no_weighted
+from ltdask.kernels import FASTMATH
+from ltdask.kernels.repaired import CHUNK, block_extras, no_repaired, no_weighted
 from ltdask.kernels.statistics import BLOCK
 
 #: frames per step of the kernel: ``n * s2`` stays below ``2**63`` for 16-bit pixels
@@ -81,8 +82,20 @@ def _block_sums(frames, p0, j0, j1, a, b, frame_sums, with_sums, weighted, repai
     f1 = frames.shape[0]
     c0, c1 = p0 + j0, p0 + j1
     block = j0 // BLOCK
+    # (the weighted sums of whole groups of eight rows in this loop: `_weighted_eight`;
+    # those of the rest by `block_extras`)
+    rest_weighted = weighted
+    weights, weighted_sums = weighted
+    if weights.shape[0]:
+        weights = weights[j0:j1]
+        weighted = (weights[:0], weighted_sums)
     i = 0
     while i + 8 <= f1:
+        if weights.shape[0]:
+            _weighted_eight(frames, i, c0, c1, a, b, weights, weighted_sums)
+            block_extras(frames, i, i + 8, p0, j0, j1, block, weighted, repaired)
+            i += 8
+            continue
         r0 = frames[i][c0:c1]
         r1 = frames[i + 1][c0:c1]
         r2 = frames[i + 2][c0:c1]
@@ -137,7 +150,77 @@ def _block_sums(frames, p0, j0, j1, a, b, frame_sums, with_sums, weighted, repai
         if with_sums:
             frame_sums[i] += t
         i += 1
-    block_extras(frames, rest, f1, p0, j0, j1, block, weighted, repaired)
+    block_extras(frames, rest, f1, p0, j0, j1, block, rest_weighted, repaired)
+
+
+@numba.njit(nogil=True, cache=True, fastmath=FASTMATH)
+def _weighted_eight(frames, i, c0, c1, a, b, weights, sums):
+    """The eight rows from `i` of `_block_sums` with each row's weighted sum, ``sums[i]
+    += sum_k weights[k] * x[k]``, in the same loop (products and partial sums of `CHUNK`
+    pixels in the weights' dtype, as `ltdask.kernels.repaired.weighted_rows`), not in a
+    second pass over the rows."""
+    r0 = frames[i][c0:c1]
+    r1 = frames[i + 1][c0:c1]
+    r2 = frames[i + 2][c0:c1]
+    r3 = frames[i + 3][c0:c1]
+    r4 = frames[i + 4][c0:c1]
+    r5 = frames[i + 5][c0:c1]
+    r6 = frames[i + 6][c0:c1]
+    r7 = frames[i + 7][c0:c1]
+    z = weights.dtype.type(0)
+    u0 = u1 = u2 = u3 = u4 = u5 = u6 = u7 = 0.0
+    for k0 in range(0, a.shape[0], CHUNK):
+        # (slices from 0: absolute bounds keep the loop from vectorising)
+        w = weights[k0 : k0 + CHUNK]
+        q0 = r0[k0 : k0 + CHUNK]
+        q1 = r1[k0 : k0 + CHUNK]
+        q2 = r2[k0 : k0 + CHUNK]
+        q3 = r3[k0 : k0 + CHUNK]
+        q4 = r4[k0 : k0 + CHUNK]
+        q5 = r5[k0 : k0 + CHUNK]
+        q6 = r6[k0 : k0 + CHUNK]
+        q7 = r7[k0 : k0 + CHUNK]
+        sa = a[k0 : k0 + CHUNK]
+        sb = b[k0 : k0 + CHUNK]
+        z0 = z1 = z2 = z3 = z4 = z5 = z6 = z7 = z
+        for k in range(w.shape[0]):
+            x0 = np.int64(q0[k])
+            x1 = np.int64(q1[k])
+            x2 = np.int64(q2[k])
+            x3 = np.int64(q3[k])
+            x4 = np.int64(q4[k])
+            x5 = np.int64(q5[k])
+            x6 = np.int64(q6[k])
+            x7 = np.int64(q7[k])
+            sa[k] += ((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7))
+            sb[k] += ((x0 * x0 + x1 * x1) + (x2 * x2 + x3 * x3)) + (
+                (x4 * x4 + x5 * x5) + (x6 * x6 + x7 * x7)
+            )
+            wk = w[k]
+            z0 += w.dtype.type(q0[k]) * wk
+            z1 += w.dtype.type(q1[k]) * wk
+            z2 += w.dtype.type(q2[k]) * wk
+            z3 += w.dtype.type(q3[k]) * wk
+            z4 += w.dtype.type(q4[k]) * wk
+            z5 += w.dtype.type(q5[k]) * wk
+            z6 += w.dtype.type(q6[k]) * wk
+            z7 += w.dtype.type(q7[k]) * wk
+        u0 += np.float64(z0)
+        u1 += np.float64(z1)
+        u2 += np.float64(z2)
+        u3 += np.float64(z3)
+        u4 += np.float64(z4)
+        u5 += np.float64(z5)
+        u6 += np.float64(z6)
+        u7 += np.float64(z7)
+    sums[i] += u0
+    sums[i + 1] += u1
+    sums[i + 2] += u2
+    sums[i + 3] += u3
+    sums[i + 4] += u4
+    sums[i + 5] += u5
+    sums[i + 6] += u6
+    sums[i + 7] += u7
 
 
 __all__ = ["MAX_FRAMES", "add_integer_sums", "add_integer_sums_with", "flush_integer_sums"]

@@ -5,6 +5,7 @@ errors naming the frame and the byte, never a crash."""
 from __future__ import annotations
 
 import io
+import mmap
 
 import numpy as np
 import pytest
@@ -98,6 +99,17 @@ def test_sparse_frames_compress():
     assert len(encode_frame(frame, bslz4.BSLZ4)) < frame.nbytes / 4
 
 
+@pytest.mark.parametrize("frame_bytes, itemsize", [(73728, 2), (4096, 1), (5000, 4), (2**20, 2)])
+def test_slots_of_a_page_or_more_are_whole_pages(frame_bytes, itemsize):
+    """A store's buffers begin a page: whole-page slots make a blob touch the fewest pages
+    (each a page fault the first time it is written)."""
+    slot = bslz4.slot_bytes(frame_bytes, itemsize)
+    need = bslz4.PREFIX + bslz4.max_blob_bytes(frame_bytes, itemsize)
+    assert slot % mmap.PAGESIZE == 0
+    assert need <= slot < need + mmap.PAGESIZE
+    assert bslz4.slot_bytes(24, 2) == bslz4.PREFIX + bslz4.max_blob_bytes(24, 2)  # (< a page)
+
+
 def _slots(blobs, code, frame_bytes, itemsize, first_index=0):
     slots = np.zeros((len(blobs), bslz4.slot_bytes(frame_bytes, itemsize)), np.uint8)
     for k, blob in enumerate(blobs):
@@ -128,6 +140,34 @@ def _lz4_sequences(*seqs) -> bytes:
             if length - 4 >= 15:
                 out += b"\xff" * ((length - 19) // 255) + bytes([(length - 19) % 255])
     return bytes(out)
+
+
+def _random_sequences(seed: int) -> bytes:
+    """An LZ4 block of random sequences whose matches take every copy path of the decoder
+    (offsets from 1 to far back, overlapping themselves or not; short and long runs; the
+    end of the block near), ending as LZ4 requires (12+ literals) for the lz4 library."""
+    rng = np.random.default_rng(seed)
+    seqs, written = [], 0
+    for _ in range(60):
+        literals = rng.integers(0, 256, rng.choice([0, 1, 3, 14, 15, 16, 17, 40, 300]))
+        written += len(literals)
+        if written == 0:
+            literals, written = np.array([rng.integers(0, 256)]), 1
+        offset = int(rng.choice([1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 100, 5000]))
+        offset = min(offset, written)
+        length = int(rng.choice([4, 5, 8, 15, 16, 17, 18, 19, 33, 300, 1000]))
+        seqs.append((literals.astype(np.uint8).tobytes(), offset, length))
+        written += length
+    seqs.append((rng.integers(0, 256, 12 + int(rng.integers(0, 20)), np.uint8).tobytes(), None, 0))
+    return _lz4_sequences(*seqs)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lz4_matches_of_any_offset_and_length_as_the_lz4_library(seed):
+    block = _random_sequences(seed)
+    expected = np.frombuffer(lz4_block.decompress(block, uncompressed_size=10**6), np.uint8)
+    decoded = bslz4.decode_blob(block, (1, expected.size), np.uint8, "lz4<")[0]
+    np.testing.assert_array_equal(decoded, expected)
 
 
 MALFORMED = [

@@ -123,6 +123,31 @@ def test_broken_messages_end_the_acquisition_saying_what(bad, message):
     assert __import__("re").search(message, warned[0]), warned[0]
 
 
+def _laid_out(i: int, layout: str) -> list[bytes]:
+    """Image `i` with its JSON parts in one of the layouts a stream may use."""
+    blob = _frame(i).tobytes()
+    head = {"htype": "dimage-1.0", "series": 1, "frame": i, "hash": "%032x" % (i * 7919)}
+    desc = {"htype": "dimage_d-1.0", "shape": [SIG[1], SIG[0]], "type": "uint16"}
+    desc.update(encoding="<", size=len(blob))
+    if layout == "keys-reversed":
+        head, desc = dict(reversed(head.items())), dict(reversed(desc.items()))
+    options = {"compact": {"separators": (",", ":")}, "indented": {"indent": 1}}
+    dumps = [json.dumps(part, **options.get(layout, {})).encode() for part in (head, desc)]
+    return [*dumps, blob, b"{}"]
+
+
+@pytest.mark.parametrize("layout", ["compact", "python-json", "indented", "keys-reversed"])
+def test_image_parts_in_any_json_layout(layout):
+    """The simulator's layout (and a DCU's, compact) is read without json.loads, the others
+    with it: the same frames either way."""
+    total, per_frame, warned = _run([_header(), *(_laid_out(i, layout) for i in range(N))])
+    assert warned == []
+    expected = np.stack([_frame(i) for i in range(N)])
+    np.testing.assert_array_equal(total["intensity"].values, expected.sum(axis=0))
+    sums = per_frame["intensity"].values.reshape(-1)
+    np.testing.assert_array_equal(sums, expected.reshape(N, -1).sum(axis=1))
+
+
 def test_a_series_end_before_every_frame_leaves_gaps():
     end = [json.dumps({"htype": "dseries_end-1.0", "series": 1}).encode()]
     messages = [_header(), *(_image(i) for i in (0, 1, 2, 5, 7)), end]
