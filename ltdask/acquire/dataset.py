@@ -128,6 +128,7 @@ class Acquisition(ArrayDataSet):
                 source.close()
                 raise
         self.idle_timeout = idle_timeout
+        self._told_missing = False
         self._receiver = threading.Thread(
             target=self._receive, name=f"ltdask receiver {source.name}", daemon=True
         )
@@ -162,7 +163,9 @@ class Acquisition(ArrayDataSet):
         return other
 
     def ready_partitions(self, first: int) -> int:
-        """Partitions from `first` on whose frames have all arrived (waits for one)."""
+        """Partitions from `first` on whose frames have all arrived (waits for one). Runs
+        that ask settle their results (`settle` warns of missing frames, not the tasks)."""
+        self._told_missing = True
         return self.store.ready(first)
 
     def for_task(self) -> ArrayDataSet:
@@ -182,6 +185,16 @@ class Acquisition(ArrayDataSet):
         them."""
         start = int(np.ravel_multi_index(first, self.nav_shape)) if self.nav_shape else 0
         payloads, arrived = self.store.take(start, start + math.prod(shape))
+        if not self._told_missing and not arrived.all():
+            self._told_missing = True  # (once: `settle` says how many and where)
+            warnings.warn(
+                f"{self.path}: frames never arrived (the first at scan index "
+                f"{start + int(np.argmin(arrived))}); ltdask.compute and ltdask.iter mark "
+                "their positions invalid, but results of ltdask.lazy computed by dask hold "
+                "zeros there as valid: pass them through acq.settle(results)",
+                MissingFramesWarning,
+                stacklevel=2,
+            )
         frames = self.source.decode(payloads).reshape((*shape, *self.sig_shape))
         if self.recording is not None:
             self.recording.write(first, frames, arrived)

@@ -84,7 +84,10 @@ def test_a_stalled_acquisition_ends_the_tasks_that_wait(frames):
         idle_timeout=0.5,
     ) as acq:
         (per_frame,) = ltdask.lazy(acq, [SumSigUDF()])
-        with dask.config.set(scheduler="threads", num_workers=2):
+        with (
+            dask.config.set(scheduler="threads", num_workers=2),
+            pytest.warns(MissingFramesWarning, match=r"scan index \d+\).*acq\.settle\(results\)"),
+        ):
             computed = _compute_in_thread([per_frame], limit=30)
         with pytest.warns(MissingFramesWarning, match="broke off after 20 of 48 frames"):
             (per_frame,) = acq.settle(list(computed))
