@@ -36,13 +36,16 @@ class CudaOnly(ltdask.UDF):
 
 @pytest.fixture(scope="module")
 def cluster():
-    """A client of 1 CPU and 1 GPU worker (threads of this process), each one thread."""
-    client = gpu_cluster.start_local(1, [0], processes=False)
-    workers = client.scheduler_info()["workers"]
-    gpu = next(address for address, w in workers.items() if w["resources"].get("GPU"))
-    yield client, next(address for address in workers if address != gpu), gpu
-    client.close()
-    client.cluster.close()
+    """A client of 1 CPU and 1 GPU worker (threads of this process), each one thread; they
+    do not freeze this process's garbage collector (``ltdask.worker-gc-freeze``: the
+    workers share the test run's process)."""
+    with dask.config.set({"ltdask.worker-gc-freeze": False}):
+        client = gpu_cluster.start_local(1, [0], processes=False)
+        workers = client.scheduler_info()["workers"]
+        gpu = next(address for address, w in workers.items() if w["resources"].get("GPU"))
+        yield client, next(address for address in workers if address != gpu), gpu
+        client.close()
+        client.cluster.close()
 
 
 @pytest.fixture

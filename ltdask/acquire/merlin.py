@@ -35,6 +35,8 @@ from ltdask.acquire.store import AcquisitionError
 
 #: bytes the receiver reads from the socket at most at once
 BATCH_BYTES = 4 * 2**20
+#: buffers one ``recvmsg_into`` fills at most (Linux's IOV_MAX)
+IOV_MAX = 1024
 
 __all__ = ["CONTROL_PORT", "DATA_PORT", "MerlinControl", "MerlinSource", "merlin"]
 
@@ -169,77 +171,137 @@ class MerlinSource(Source):
         record = PREFIX_BYTES + self.frames.frame_bytes
         self._seen = np.zeros(self.expected, dtype=bool)
         self._last_seen = False
-        first = np.frombuffer(mpx_prefix(self.frames.frame_bytes) + self._first, np.uint8)
-        self._prefix = first[:PREFIX_BYTES]
-        self._hand_over(sink, first.reshape(1, record), self._offset - record)
-        capacity = max(1, BATCH_BYTES // record)
-        buf = np.empty(capacity * record, dtype=np.uint8)
-        view = buf.data
-        filled = 0
-        quiet_since = None
+        self._next = 0  # the frame expected next (where the next batch is received)
+        self._prefix = np.frombuffer(mpx_prefix(self.frames.frame_bytes), np.uint8)
+        first = np.frombuffer(self._first, np.uint8)[None]
+        self._hand_over(sink, self._prefix[None], first, self._offset - record, in_place=False)
+        try:
+            self._receive(sink)
+        finally:
+            release = getattr(sink, "release", None)
+            if release is not None:
+                release()
+
+    def _receive(self, sink: Sink) -> None:
+        """Frames in batches, each received straight into the rows of the store that its
+        frames take if they come in order (`Sink.slots`: one ``recvmsg_into`` scatters the
+        messages' prefixes aside and their bodies into place, no copy), else into a buffer
+        of the source's whose frames the store copies."""
+        assert self._sock is not None
+        body = self.frames.frame_bytes
+        record = PREFIX_BYTES + body
+        capacity = max(1, min(IOV_MAX // 2 - 1, BATCH_BYTES // record))
+        prefixes = np.empty((capacity, PREFIX_BYTES), np.uint8)
+        prefix_views = [row.data for row in prefixes]
+        slots = getattr(sink, "slots", None)
+        bounce: np.ndarray | None = None
+        carry = b""  # the bytes of a message begun in the batch before
         while not sink.cancelled and not self._seen.all():
             remaining = max(1, int(self.expected - self._seen.sum()))
-            limit = min(capacity, remaining) * record
-            try:
-                n = self._sock.recv_into(view[filled:limit])
-                if n:  # (and what else is there already: frames are handled in batches)
-                    n += _recv_waiting(self._sock, view[filled + n : limit])
-            except TimeoutError:
-                # after the last frame, a pause ends the acquisition (the gaps stay missing)
-                now = time.monotonic()
-                quiet_since = quiet_since or now
-                if self._last_seen and now - quiet_since >= POLL:
-                    return
-                continue
+            n = min(capacity, remaining)
+            batch = self._next  # (the first frame of the batch's rows, if in place)
+            rows = None if slots is None else slots(batch, n)
+            in_place = rows is not None and len(rows) > 0
+            if not in_place:
+                if bounce is None:
+                    bounce = np.empty((capacity, body), np.uint8)
+                rows = bounce[:n]
+            assert rows is not None
+            n = len(rows)
+            iov = [v for i in range(n) for v in (prefix_views[i], rows[i].data)]
+            filled = len(carry)
+            if carry:  # (at most one message, the batch's first)
+                head = np.frombuffer(carry, np.uint8)
+                prefixes[0, : min(filled, PREFIX_BYTES)] = head[:PREFIX_BYTES]
+                rows[0, : max(0, filled - PREFIX_BYTES)] = head[PREFIX_BYTES:]
+                carry = b""
+            done = 0  # messages of the batch handed over
             quiet_since = None
-            if n == 0:
-                raise AcquisitionError(
-                    f"{self.name}: the connection closed at byte {self._offset + filled} of "
-                    f"the stream, after {int(self._seen.sum())} of {self.expected} frames"
-                )
-            filled += n
-            k = filled // record
-            if k:
-                records = buf[: k * record].reshape(k, record)
-                if self._hand_over(sink, records, self._offset) < k:
-                    return  # (a new acquisition's header: this one has ended)
-                self._offset += k * record
-                filled -= k * record
-                buf[:filled] = buf[k * record : k * record + filled]
-            # a message shorter than a frame: looked at once its type is in
-            if filled >= PREFIX_BYTES + 4 and (buf[:PREFIX_BYTES] != self._prefix).any():
-                self._not_a_frame(buf[:filled], self._offset)
-                return
+            while filled < n * record and not sink.cancelled:
+                i, at = divmod(filled, record)
+                part = 2 * i + (at >= PREFIX_BYTES)
+                skip = at if at < PREFIX_BYTES else at - PREFIX_BYTES
+                try:
+                    got = self._sock.recvmsg_into([iov[part][skip:], *iov[part + 1 :]])[0]
+                except TimeoutError:
+                    # after the last frame, a pause ends the acquisition (the gaps stay
+                    # missing)
+                    now = time.monotonic()
+                    quiet_since = quiet_since or now
+                    if self._last_seen and now - quiet_since >= POLL:
+                        return
+                    continue
+                quiet_since = None
+                if got == 0:
+                    raise AcquisitionError(
+                        f"{self.name}: the connection closed at byte "
+                        f"{self._offset + filled - done * record} of the stream, after "
+                        f"{int(self._seen.sum())} of {self.expected} frames"
+                    )
+                filled += got
+                k = filled // record
+                if k > done:
+                    rest = filled - k * record
+                    begun = b""
+                    if in_place and rest and not _in_order(rows[done:k], batch + done):
+                        # (frames put where they belong may overwrite the row the next
+                        # message is coming into: what came of it is kept first)
+                        begun = prefixes[k, : min(rest, PREFIX_BYTES)].tobytes()
+                        begun += rows[k, : max(0, rest - PREFIX_BYTES)].tobytes()
+                    offset = self._offset
+                    handed = self._hand_over(sink, prefixes[done:k], rows[done:k], offset, in_place)
+                    self._offset += (k - done) * record
+                    if handed < k - done:
+                        return  # (a new acquisition's header: this one has ended)
+                    done = k
+                    if in_place and self._next != batch + done:
+                        carry = begun  # (the rows after these may hold frames now)
+                        break
+                # a message shorter than a frame: looked at once its type is in
+                if filled - done * record >= PREFIX_BYTES + 4 and done < n:
+                    if (prefixes[done] != self._prefix).any():
+                        head = np.concatenate([prefixes[done], rows[done, :4]])
+                        self._not_a_frame(head, self._offset)
+                        return
 
-    def _hand_over(self, sink: Sink, records: np.ndarray, offset: int) -> int:
-        """Put the frames of `records` (messages as long as the first frame's) into `sink`
-        by their sequence numbers; how many of them were frames (the one after them is a
-        new acquisition's header; anything else raises)."""
-        k = len(records)
-        good = (records[:, :PREFIX_BYTES] == self._prefix).all(axis=1)
+    def _hand_over(
+        self, sink: Sink, prefixes: np.ndarray, bodies: np.ndarray, offset: int, in_place: bool
+    ) -> int:
+        """Put the messages of `prefixes` and `bodies` (as long as the first frame's, from
+        byte `offset` of the stream) into `sink` by their sequence numbers; how many of them
+        were frames (the one after them is a new acquisition's header; anything else
+        raises). `in_place`: the bodies are the store's rows of frames ``_next ..``; frames
+        that are not where they belong are copied first (puts must not overwrite rows not
+        yet handed over)."""
+        k = len(bodies)
+        record = PREFIX_BYTES + bodies.shape[1]
+        good = (prefixes == self._prefix).all(axis=1)
         frames = k if good.all() else int(np.argmin(good))
-        seqs = sequence_numbers(records[:frames], PREFIX_BYTES)
+        seqs = sequence_numbers(bodies[:frames], 0)
         while seqs is None:  # (the first record that is not a frame, one by one)
             frames = next(
-                i
-                for i in range(frames)
-                if sequence_numbers(records[i : i + 1], PREFIX_BYTES) is None
+                i for i in range(frames) if sequence_numbers(bodies[i : i + 1], 0) is None
             )
-            seqs = sequence_numbers(records[:frames], PREFIX_BYTES)
+            seqs = sequence_numbers(bodies[:frames], 0)
         if (seqs < 1).any():
             at = int(np.argmax(seqs < 1))
             raise AcquisitionError(
-                f"{self.name}: the frame at byte {offset + at * records.shape[1]} has "
+                f"{self.name}: the frame at byte {offset + at * record} has "
                 "sequence number 0; expected numbers from 1"
             )
         index = seqs - 1
+        if in_place and frames and (index != self._next + np.arange(frames)).any():
+            bodies = bodies[:frames].copy()
         cuts = (np.flatnonzero(np.diff(index) != 1) + 1).tolist()
         for a, b in zip([0, *cuts], [*cuts, frames], strict=True):
-            sink.put(int(index[a]), records[a:b, PREFIX_BYTES:])
+            sink.put(int(index[a]), bodies[a:b])
         self._seen[index[index < self.expected]] = True
         self._last_seen = self._last_seen or bool((index == self.expected - 1).any())
+        if frames:
+            self._next = max(self._next, int(index.max()) + 1)
         if frames < k:
-            self._not_a_frame(records[frames], offset + frames * records.shape[1])
+            head = np.concatenate([prefixes[frames], bodies[frames, :11]])
+            self._not_a_frame(head, offset + frames * record)
         return frames
 
     def _not_a_frame(self, record: np.ndarray, offset: int) -> None:
@@ -274,18 +336,10 @@ class MerlinSource(Source):
             self._sock = None
 
 
-def _recv_waiting(sock: socket.socket, view: memoryview) -> int:
-    """Read into `view` what the socket holds now, without waiting; the bytes read."""
-    got = 0
-    while got < len(view):
-        try:
-            n = sock.recv_into(view[got:], 0, socket.MSG_DONTWAIT)
-        except (BlockingIOError, TimeoutError):
-            break
-        if not n:
-            break
-        got += n
-    return got
+def _in_order(bodies: np.ndarray, first: int) -> bool:
+    """Whether `bodies` are the frames ``first, first + 1, ...`` (0-based)."""
+    seqs = sequence_numbers(bodies, 0)
+    return seqs is not None and bool((seqs == first + 1 + np.arange(len(seqs))).all())
 
 
 def acquisition_of(source: Source, nav_shape, options: dict) -> Acquisition:

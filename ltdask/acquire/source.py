@@ -72,10 +72,20 @@ class Sink(Protocol):
 
     def put(self, first: int, payloads: np.ndarray, used=None) -> None:
         """Frames ``first, first + 1, ...`` (0-based scan order), one payload each along
-        the first axis of `payloads`; the sink copies them. `used` (for payloads of one
-        dimension): how many leading elements of each payload hold data (e.g. a compressed
-        frame in a slot sized for the largest); only those are copied, what follows them
-        is undefined (the decoding must not read it)."""
+        the first axis of `payloads`; the sink copies them (not rows of its own `slots`:
+        they are where they belong). `used` (for payloads of one dimension): how many
+        leading elements of each payload hold data (e.g. a compressed frame in a slot
+        sized for the largest); only those are copied, what follows them is undefined
+        (the decoding must not read it)."""
+
+    def slots(self, first: int, count: int) -> np.ndarray | None:
+        """Rows for frames ``first ..`` (at most `count`) in the sink's own memory, for a
+        source that receives frames in place and then `put`s those rows (no copy); None
+        where it has none for them (the source then puts copies). A source that uses it
+        calls `release` when it no longer writes there."""
+
+    def release(self) -> None:
+        """The rows of `slots` are no longer written to."""
 
     @property
     def cancelled(self) -> bool:

@@ -88,6 +88,8 @@ class FrameStore:
         #: frames arrived per partition (a list: the receiver adds to it per frame)
         self._count = [0] * len(self.starts)
         self._last = 0  # the partition of the last frame put
+        #: the partition whose rows the source receives into (`slots`), if any
+        self._lent: int | None = None
         #: bytes of partition buffers in memory now, and the most there were at once
         self.memory = 0
         self.peak_memory = 0
@@ -127,9 +129,7 @@ class FrameStore:
                 if index >= self.num_frames:
                     self.overflow += k - done
                     break
-                p = self._last
-                if not self.starts[p] <= index < self.stops[p]:
-                    p = self._last = bisect.bisect_right(self.starts, index) - 1
+                p = self._partition(index)
                 n = min(k - done, self.stops[p] - index)
                 if self._taken[p]:  # (its task has run: a copy, or a frame after the end)
                     twice = int(self.arrived[index : index + n].sum())
@@ -140,6 +140,41 @@ class FrameStore:
                     self._store(p, index, payloads[done : done + n], part)
                 index += n
                 done += n
+
+    def slots(self, first: int, count: int) -> np.ndarray | None:
+        """Rows of the store's buffer for frames ``first ..`` (at most `count`, up to the
+        first that has arrived and the end of its partition), for the source to receive
+        into and `put` where they are (no copy); None where frame `first` has arrived, is
+        past the scan or its partition was taken. Until the source calls `release` (or
+        asks for other rows), a `take` of that partition at the acquisition's end waits
+        for it: the source may be writing there."""
+        with self._cond:
+            if not 0 <= first < self.num_frames or self.arrived[first]:
+                return None
+            p = self._partition(first)
+            if self._taken[p]:
+                return None
+            stop = min(self.stops[p], first + max(1, int(count)))
+            came = np.flatnonzero(self.arrived[first:stop])
+            stop = first + int(came[0]) if came.size else stop
+            buf = self._buffer(p)
+            self._lent = p
+            self._cond.notify_all()
+            local = first - self.starts[p]
+            return buf[local : local + stop - first]
+
+    def release(self) -> None:
+        """The source no longer writes into the rows of `slots`."""
+        with self._cond:
+            self._lent = None
+            self._cond.notify_all()
+
+    def _partition(self, index: int) -> int:
+        """The partition of frame `index` (the lock is held)."""
+        p = self._last
+        if not self.starts[p] <= index < self.stops[p]:
+            p = self._last = bisect.bisect_right(self.starts, index) - 1
+        return p
 
     def _store(self, p: int, index: int, frames: np.ndarray, used=None) -> None:
         """Frames ``index ..`` of partition `p` into its buffer (the lock is held); of
@@ -161,7 +196,8 @@ class FrameStore:
             if self.arrived[index]:
                 self.duplicates += 1
                 return
-            buf[local] = frames[0]
+            if not _same_memory(buf[local : local + 1], frames):
+                buf[local] = frames[0]
             self.arrived[index] = True
             fresh = 1
         else:
@@ -170,7 +206,8 @@ class FrameStore:
             fresh = int(new.sum())
             self.duplicates += n - fresh
             if fresh == n:
-                buf[local : local + n] = frames
+                if not _same_memory(buf[local : local + n], frames):
+                    buf[local : local + n] = frames
             else:  # a duplicate keeps the frame that came first
                 buf[local : local + n][new] = frames[new]
             seen[:] = True
@@ -269,6 +306,8 @@ class FrameStore:
                         f"{self.name}: frames {start}:{stop} did not arrive within {timeout} s"
                     )
                 self._cond.wait(timeout=left)
+            while self._lent == p and self._count[p] < stop - start:
+                self._cond.wait()  # (the source is receiving into it: it stops within 0.2 s)
             self._taken[p] = True
             buf = self._buffers.pop(p, None)
             if buf is None:  # (not one frame of it came)
@@ -308,3 +347,13 @@ class FrameStore:
             "(scheduler='threads'), or record it (record=) and process the recording on "
             "the cluster"
         )
+
+
+def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether `b` is `a` (the same bytes, laid out alike): frames put where they were
+    received (`FrameStore.slots`)."""
+    return (
+        a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+        and a.shape == b.shape
+        and a.strides == b.strides
+    )

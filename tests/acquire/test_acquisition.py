@@ -192,6 +192,30 @@ def test_store_take_waits_for_its_frames():
         store.take(1, 4)
 
 
+def test_store_lends_rows_to_receive_into():
+    store = FrameStore([0, 4, 8], 12, (3,), np.uint8, memory_limit=2**20)
+    store.put(2, np.full((1, 3), 2, np.uint8))
+    rows = store.slots(0, 10)
+    assert rows.shape == (2, 3)  # up to frame 2, which has arrived
+    rows[:] = [[7, 7, 7], [8, 8, 8]]
+    store.put(0, rows)  # where they were received: no copy
+    assert store.slots(2, 1) is None and store.slots(12, 1) is None
+    rows = store.slots(3, 4)
+    assert rows.shape == (1, 3)  # the partition 0:4 ends at frame 4
+    rows[0] = 3  # received in part, never put
+    store.finish()
+    out = {}
+    taker = threading.Thread(target=lambda: out.update(r=store.take(0, 4)))
+    taker.start()
+    time.sleep(0.05)
+    assert taker.is_alive()  # the source may still be writing there
+    store.release()
+    taker.join(2)
+    frames, arrived = out["r"]
+    assert frames[:, 0].tolist() == [7, 8, 2, 0] and arrived.tolist() == [True, True, True, False]
+    assert store.slots(1, 1) is None  # its partition was taken
+
+
 def test_lazy_results_go_to_zarr(frames, tmp_path):
     with Acquisition(ReplaySource(frames, rate=3000), nav_shape=NAV, frames_per_partition=6) as acq:
         (lazy,) = ltdask.lazy(acq, [SumSigUDF()])

@@ -4,7 +4,9 @@ connection, a connection dropped mid-scan; the control client's responses."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import time
 
 import numpy as np
 import pytest
@@ -99,6 +101,45 @@ def _arrived_as(res, sums, arrived: int):
     valid = res["intensity_valid"].values.reshape(-1)
     np.testing.assert_array_equal(valid, np.arange(len(sums)) < arrived)
     np.testing.assert_array_equal(res["intensity"].values.reshape(-1)[:arrived], sums[:arrived])
+
+
+class _PiecesServer(ByteServer):
+    """Serves `pieces` with a pause after each (a client reads each in one go), then keeps
+    the connection open until the client hangs up."""
+
+    def __init__(self, pieces: list[bytes], pause: float = 0.2):
+        self.pieces, self.pause = pieces, pause
+        super().__init__(b"", linger=2)
+
+    def _serve(self):
+        try:
+            conn, _ = self._listener.accept()
+        except OSError:
+            return
+        with conn:
+            for piece in self.pieces:
+                conn.sendall(piece)
+                time.sleep(self.pause)
+            conn.settimeout(self.linger)
+            with contextlib.suppress(OSError):
+                while conn.recv(4096):
+                    pass
+
+
+def test_a_read_that_ends_inside_a_frame_after_frames_out_of_order(stream):
+    # frames 2 and 4 come in one read with the first half of frame 3; the store's rows of
+    # frames 2, 3 and 4 were lent for the read: frame 4 is copied into its row, where the
+    # first half of frame 3 had arrived (kept first), then frame 3's second half comes
+    hdr, frames, sums = stream
+    m = [mpx(f) for f in frames]
+    half = len(m[2]) // 2
+    pieces = [hdr + m[0], m[1] + m[3] + m[2][:half], m[2][half:] + b"".join(m[4:])]
+    with nothing_left_behind():
+        with _PiecesServer(pieces) as server:
+            with merlin("127.0.0.1", server.port, frames_per_partition=6) as acq:
+                (res,) = ltdask.compute(acq, [SumSigUDF()])
+            assert acq.store.duplicates == 0
+    _arrived_as(res, sums, len(sums))
 
 
 def test_malformed_prefix_mid_stream_names_its_offset(stream):

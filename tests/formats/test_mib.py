@@ -411,6 +411,23 @@ def test_any_chunking_of_raw_quad(tmp_path_factory, chunks, depth):
     np.testing.assert_array_equal(got, counts)
 
 
+@pytest.mark.parametrize("field_bits", [8, 16], ids=["6bit", "12bit"])
+@pytest.mark.parametrize("reverse", [False, True], ids=["forwards", "reversed"])
+def test_whole_words_decode_as_words(field_bits, reverse):
+    # a row of raw words whose pixels are as wide as their fields, decoded a word at a time,
+    # against numpy: pixel k of a big-endian 64-bit word is its field k from the least
+    # significant bit; a reversed row (quad chips 3 and 4) is read last pixel first
+    from ltdask.io.formats.mib.rows import words_as_pixels
+
+    stored = np.random.default_rng(5).integers(0, 256, 8 * 7, dtype=np.uint8)
+    values = stored.view(">u8").astype(np.uint64)
+    shifts = (field_bits * np.arange(64 // field_bits)).astype(np.uint64)
+    expected = ((values[:, None] >> shifts) & np.uint64(2**field_bits - 1)).reshape(-1)
+    out = np.zeros(expected.size, dtype=f"u{field_bits // 8}")
+    words_as_pixels(stored.view(np.uint64), out.view(np.uint64), field_bits, reverse)
+    np.testing.assert_array_equal(out, expected[::-1] if reverse else expected)
+
+
 def test_pickles_small_and_tokenizes(tmp_path):
     counts = make_counts(np.random.default_rng(8), 6, (16, 128), 12)
     write_mib(tmp_path / "p.mib", counts, depth=12, raw=True, quad=True)

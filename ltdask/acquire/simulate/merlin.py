@@ -14,7 +14,6 @@ runs one from the command line.
 from __future__ import annotations
 
 import os
-import re
 import select
 import socket
 import threading
@@ -33,10 +32,14 @@ from ltdask.acquire.mpx import (
     mpx_prefix,
     parse_prefix,
 )
+from ltdask.acquire.simulate._wire import IOV_MAX, scaled_hdr, send_all
 from ltdask.acquire.store import AcquisitionError
 
 #: bytes of messages sent at once at most
 SEND_BYTES = 4 * 2**20
+#: frames of this many bytes or more go from the maps (smaller ones: a buffer each costs
+#: more than copying them)
+SCATTER_BYTES = 64 * 2**10
 LOOPBACK = "127.0.0.1"
 #: what `garbage` sends before anything else (21 KiB, as LiberTEM-live's simulator)
 JUNK = b"GARBAGE," * 2688
@@ -153,7 +156,7 @@ class MerlinSimulator:
                 lines += [f"Counter Depth (number):\t{ds.header.counter_depth}"]
             hdr = ("\r\n".join([*lines, "End\t"]) + "\r\n").encode("ascii")
         if repeat > 1:
-            hdr = _scaled_hdr(hdr, repeat)
+            hdr = scaled_hdr(hdr, repeat)
         self.hdr = hdr
         h = ds.header
         sig = ds.sig_shape
@@ -258,16 +261,16 @@ class MerlinSimulator:
     # -- the data port ---------------------------------------------------------------------
     def _data_server(self, conn: socket.socket) -> None:
         if self.garbage:
-            _send_all(conn, JUNK, self._stopping)
+            send_all(conn, [JUNK], self._stopping)
         if not self.wait_trigger:
-            _send_all(conn, message(self.hdr), self._stopping)
+            send_all(conn, [message(self.hdr)], self._stopping)
             self._acquisition(conn)
             self._linger(conn)
             return
         while not self._stopping():
             if not self._wait_for(self._armed, conn):
                 return
-            _send_all(conn, message(self.hdr), self._stopping)
+            send_all(conn, [message(self.hdr)], self._stopping)
             if not self._wait_for(self._triggered, conn):
                 return
             if not self._acquisition(conn):
@@ -302,8 +305,12 @@ class MerlinSimulator:
         """Send one acquisition's frames; False where the connection was cut."""
         order = np.array(self.order(), dtype=np.int64)
         record = PREFIX_BYTES + self.stride
-        wire = np.empty((max(1, SEND_BYTES // record), record), np.uint8)
-        wire[:, :PREFIX_BYTES] = np.frombuffer(mpx_prefix(self.stride), np.uint8)
+        # small frames are copied into messages in one go, larger ones sent from the maps
+        small = self.stride < SCATTER_BYTES
+        chunk = max(1, SEND_BYTES // record if small else min(SEND_BYTES // record, IOV_MAX // 4))
+        prefix = mpx_prefix(self.stride)
+        wire = np.empty((chunk if small else 0, record), np.uint8)
+        wire[:, :PREFIX_BYTES] = np.frombuffer(prefix, np.uint8)
         t0 = time.monotonic()
         sent = 0
         while sent < len(order):
@@ -313,7 +320,7 @@ class MerlinSimulator:
             if self.stall_after is not None and sent >= self.stall_after:
                 self._linger(conn)
                 return False
-            n = min(len(wire), len(order) - sent)
+            n = min(chunk, len(order) - sent)
             for limit in (self.cut_after, self.stall_after):
                 n = n if limit is None else min(n, limit - sent)
             if self.max_frames is not None:
@@ -327,12 +334,31 @@ class MerlinSimulator:
                 n = min(n, due)
             if n <= 0 or self._stopping():
                 return False
-            self._fill(wire[:n], order[sent : sent + n])
-            if not _send_all(conn, wire[:n].reshape(-1).data, self._stopping):
+            if small:
+                self._fill(wire[:n], order[sent : sent + n])
+            messages = [wire[:n].data] if small else self._messages(order[sent : sent + n], prefix)
+            if not send_all(conn, messages, self._stopping):
                 return False
             sent += n
             self.frames_sent += n
         return True
+
+    def _messages(self, frames: np.ndarray, prefix: bytes) -> list:
+        """The messages of `frames` as buffers: prefixes, views of the maps (no copy; the
+        simulator shares the machine with the receiver), the repeats' sequence numbers."""
+        out: list = []
+        for i in frames.tolist():
+            j = i % self.file_frames
+            start, view = self._views[self._file_of[j]]
+            data = view[j - start].data
+            out.append(prefix)
+            if i < self.file_frames:
+                out.append(data)
+            else:
+                seq = b"%0*d" % (SEQ_DIGITS, (i + 1) % 10**SEQ_DIGITS)
+                at = SEQ_OFFSET + SEQ_DIGITS
+                out += [data[:SEQ_OFFSET], seq, data[at:]]
+        return out
 
     def _fill(self, rows: np.ndarray, frames: np.ndarray) -> None:
         """The messages of `frames` (indices in the acquisition) into `rows` (after their
@@ -393,19 +419,6 @@ class MerlinSimulator:
         return f"{kind},{param},2"
 
 
-def _send_all(conn: socket.socket, data, stopping) -> bool:
-    """Send `data` (bytes or a memoryview); False where the simulator stops first."""
-    view = memoryview(data).cast("B")
-    while len(view):
-        if stopping():
-            return False
-        try:
-            view = view[conn.send(view) :]
-        except TimeoutError:
-            continue
-    return True
-
-
 def _closed(conn: socket.socket, wait: bool = True) -> bool:
     """Whether the client closed the connection (waiting up to `POLL` s for it, or not)."""
     try:
@@ -419,15 +432,3 @@ def _closed(conn: socket.socket, wait: bool = True) -> bool:
         return False
     except OSError:
         return True
-
-
-def _scaled_hdr(hdr: bytes, repeat: int) -> bytes:
-    """The header of `repeat` passes of the file: its frame count and ScanY times `repeat`."""
-    text = hdr.decode("latin-1")
-
-    def times(match: re.Match) -> str:
-        return f"{match.group(1)}{int(match.group(2)) * repeat}"
-
-    for key in (r"Frames in Acquisition \(Number\):\s*", r"ScanY:\s*"):
-        text = re.sub(f"({key})(\\d+)", times, text)
-    return text.encode("latin-1")

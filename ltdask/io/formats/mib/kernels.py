@@ -32,11 +32,10 @@ adds them up, so its output must start zeroed.
 
 from __future__ import annotations
 
-import sys
-
 import numba
 import numpy as np
 
+from ltdask.io.formats.mib.rows import LITTLE_ENDIAN, decode_row, field12
 from ltdask.io.read_ranges import (
     _find_file,
     _run_offset,
@@ -181,110 +180,6 @@ def raw_read_ranges(frames, depth, slices, files, sig_shape, layout):
 
 
 # -- decoders ----------------------------------------------------------------------------------
-# Pixel ``p`` of a range (counted from its first word) is field ``p % ppw`` of word
-# ``p // ppw``. Rows that start on a word boundary and cover whole words are decoded word by
-# word from 64-bit loads (fast); anything else (columns cut inside a word) pixel by pixel.
-
-#: whole-word loads read the stored big-endian words in this machine's byte order
-LITTLE_ENDIAN = sys.byteorder == "little"
-
-
-@numba.njit(nogil=True, cache=True, inline="always")
-def _px(src, start, p, field_bits):
-    """Pixel `p` of the words from byte `start`, one byte at a time."""
-    if field_bits == 16:
-        b = start + 8 * (p >> 2) + 6 - 2 * (p & 3)
-        return (np.uint32(src[b]) << 8) | np.uint32(src[b + 1])
-    if field_bits == 8:
-        return np.uint32(src[start + 8 * (p >> 3) + 7 - (p & 7)])
-    b = start + 8 * (p >> 6) + 7 - ((p & 63) >> 3)
-    return np.uint32((src[b] >> (p & 7)) & 1)
-
-
-# Whole words: the file viewed as 64-bit words once (frame headers are multiples of 8 bytes)
-# and read with little-endian loads, so byte ``j`` of a stored word sits at bits ``8 * j`` of
-# the loaded ``x``. Each row goes through a function for its field width and direction whose
-# loops run from 0 over contiguous slices with constant trip counts: they vectorise (a generic
-# loop, or one slice that may be reversed, runs at a third of the speed or less).
-
-
-@numba.njit(nogil=True, cache=True, inline="always")
-def _f12(x, k):
-    """Field `k` (0..3) of a 16-bit-field word: the stored big-endian u16 at bytes 6-2k."""
-    return (((x >> (48 - 16 * k)) & 0xFF) << 8) | ((x >> (56 - 16 * k)) & 0xFF)
-
-
-@numba.njit(nogil=True, cache=True, inline="always")
-def _f6(x, k):
-    """Field `k` (0..7) of an 8-bit-field word: stored byte 7-k."""
-    return (x >> (56 - 8 * k)) & 0xFF
-
-
-@numba.njit(nogil=True, cache=True, inline="always")
-def _f1(x, k):
-    """Field `k` (0..63) of a 1-bit-field word: bit k % 8 of stored byte 7 - k // 8."""
-    return (x >> (56 - 8 * (k >> 3) + (k & 7))) & 1
-
-
-@numba.njit(nogil=True, cache=True)
-def _row12(words, out, reverse):
-    """Pixels of `words` into `out` (``out[0]`` first, or ``out[-1]`` first if `reverse`)."""
-    nw = words.shape[0]
-    if reverse:
-        for w in range(nw):
-            x = words[nw - 1 - w]
-            for k in range(4):
-                out[4 * w + k] = _f12(x, 3 - k)
-    else:
-        for w in range(nw):
-            x = words[w]
-            for k in range(4):
-                out[4 * w + k] = _f12(x, k)
-
-
-@numba.njit(nogil=True, cache=True)
-def _row12_add(words, out, reverse, shift):
-    nw = words.shape[0]
-    if reverse:
-        for w in range(nw):
-            x = words[nw - 1 - w]
-            for k in range(4):
-                out[4 * w + k] += _f12(x, 3 - k) << shift
-    else:
-        for w in range(nw):
-            x = words[w]
-            for k in range(4):
-                out[4 * w + k] += _f12(x, k) << shift
-
-
-@numba.njit(nogil=True, cache=True)
-def _row6(words, out, reverse):
-    nw = words.shape[0]
-    if reverse:
-        for w in range(nw):
-            x = words[nw - 1 - w]
-            for k in range(8):
-                out[8 * w + k] = _f6(x, 7 - k)
-    else:
-        for w in range(nw):
-            x = words[w]
-            for k in range(8):
-                out[8 * w + k] = _f6(x, k)
-
-
-@numba.njit(nogil=True, cache=True)
-def _row1(words, out, reverse):
-    nw = words.shape[0]
-    if reverse:
-        for w in range(nw):
-            x = words[nw - 1 - w]
-            for k in range(64):
-                out[64 * w + k] = _f1(x, 63 - k)
-    else:
-        for w in range(nw):
-            x = words[w]
-            for k in range(64):
-                out[64 * w + k] = _f1(x, k)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -293,46 +188,49 @@ def decode_raw(src, file_idx, ranges, field_bits, add, out):
 
     `field_bits` is 1, 8 or 16; with `add` (depth 24) each value is shifted by column 10 and
     added to `out`, which must start zeroed.
+
+    Consecutive ranges whose rows lie in the same raw rows (a quad frame's four chips) are
+    decoded raw row by raw row, each raw row front to back, instead of chip by chip in four
+    strided passes over the frame (12-bit quad frames not in the cache: 200 -> 170 us).
     """
-    ppw = 64 // field_bits
     words = src[: (src.shape[0] // 8) * 8].view(np.uint64)
-    for i in range(ranges.shape[0]):
-        start = ranges[i, 1]
-        if ranges[i, 0] != file_idx or start == ranges[i, 2]:
+    count = ranges.shape[0]
+    i = 0
+    while i < count:
+        if ranges[i, 0] != file_idx or ranges[i, 1] == ranges[i, 2]:
+            i += 1
             continue
-        dest, skip, n, rows = ranges[i, 3], ranges[i, 4], ranges[i, 5], ranges[i, 6]
-        src_stride, step, dest_stride = ranges[i, 7], ranges[i, 8], ranges[i, 9]
-        shift = ranges[i, 10]
-        whole_words = (
-            LITTLE_ENDIAN
-            and start % 8 == 0
-            and skip == 0
-            and n % ppw == 0
-            and (rows == 1 or src_stride % ppw == 0)
-        )
+        j = _same_raw_rows(ranges, i, file_idx, field_bits)
+        rows = ranges[i, 6]
         for r in range(rows):
-            d = dest + r * dest_stride
-            if whole_words:
-                w0 = start // 8 + r * (src_stride // ppw)
-                row_words = words[w0 : w0 + n // ppw]
-                reverse = step < 0
-                row_out = out[d - n + 1 : d + 1] if reverse else out[d : d + n]
-                if add:
-                    _row12_add(row_words, row_out, reverse, shift)
-                elif field_bits == 16:
-                    _row12(row_words, row_out, reverse)
-                elif field_bits == 8:
-                    _row6(row_words, row_out, reverse)
-                else:
-                    _row1(row_words, row_out, reverse)
-                continue
-            p0 = skip + r * src_stride
-            for k in range(n):
-                value = _px(src, start, p0 + k, field_bits)
-                if add:
-                    out[d + step * k] += value << shift
-                else:
-                    out[d + step * k] = value
+            if ranges[i, 1] > ranges[j - 1, 1]:  # (the blocks of a raw row, last first)
+                for g in range(j - 1, i - 1, -1):
+                    decode_row(src, words, ranges[g], r, field_bits, add, out)
+            else:
+                for g in range(i, j):
+                    decode_row(src, words, ranges[g], r, field_bits, add, out)
+        i = j
+
+
+@numba.njit(nogil=True, cache=True)
+def _same_raw_rows(ranges, i, file_idx, field_bits):
+    """The end of the run of ranges from `i` on whose rows lie in the same raw rows as
+    those of range `i` (blocks of the same rows of one frame, side by side)."""
+    rows, stride = ranges[i, 6], ranges[i, 7]
+    row_bytes = stride * field_bits // 8
+    j = i + 1
+    if rows == 1:
+        return j
+    while (
+        j < ranges.shape[0]
+        and ranges[j, 0] == file_idx
+        and ranges[j, 1] != ranges[j, 2]
+        and ranges[j, 6] == rows
+        and ranges[j, 7] == stride
+        and abs(ranges[j, 1] - ranges[i, 1]) < row_bytes
+    ):
+        j += 1
+    return j
 
 
 @numba.njit(nogil=True, cache=True)
@@ -346,22 +244,22 @@ def _row12_sum(w0, w1, w2, w3, count, out, reverse):
             a, b, c, d = w0[v], w1[v], w2[v], w3[v]
             for k in range(4):
                 f = 3 - k
-                out[4 * w + k] += (_f12(a, f) + _f12(b, f)) + (_f12(c, f) + _f12(d, f))
+                out[4 * w + k] += (field12(a, f) + field12(b, f)) + (field12(c, f) + field12(d, f))
     elif count == 4:
         for w in range(nw):
             a, b, c, d = w0[w], w1[w], w2[w], w3[w]
             for k in range(4):
-                out[4 * w + k] += (_f12(a, k) + _f12(b, k)) + (_f12(c, k) + _f12(d, k))
+                out[4 * w + k] += (field12(a, k) + field12(b, k)) + (field12(c, k) + field12(d, k))
     elif reverse:
         for w in range(nw):
             a = w0[nw - 1 - w]
             for k in range(4):
-                out[4 * w + k] += _f12(a, 3 - k)
+                out[4 * w + k] += field12(a, 3 - k)
     else:
         for w in range(nw):
             a = w0[w]
             for k in range(4):
-                out[4 * w + k] += _f12(a, k)
+                out[4 * w + k] += field12(a, k)
 
 
 @numba.njit(nogil=True, cache=True)
