@@ -11,9 +11,10 @@ and type say how many bytes it holds and the block size is then bitshuffle's def
 Decoding runs in the partition tasks on blobs kept in fixed-size *slots* (`slot_bytes`):
 a 16-byte prefix (uint32 blob length, the encoding's code, the frame's scan index) and the
 blob, so that frames of any compressed size travel through the acquisition's store. The
-kernels check every length and offset against the buffers' ends (numba does not): a
-malformed blob raises `AcquisitionError` naming the frame and the byte, never writes past
-an end. The encoders are the simulator's (`ltdask.acquire.simulate.encode`).
+kernels (`ltdask.io.codecs`, which the DECTRIS file reader shares) check every length and
+offset against the buffers' ends (numba does not): a malformed blob raises
+`AcquisitionError` naming the frame and the byte, never writes past an end. The encoders
+are the simulator's (`ltdask.acquire.simulate.encode`).
 """
 
 from __future__ import annotations
@@ -23,12 +24,17 @@ import mmap
 
 import numba
 import numpy as np
-from llvmlite import ir
-from numba.core import cgutils, types
-from numba.extending import intrinsic
 
-from ltdask.acquire.bitshuffle import bitunshuffle
 from ltdask.acquire.store import AcquisitionError
+from ltdask.io.codecs.filters import (
+    BAD_BLOCK_SIZE,
+    BAD_LENGTH,
+    BAD_TOTAL,
+    MESSAGES,
+    big_endian,
+    bitshuffle_lz4_blocks,
+)
+from ltdask.io.codecs.lz4 import TRUNCATED, lz4_block
 
 #: bytes before the blob in a slot: uint32 length, uint8 encoding code, 3 spare, int64 index
 PREFIX = 16
@@ -38,17 +44,12 @@ RAW, LZ4, BSLZ4 = 1, 2, 3
 _TARGET_BLOCK_BYTES = 8192
 _BLOCK_MULTIPLE = 8
 
+#: slot faults beyond the decoders' (`ltdask.io.codecs.filters.MESSAGES`)
+_TOO_LONG, _UNKNOWN = 8, 10
 _ERRORS = {
-    1: "the blob ends inside an LZ4 sequence",
-    2: "an LZ4 sequence writes past the end of its block",
-    3: "an LZ4 match points before the start of its block",
-    4: "an LZ4 block decompresses to fewer bytes than the frame holds",
-    5: "the bitshuffle header's total bytes do not match the frame's",
-    6: "the bitshuffle header's block size is not a multiple of 8 elements",
-    7: "a bitshuffle block's compressed length runs past the blob's end",
-    8: "the blob's length does not fit its slot",
-    9: "the blob's length does not match the frame (trailing or missing bytes)",
-    10: "the slot's encoding code is unknown",
+    **{code: text.format(what="blob") for code, text in MESSAGES.items()},
+    _TOO_LONG: "the blob's length does not fit its slot",
+    _UNKNOWN: "the slot's encoding code is unknown",
 }
 
 
@@ -105,188 +106,30 @@ def slot_bytes(frame_bytes: int, itemsize: int) -> int:
 
 
 # -- decoding ----------------------------------------------------------------------------
-@intrinsic
-def _copy8(typingctx, dst, at, src, start):
-    """Copy 8 bytes ``src[start:start + 8]`` to ``dst[at:at + 8]`` as one unaligned 64-bit
-    load and store (the caller checks both ranges)."""
-    sig = types.void(dst, at, src, start)
-
-    def codegen(context, builder, signature, args):
-        out = context.make_array(signature.args[0])(context, builder, args[0])
-        inp = context.make_array(signature.args[2])(context, builder, args[2])
-        word = ir.IntType(64).as_pointer()
-        value = builder.load(builder.bitcast(builder.gep(inp.data, [args[3]]), word), align=1)
-        builder.store(value, builder.bitcast(builder.gep(out.data, [args[1]]), word), align=1)
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
-@intrinsic
-def _copy(typingctx, dst, at, src, start, n):
-    """Copy `n` bytes ``src[start:start + n]`` to ``dst[at:at + n]`` with the C library's
-    memcpy (the caller checks both ranges, which must not overlap): a long LZ4 match or
-    run of literals costs a fraction of what a loop of 8-byte words does, whose loads
-    read bytes just stored (~2x the whole decoding on diffraction frames)."""
-    sig = types.void(dst, at, src, start, n)
-
-    def codegen(context, builder, signature, args):
-        out = context.make_array(signature.args[0])(context, builder, args[0])
-        inp = context.make_array(signature.args[2])(context, builder, args[2])
-        target = builder.gep(out.data, [args[1]])
-        cgutils.raw_memcpy(builder, target, builder.gep(inp.data, [args[3]]), args[4], 1)
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
-@numba.njit(cache=True, nogil=True)
-def _extended(src, ip, iend, value):
-    """An LZ4 length of 15 or more: `value` plus the bytes from `ip` up to the first that
-    is not 255; ``(length, next ip)``, or ``(value, -1)`` where the block ends first."""
-    while True:
-        if ip >= iend:
-            return value, -1
-        extra = np.int64(src[ip])
-        ip += 1
-        value += extra
-        if extra != 255:
-            return value, ip
-
-
-@numba.njit(cache=True, nogil=True)
-def _lz4_block(src, ip, iend, dst, op, oend, err):
-    """Decompress the LZ4 block ``src[ip:iend]`` into exactly ``dst[op:oend]``; 0, or an
-    error code with the byte offset in ``err[1]``."""
-    start = op
-    while True:
-        if ip >= iend:
-            err[1] = ip
-            return 1
-        token = np.int64(src[ip])
-        ip += 1
-        lit = token >> 4
-        if lit == 15:
-            lit, ip = _extended(src, ip, iend, lit)
-            if ip < 0:
-                err[1] = iend
-                return 1
-        if lit > iend - ip:
-            err[1] = ip
-            return 1
-        if lit > oend - op:
-            err[1] = ip
-            return 2
-        if lit <= 16 and iend - ip >= 16 and oend - op >= 16:
-            # (16 bytes at once; those past the literals are overwritten by what follows)
-            _copy8(dst, op, src, ip)
-            _copy8(dst, op + 8, src, ip + 8)
-        elif lit < 16:
-            for i in range(lit):
-                dst[op + i] = src[ip + i]
-        else:
-            _copy(dst, op, src, ip, lit)
-        ip += lit
-        op += lit
-        if ip == iend:
-            break
-        if iend - ip < 2:
-            err[1] = ip
-            return 1
-        offset = np.int64(src[ip]) | (np.int64(src[ip + 1]) << 8)
-        if offset == 0 or offset > op - start:
-            err[1] = ip
-            return 3
-        ip += 2
-        length = token & 15
-        if length == 15:
-            length, ip = _extended(src, ip, iend, length)
-            if ip < 0:
-                err[1] = iend
-                return 1
-        length += 4
-        if length > oend - op:
-            err[1] = ip
-            return 2
-        ref = op - offset
-        if offset >= 8 and length <= 16 and oend - op >= 16:
-            # (8 bytes back at least: each word reads bytes already written; those past
-            # the match are overwritten by what follows)
-            _copy8(dst, op, dst, ref)
-            _copy8(dst, op + 8, dst, ref + 8)
-        elif offset == 1:
-            dst[op : op + length] = dst[ref]
-        elif length < 16:  # (short runs: a loop costs less than a call)
-            for i in range(length):
-                dst[op + i] = dst[ref + i]
-        else:
-            # runs that do not overlap their source: where the match overlaps itself its
-            # bytes repeat with period `offset`, so runs of doubling length copy it
-            at, end = op, op + length
-            while at < end:
-                n = min(at - ref, end - at)
-                _copy(dst, at, dst, ref, n)
-                at += n
-        op += length
-    if op != oend:
-        err[1] = ip
-        return 4
-    return 0
-
-
-@numba.njit(cache=True, nogil=True)
-def _be(src, at, nbytes):
-    value = np.int64(0)
-    for i in range(nbytes):
-        value = (value << 8) | np.int64(src[at + i])
-    return value
-
-
 @numba.njit(cache=True, nogil=True)
 def _bslz4(src, ip, iend, dst, itemsize, block_elements, tmp, err):
-    """The bitshuffle-LZ4 blob ``src[ip:iend]`` into all of `dst`."""
+    """The bitshuffle-LZ4 blob ``src[ip:iend]`` into all of `dst`: its header's fields may
+    be zero (the frame says the size, bitshuffle's default the block), and no byte may
+    follow the last element."""
     nbytes = dst.shape[0]
     if iend - ip < 12:
         err[1] = ip
-        return 1
-    total = _be(src, ip, 8)
-    block_bytes = _be(src, ip + 8, 4)
+        return TRUNCATED
+    total = big_endian(src, ip, 8)
+    block_bytes = big_endian(src, ip + 8, 4)
     if total != 0 and total != nbytes:
         err[1] = ip
-        return 5
+        return BAD_TOTAL
     if block_bytes != 0:
         if block_bytes % (itemsize * 8) != 0 or block_bytes > tmp.shape[0]:
             err[1] = ip + 8
-            return 6
+            return BAD_BLOCK_SIZE
         block_elements = block_bytes // itemsize
-    ip += 12
-    n = nbytes // itemsize
-    full = n // block_elements
-    last = n % block_elements
-    last -= last % 8
-    op = 0
-    for b in range(full + (1 if last > 0 else 0)):
-        m = block_elements if b < full else last
-        if iend - ip < 4:
-            err[1] = ip
-            return 7
-        clen = _be(src, ip, 4)
-        ip += 4
-        if clen > iend - ip:
-            err[1] = ip - 4
-            return 7
-        code = _lz4_block(src, ip, ip + clen, tmp, 0, m * itemsize, err)
-        if code != 0:
-            return code
-        bitunshuffle(tmp, dst, op, m, itemsize)
-        ip += clen
-        op += m * itemsize
-    tail = nbytes - op
-    if iend - ip != tail:
-        err[1] = ip
-        return 9
-    dst[op:] = src[ip:iend]
-    return 0
+    code, end = bitshuffle_lz4_blocks(src, ip + 12, iend, dst, itemsize, block_elements, tmp, err)
+    if code == 0 and end != iend:
+        err[1] = end
+        return BAD_LENGTH
+    return code
 
 
 @numba.njit(cache=True, nogil=True)
@@ -310,18 +153,18 @@ def _decode_slots(slots, out, itemsize, block_elements, err):
             out[i, :] = 0
             continue
         if n > capacity:
-            code = 8
+            code = _TOO_LONG
         elif slot[4] == RAW:
             if n != nbytes:
-                code = 9
+                code = BAD_LENGTH
             else:
                 out[i, :] = slot[PREFIX : PREFIX + n]
         elif slot[4] == LZ4:
-            code = _lz4_block(slot, PREFIX, PREFIX + n, out[i], 0, nbytes, err)
+            code = lz4_block(slot, PREFIX, PREFIX + n, out[i], 0, nbytes, err)
         elif slot[4] == BSLZ4:
             code = _bslz4(slot, PREFIX, PREFIX + n, out[i], itemsize, block_elements, tmp, err)
         else:
-            code = 10
+            code = _UNKNOWN
         if code != 0:
             err[0] = i
             err[2] = code

@@ -265,7 +265,7 @@ def _numpy_shuffled(elements: np.ndarray) -> np.ndarray:
 def test_bit_shuffling_equals_numpy(m, dtype, kind):
     """Both kernels against numpy's unpackbits/packbits; sparse and random blocks take the
     unshuffle's set-bit and transpose paths (64-element words), m = 72 its byte path."""
-    from ltdask.acquire.bitshuffle import bitshuffle, bitunshuffle
+    from ltdask.io.codecs.bitshuffle import bitshuffle, bitunshuffle
 
     elements = _frame((m,), dtype, kind, seed=m)
     raw = elements.view(np.uint8)

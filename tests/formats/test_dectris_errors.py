@@ -55,8 +55,13 @@ def read_all(master):
         (8, bytes(4), r"chunk 1 .*block size 0 in the chunk header"),
         (8, (2**31).to_bytes(4, "big"), r"chunk 1 .*block size 2147483648 .*not valid"),
         (12, (2**31).to_bytes(4, "big"), r"chunk 1 .*(does not decompress|claims 2147483648)"),
+        (
+            12,
+            (3).to_bytes(4, "big") + bytes(3),
+            r"chunk 1 .*does not decompress: an LZ4 match points before the start .*byte 17 of",
+        ),
     ],
-    ids=["total-huge", "block-0", "block-huge", "block-length-huge"],
+    ids=["total-huge", "block-0", "block-huge", "block-length-huge", "lz4-offset-0"],
 )
 def test_chunk_header_lies(request, tmp_path, kind, at, value, match):
     master = series(tmp_path, kind)
@@ -180,15 +185,29 @@ def test_missing_filter_is_named(request, tmp_path, monkeypatch):
            open_dectris, master, names=tmp_path / "series_data_000001.h5")  # fmt: skip
 
 
-def test_without_decompression_packages_reads_through_h5py(tmp_path, monkeypatch):
+@pytest.mark.parametrize("kind", ["bslz4", "lz4", "bszstd"])
+def test_without_decompression_packages(tmp_path, monkeypatch, kind):
+    """Without the `bitshuffle` and `lz4` packages, LZ4 inside bitshuffle or alone is still
+    decoded in the tasks (ltdask's own kernels); Zstd inside bitshuffle is read through h5py,
+    with a word on what to install."""
+    import sys
+
     from ltdask.io.formats.dectris import chunks as dectris_chunks
 
-    master = series(tmp_path)
+    master = series(tmp_path, kind)
+    for module in ("bitshuffle", "bitshuffle.ext", "lz4", "lz4.block"):
+        monkeypatch.setitem(sys.modules, module, None)  # (importing them fails)
     monkeypatch.setattr(dectris_chunks, "_have", lambda module: False)
-    with pytest.warns(ltdask.PerformanceWarning, match="pip install bitshuffle lz4"):
-        ds = open_dectris(master)
-    assert ds.codec == "h5py"
-    np.testing.assert_array_equal(ds.to_dask().compute(), FRAMES)
+    if kind == "bszstd":
+        with pytest.warns(ltdask.PerformanceWarning, match="pip install bitshuffle"):
+            ds = open_dectris(master)
+        assert ds.codec == "h5py"
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            ds = open_dectris(master)
+        assert ds.codec == kind
+    np.testing.assert_array_equal(ds.to_dask().compute(scheduler="threads"), FRAMES)
 
 
 _FUZZ_MASTER: list[Path] = []

@@ -12,9 +12,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ltdask.acquire.bitshuffle import bitshuffle
 from ltdask.acquire.bslz4 import BSLZ4, LZ4, RAW, default_block_elements, lz4_bound
 from ltdask.acquire.store import AcquisitionError
+from ltdask.io.codecs.bitshuffle import bitshuffle
 
 _HASH_BITS = 13
 #: LZ4: no match starts in the last 12 bytes, the last 5 are literals

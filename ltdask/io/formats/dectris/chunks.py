@@ -2,8 +2,9 @@
 
 Each data file holds ``/entry/data/data`` of shape ``(frames, y, x)`` in chunks of one or more
 whole frames. A task looks up where the chunks are once per process and file (h5py's
-``chunk_iter``, cached), memory-maps the file and decompresses the chunks it needs with
-`bitshuffle` (HDF5 filter 32008 with LZ4 or Zstd inside) or `lz4` (filter 32004). Both
+``chunk_iter``, cached), memory-maps the file and decompresses the chunks it needs
+(`ltdask.io.formats.dectris.codecs`): bitshuffle-LZ4 (HDF5 filter 32008) and LZ4 (filter
+32004) with ltdask's numba kernels, bitshuffle-Zstd with the `bitshuffle` package. All
 release the GIL, so tasks on the threaded scheduler decompress in parallel; h5py decodes one
 chunk at a time under its process-wide lock.
 
@@ -13,7 +14,8 @@ Bitshuffle transposes bits inside each block; LZ4 stores a block whose compresse
 equals its raw length uncompressed.
 
 Codecs the task cannot decode itself (another filter, a chunk shape that cuts frames, or
-`bitshuffle`/`lz4` not installed) are read through h5py with ``hdf5plugin``'s filters.
+bitshuffle-Zstd without `bitshuffle` installed) are read through h5py with ``hdf5plugin``'s
+filters.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from ltdask.io.maps import map_file
 #: decoded chunks a reader keeps for the tiles that cut them (several signal slices)
 CACHE_BYTES = 64 << 20
 #: the codecs whose chunks decode into a buffer the reader gives (see `decode_bitshuffle`)
-INTO_BUFFERS = ("bslz4", "bszstd")
+INTO_BUFFERS = ("bslz4", "bszstd", "lz4")
 #: the dataset inside every data file
 DATA_KEY = "/entry/data/data"
 
@@ -65,9 +67,11 @@ def codec_of(dset) -> str:
         return "h5py"
     code, _, values = filters[0]
     if code == 32004:
-        return "lz4" if _have("lz4") else "h5py"
-    if code == 32008 and len(values) >= 5 and values[4] in (2, 3) and _have("bitshuffle"):
-        return "bslz4" if values[4] == 2 else "bszstd"
+        return "lz4"
+    if code == 32008 and len(values) >= 5 and values[4] == 2:
+        return "bslz4"
+    if code == 32008 and len(values) >= 5 and values[4] == 3 and _have("bitshuffle"):
+        return "bszstd"
     return "h5py"
 
 
@@ -204,7 +208,7 @@ class ChunkReader:
                 )
             flat = raw[: nelems * self.dtype.itemsize].view(self.dtype)
         elif self.codec == "lz4":
-            flat = decode_lz4(raw, nelems, self.dtype, where)
+            flat = decode_lz4(raw, nelems, self.dtype, where, into)
         else:
             zstd = self.codec == "bszstd"
             flat = decode_bitshuffle(raw, nelems, self.dtype, zstd, where, into)

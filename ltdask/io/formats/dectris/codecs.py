@@ -7,10 +7,12 @@ Bitshuffle transposes bits inside each block (the last ``n % 8`` items of a chun
 as they are, after the blocks); LZ4 stores a block whose compressed length equals its raw
 length uncompressed.
 
-Bitshuffle chunks are decompressed by the C library inside the `bitshuffle` package, called
-through ctypes (the GIL released) straight into the caller's buffer once every block has been
-checked to lie inside the chunk (the library trusts the lengths it reads); where that library
-cannot be found, through bitshuffle's Python functions.
+Bitshuffle-LZ4 and LZ4 chunks are decoded by the numba kernels the DECTRIS stream decodes
+its frames with (`ltdask.io.codecs`: every length and offset checked, the GIL released),
+straight into the caller's buffer. Bitshuffle-Zstd chunks are decompressed by the C library
+inside the `bitshuffle` package, called through ctypes (the GIL released) once every block
+has been checked to lie inside the chunk (the library trusts the lengths it reads); where
+that library cannot be found, through bitshuffle's Python functions.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numba
 import numpy as np
 
 from ltdask.exceptions import DataSetError
+from ltdask.io.codecs.filters import MESSAGES, bitshuffle_lz4_blocks, lz4_blocks
 
 
 def chunk_header(raw: np.ndarray, expected: int, where: str) -> int:
@@ -98,16 +101,14 @@ def _one_openmp_thread() -> None:
 
 
 @functools.cache
-def _native(zstd: bool):
-    """``bshuf_decompress_lz4`` (or ``_zstd``) of bitshuffle's compiled module, or None."""
+def _native_zstd():
+    """``bshuf_decompress_zstd`` of bitshuffle's compiled module, or None."""
     try:
         from bitshuffle import ext
     except ImportError:
         return None
     try:
-        fn = getattr(
-            ctypes.CDLL(ext.__file__), "bshuf_decompress_zstd" if zstd else "bshuf_decompress_lz4"
-        )
+        fn = ctypes.CDLL(ext.__file__).bshuf_decompress_zstd
     except (OSError, AttributeError):
         return None
     # (in, out, items, item bytes, block items) -> bytes read, negative on an error
@@ -122,77 +123,97 @@ def _native(zstd: bool):
     return fn
 
 
+def _target(out, nbytes: int, caller: str) -> np.ndarray:
+    """The first `nbytes` of `out` as bytes (a new array where `out` is None)."""
+    if out is None:
+        return np.empty(nbytes, dtype=np.uint8)
+    if not (out.flags.c_contiguous and out.nbytes >= nbytes):
+        raise ValueError(f"{caller}: `out` is too small or not C-contiguous")
+    return out.reshape(-1).view(np.uint8)[:nbytes]
+
+
+def _fault(where: str, raw: np.ndarray, code: int, err: np.ndarray) -> DataSetError:
+    what = MESSAGES.get(code, "malformed chunk").format(what="chunk")
+    return DataSetError(
+        f"{where}: the chunk does not decompress: {what} (byte {int(err[1])} of its {raw.size})"
+    )
+
+
+@numba.njit(nogil=True, cache=True)
+def _bitshuffle_lz4_chunk(raw, dst, itemsize, block_items, err):
+    """A bitshuffle-LZ4 chunk whose header was checked into `dst`; 0 or an error code."""
+    n = dst.shape[0] // itemsize
+    tmp = np.empty(max(min(block_items, n), 8) * itemsize, np.uint8)
+    code, _ = bitshuffle_lz4_blocks(raw, 12, raw.shape[0], dst, itemsize, block_items, tmp, err)
+    return code
+
+
+@numba.njit(nogil=True, cache=True)
+def _lz4_chunk(raw, dst, block_bytes, err):
+    """An LZ4 chunk whose header was checked into `dst`; 0 or an error code."""
+    code, _ = lz4_blocks(raw, 12, raw.shape[0], dst, block_bytes, err)
+    return code
+
+
 def decode_bitshuffle(
     raw: np.ndarray, nelems: int, dtype: np.dtype, zstd: bool, where: str, out=None
 ):
     """A bitshuffle chunk (HDF5 filter 32008) decoded to `nelems` items of `dtype`, into `out`
-    (C-contiguous, at least ``nelems * itemsize`` bytes) if given; returns the items."""
-    _one_openmp_thread()
+    (C-contiguous, at least ``nelems * itemsize`` bytes) if given; returns the items.
+
+    Bytes after the last item are ignored, as HDF5's filter does.
+    """
     dtype = np.dtype(dtype)
     nbytes = nelems * dtype.itemsize
-    if out is not None and not (out.flags.c_contiguous and out.nbytes >= nbytes):
-        raise ValueError("decode_bitshuffle: `out` is too small or not C-contiguous")
+    target = _target(out, nbytes, "decode_bitshuffle")
     block = chunk_header(raw, nbytes, where)
     if block % dtype.itemsize or (block // dtype.itemsize) % 8:
         raise DataSetError(f"{where}: block size {block} bytes does not fit {dtype} items")
     block_items = block // dtype.itemsize
+    if zstd:
+        return _decode_zstd(raw, nelems, dtype, block_items, where, target)
+    err = np.zeros(2, np.int64)
+    code = _bitshuffle_lz4_chunk(raw, target, dtype.itemsize, block_items, err)
+    if code != 0:
+        raise _fault(where, raw, code, err)
+    return target.view(dtype)
+
+
+def _decode_zstd(raw, nelems, dtype, block_items, where, target):
+    """A bitshuffle-Zstd chunk whose header was checked, by bitshuffle's C library."""
+    _one_openmp_thread()
     # (bitshuffle's decoders trust the block lengths: one past the end reads beyond the map)
     bad = bitshuffle_blocks_fit(raw, nelems, dtype.itemsize, block_items)
     if bad >= 0:
         raise DataSetError(f"{where}: the chunk does not decompress: block {bad} runs past its end")
-    native = _native(zstd)
+    native = _native_zstd()
     if native is None:
         import bitshuffle
 
-        decompress = bitshuffle.decompress_zstd if zstd else bitshuffle.decompress_lz4
         try:
-            items = decompress(raw[12:], (nelems,), dtype, block_items)
+            items = bitshuffle.decompress_zstd(raw[12:], (nelems,), dtype, block_items)
         except (ValueError, RuntimeError) as e:
             raise DataSetError(f"{where}: the chunk does not decompress: {e}") from None
-        if out is None:
-            return items
-        target = out.reshape(-1).view(dtype)[:nelems]
-        target[...] = items
-        return target
-    if out is None:
-        target = np.empty(nbytes, dtype=np.uint8)
-    else:
-        target = out.reshape(-1).view(np.uint8)[:nbytes]
+        target.view(dtype)[...] = items
+        return target.view(dtype)
     done = native(raw[12:].ctypes.data, target.ctypes.data, nelems, dtype.itemsize, block_items)
     if done < 0:
         raise DataSetError(f"{where}: the chunk does not decompress (bitshuffle error {done})")
     return target.view(dtype)
 
 
-def decode_lz4(raw: np.ndarray, nelems: int, dtype: np.dtype, where: str) -> np.ndarray:
-    """An LZ4 chunk (HDF5 filter 32004) decoded to `nelems` items of `dtype`."""
-    import lz4.block
+def decode_lz4(raw: np.ndarray, nelems: int, dtype: np.dtype, where: str, out=None):
+    """An LZ4 chunk (HDF5 filter 32004) decoded to `nelems` items of `dtype`, into `out`
+    (C-contiguous, at least ``nelems * itemsize`` bytes) if given; returns the items.
 
-    expected = nelems * dtype.itemsize
-    block = chunk_header(raw, expected, where)
-    out = np.empty(expected, dtype=np.uint8)
-    pos, done = 12, 0
-    view = memoryview(raw.data)
-    while done < expected:
-        want = min(block, expected - done)
-        if pos + 4 > raw.size:
-            raise DataSetError(f"{where}: the chunk ends inside block {done // block}")
-        length = int.from_bytes(raw[pos : pos + 4].tobytes(), "big")
-        pos += 4
-        if length <= 0 or pos + length > raw.size:
-            raise DataSetError(f"{where}: block {done // block} claims {length} bytes")
-        if length == want:
-            out[done : done + want] = raw[pos : pos + length]
-        else:
-            try:
-                data = lz4.block.decompress(view[pos : pos + length], uncompressed_size=want)
-            except lz4.block.LZ4BlockError as e:
-                raise DataSetError(
-                    f"{where}: block {done // block} does not decompress: {e}"
-                ) from None
-            if len(data) != want:
-                raise DataSetError(f"{where}: block {done // block} decompresses to {len(data)}")
-            out[done : done + want] = np.frombuffer(data, dtype=np.uint8)
-        pos += length
-        done += want
-    return out.view(dtype)
+    Bytes after the last block are ignored, as HDF5's filter does.
+    """
+    dtype = np.dtype(dtype)
+    nbytes = nelems * dtype.itemsize
+    target = _target(out, nbytes, "decode_lz4")
+    block = chunk_header(raw, nbytes, where)
+    err = np.zeros(2, np.int64)
+    code = _lz4_chunk(raw, target, block, err)
+    if code != 0:
+        raise _fault(where, raw, code, err)
+    return target.view(dtype)

@@ -398,7 +398,7 @@ def open_dectris(
     if codec == "h5py":
         warn(
             f"{path!r}: the chunks are read through h5py one at a time (another filter, or "
-            "pip install bitshuffle lz4 for parallel decompression)",
+            "bitshuffle-Zstd: pip install bitshuffle for parallel decompression)",
             PerformanceWarning,
         )
     stem = _stem_metadata(path)

@@ -3,7 +3,7 @@
 A block of m elements (m a multiple of 8) of s bytes is stored as 8 * s bit rows of m / 8
 bytes: row ``8 * j + b`` holds bit b of byte j (little-endian) of every element, element e
 at bit ``e % 8`` of the row's byte ``e // 8``. Within 8 elements and one byte, shuffling is
-the transpose of an 8x8 bit matrix. `bitunshuffle` (for `ltdask.acquire.bslz4`) skips the
+the transpose of an 8x8 bit matrix. `bitunshuffle` (for `ltdask.io.codecs.filters`) skips the
 bits that are not set, as diffraction frames have few; `bitshuffle` is the simulator's.
 """
 
