@@ -334,10 +334,23 @@ def run_command(command: list[str], cwd: Path, block: Block) -> None:
     )
 
 
+#: the first line of a block that needs CuPy and a CUDA device: where there is none, its
+#: python is only compiled and its commands only checked to be ltdask's
+NEEDS_GPU = "# needs CuPy and a GPU"
+
+
+def runs_here(block: Block) -> bool:
+    """Whether `block` runs on this machine (blocks that need a GPU only where one is)."""
+    from ltdask.udf.backends import local_gpu
+
+    return not block.text.startswith(NEEDS_GPU) or local_gpu()
+
+
 def run_python(block: Block, namespace: dict) -> None:
     # blank lines before the code, so that a traceback gives the page's line numbers
     code = compile("\n" * (block.line - 1) + block.text, block.page, "exec")
-    exec(code, namespace)
+    if runs_here(block):
+        exec(code, namespace)
 
 
 @pytest.mark.slow
@@ -366,7 +379,7 @@ def test_page_examples_run(page, tmp_path, provide, monkeypatch):
                 run_python(block, namespace)
             elif block.lang == "bash":
                 for command in commands(block):
-                    if not_run_reason(command) is None:
+                    if not_run_reason(command) is None and runs_here(block):
                         run_command(command, tmp_path, block)
             elif block.lang == "toml":
                 tomllib.loads(block.text)
