@@ -9,6 +9,7 @@ import mmap
 
 import numpy as np
 import pytest
+from helpers.lz4blocks import lz4_sequences
 
 from ltdask.acquire import AcquisitionError, bslz4
 from ltdask.acquire.simulate.encode import encode_frame
@@ -125,23 +126,6 @@ def test_slots_decode_frames_and_zeros_where_none_came():
     np.testing.assert_array_equal(out, [frames[0], np.zeros((20, 24)), frames[2]])
 
 
-def _lz4_sequences(*seqs) -> bytes:
-    """LZ4 block bytes from (literals, offset, match length) sequences (offset None: last)."""
-    out = bytearray()
-    for literals, offset, length in seqs:
-        lit = len(literals)
-        token = (min(lit, 15) << 4) | (0 if offset is None else min(length - 4, 15))
-        out.append(token)
-        if lit >= 15:
-            out += b"\xff" * ((lit - 15) // 255) + bytes([(lit - 15) % 255])
-        out += literals
-        if offset is not None:
-            out += offset.to_bytes(2, "little")
-            if length - 4 >= 15:
-                out += b"\xff" * ((length - 19) // 255) + bytes([(length - 19) % 255])
-    return bytes(out)
-
-
 def _random_sequences(seed: int) -> bytes:
     """An LZ4 block of random sequences whose matches take every copy path of the decoder
     (offsets from 1 to far back, overlapping themselves or not; short and long runs; the
@@ -159,7 +143,7 @@ def _random_sequences(seed: int) -> bytes:
         seqs.append((literals.astype(np.uint8).tobytes(), offset, length))
         written += length
     seqs.append((rng.integers(0, 256, 12 + int(rng.integers(0, 20)), np.uint8).tobytes(), None, 0))
-    return _lz4_sequences(*seqs)
+    return lz4_sequences(*seqs)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -172,15 +156,15 @@ def test_lz4_matches_of_any_offset_and_length_as_the_lz4_library(seed):
 
 MALFORMED = [
     pytest.param(
-        _lz4_sequences((b"\x01\x02", 3, 6), (b"", None, 0)), "points before the start", id="offset"
+        lz4_sequences((b"\x01\x02", 3, 6), (b"", None, 0)), "points before the start", id="offset"
     ),
     pytest.param(
-        _lz4_sequences((b"\x01", 1, 400), (b"", None, 0)), "writes past the end", id="long-match"
+        lz4_sequences((b"\x01", 1, 400), (b"", None, 0)), "writes past the end", id="long-match"
     ),
-    pytest.param(_lz4_sequences((bytes(20), None, 0)), "writes past the end", id="long-literals"),
-    pytest.param(_lz4_sequences((bytes(5), None, 0)), "fewer bytes", id="short"),
+    pytest.param(lz4_sequences((bytes(20), None, 0)), "writes past the end", id="long-literals"),
+    pytest.param(lz4_sequences((bytes(5), None, 0)), "fewer bytes", id="short"),
     pytest.param(b"\xf0\xff\xff", "ends inside", id="literal-length-cut"),
-    pytest.param(_lz4_sequences((b"\x01", 1, 4))[:-1], "ends inside", id="offset-cut"),
+    pytest.param(lz4_sequences((b"\x01", 1, 4))[:-1], "ends inside", id="offset-cut"),
     pytest.param(b"\x00\x00\x00", "points before the start", id="zero-offset"),
 ]
 

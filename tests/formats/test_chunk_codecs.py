@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers.lz4blocks import lz4_sequences
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -136,51 +137,38 @@ def test_out_must_fit(decoder):
         decode(raw, 100, np.dtype("<u2"), "x", np.empty(400, "<u2")[::2])
 
 
-def sequences(*seqs) -> bytes:
-    """LZ4 block bytes from (literals, offset, match length) sequences (offset None: last)."""
-    out = bytearray()
-    for literals, offset, length in seqs:
-        lit = len(literals)
-        token = (min(lit, 15) << 4) | (0 if offset is None else min(length - 4, 15))
-        out.append(token)
-        if lit >= 15:
-            out += b"\xff" * ((lit - 15) // 255) + bytes([(lit - 15) % 255])
-        out += literals
-        if offset is not None:
-            out += offset.to_bytes(2, "little")
-            if length - 4 >= 15:
-                out += b"\xff" * ((length - 19) // 255) + bytes([(length - 19) % 255])
-    return bytes(out)
-
-
 #: LZ4 blocks for 16 decoded bytes that a decoder must refuse
 HOSTILE = [
     pytest.param(
-        sequences((b"\x01\x02", 3, 6), (bytes(8), None, 0)),
+        lz4_sequences((b"\x01\x02", 3, 6), (bytes(8), None, 0)),
         "an LZ4 match points before the start of its block",
         id="offset-before-start",
     ),
     pytest.param(
-        sequences((b"\x01\x02", 0, 6), (bytes(8), None, 0)),
+        lz4_sequences((b"\x01\x02", 0, 6), (bytes(8), None, 0)),
         "an LZ4 match points before the start",
         id="offset-0",
     ),
     pytest.param(
-        sequences((b"\x01", 1, 400), (b"", None, 0)),
+        lz4_sequences((b"\x01", 1, 400), (b"", None, 0)),
         "an LZ4 sequence writes past the end of its block",
         id="match-past-end",
     ),
     pytest.param(
-        sequences((bytes(20), None, 0)), "an LZ4 sequence writes past the end", id="literals-past"
+        lz4_sequences((bytes(20), None, 0)),
+        "an LZ4 sequence writes past the end",
+        id="literals-past",
     ),
     pytest.param(
-        sequences((bytes(5), 1, 4), (bytes(3), None, 0)),
+        lz4_sequences((bytes(5), 1, 4), (bytes(3), None, 0)),
         "an LZ4 block decompresses to fewer bytes",
         id="short",
     ),
     pytest.param(b"\xf0\xff\xff", "the chunk ends inside an LZ4 sequence", id="length-cut"),
     pytest.param(
-        sequences((b"\x01", 1, 4))[:-1], "the chunk ends inside an LZ4 sequence", id="offset-cut"
+        lz4_sequences((b"\x01", 1, 4))[:-1],
+        "the chunk ends inside an LZ4 sequence",
+        id="offset-cut",
     ),
 ]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dask
 import numpy as np
 import pytest
+from test_corrections import corrected
 
 import ltdask
 from ltdask.udf import ApplyMasksUDF, SumSigUDF, SumUDF
@@ -22,25 +23,6 @@ def data_of(dtype, seed=1):
     rng = np.random.default_rng(seed)
     top = 250 if np.dtype(dtype).itemsize == 1 else 3000
     return rng.integers(0, top, (*NAV, *SIG)).astype(dtype)
-
-
-def corrected(data, dark, gain, excluded):
-    """The frames corrected by hand: ``(x - dark) * gain``, each excluded pixel the mean of
-    its (up to 8) neighbours that are not excluded."""
-    out = (data.astype(np.float64) - dark) * gain
-    sig = data.shape[-2:]
-    for y, x in zip(*np.nonzero(excluded), strict=True):
-        near = [
-            (y + dy, x + dx)
-            for dy in (-1, 0, 1)
-            for dx in (-1, 0, 1)
-            if (dy or dx)
-            and 0 <= y + dy < sig[0]
-            and 0 <= x + dx < sig[1]
-            and not excluded[y + dy, x + dx]
-        ]
-        out[..., y, x] = np.mean([out[..., a, b] for a, b in near], axis=0)
-    return out
 
 
 @pytest.fixture
