@@ -112,9 +112,8 @@ class _PiecesServer(ByteServer):
         super().__init__(b"", linger=2)
 
     def _serve(self):
-        try:
-            conn, _ = self._listener.accept()
-        except OSError:
+        conn = self._accept()
+        if conn is None:
             return
         with conn:
             for piece in self.pieces:
@@ -226,12 +225,10 @@ class _ControlServer(ByteServer):
         super().__init__(b"")
 
     def _serve(self):
-        try:
-            conn, _ = self._listener.accept()
-        except OSError:
+        conn = self._accept()
+        if conn is None:
             return
         with conn:
-            conn.settimeout(5)
             for response in self.responses:
                 conn.recv(4096)
                 conn.sendall(response)

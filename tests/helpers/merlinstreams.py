@@ -108,13 +108,20 @@ class ByteServer:
         self._thread = threading.Thread(target=self._serve, name="test byte server")
         self._thread.start()
 
-    def _serve(self):
+    def _accept(self) -> socket.socket | None:
+        """The client's connection, with a 5 s timeout; None where the listener closed."""
         try:
             conn, _ = self._listener.accept()
         except OSError:
+            return None
+        conn.settimeout(5)
+        return conn
+
+    def _serve(self):
+        conn = self._accept()
+        if conn is None:
             return
         with conn:
-            conn.settimeout(5)
             conn.sendall(self.data)
             if self.linger:  # (until the client hangs up, at most `linger` s)
                 conn.settimeout(self.linger)

@@ -132,11 +132,14 @@ def _target(out, nbytes: int, caller: str) -> np.ndarray:
     return out.reshape(-1).view(np.uint8)[:nbytes]
 
 
-def _fault(where: str, raw: np.ndarray, code: int, err: np.ndarray) -> DataSetError:
-    what = MESSAGES.get(code, "malformed chunk").format(what="chunk")
-    return DataSetError(
-        f"{where}: the chunk does not decompress: {what} (byte {int(err[1])} of its {raw.size})"
-    )
+def _checked(code: int, err: np.ndarray, where: str, raw: np.ndarray, items: np.ndarray):
+    """`items` where a kernel returned `code` 0, else the error naming where it failed."""
+    if code != 0:
+        what = MESSAGES.get(code, "malformed chunk").format(what="chunk")
+        raise DataSetError(
+            f"{where}: the chunk does not decompress: {what} (byte {int(err[1])} of its {raw.size})"
+        )
+    return items
 
 
 @numba.njit(nogil=True, cache=True)
@@ -174,9 +177,7 @@ def decode_bitshuffle(
         return _decode_zstd(raw, nelems, dtype, block_items, where, target)
     err = np.zeros(2, np.int64)
     code = _bitshuffle_lz4_chunk(raw, target, dtype.itemsize, block_items, err)
-    if code != 0:
-        raise _fault(where, raw, code, err)
-    return target.view(dtype)
+    return _checked(code, err, where, raw, target.view(dtype))
 
 
 def _decode_zstd(raw, nelems, dtype, block_items, where, target):
@@ -213,7 +214,4 @@ def decode_lz4(raw: np.ndarray, nelems: int, dtype: np.dtype, where: str, out=No
     target = _target(out, nbytes, "decode_lz4")
     block = chunk_header(raw, nbytes, where)
     err = np.zeros(2, np.int64)
-    code = _lz4_chunk(raw, target, block, err)
-    if code != 0:
-        raise _fault(where, raw, code, err)
-    return target.view(dtype)
+    return _checked(_lz4_chunk(raw, target, block, err), err, where, raw, target.view(dtype))
