@@ -128,9 +128,17 @@ def check(path, dtype, nav, factories) -> None:
         gpu = ltdask.compute(ds, make(), backends=("cupy",))
         for a, b in zip(cpu, gpu, strict=True):
             for var in a.data_vars:
-                np.testing.assert_allclose(
-                    b[var].values, a[var].values, rtol=1e-4, atol=1e-3, err_msg=name
-                )
+                assert_close(b[var].values, a[var].values, name)
+
+
+def assert_close(actual, desired, name) -> None:
+    """Equal up to float32 rounding: the devices sum in different orders, so an element
+    far below the result's largest (a Fourier coefficient near zero) is compared against
+    the largest's rounding, not its own."""
+    scale = float(np.abs(desired).max()) if np.size(desired) else 0.0
+    np.testing.assert_allclose(
+        actual, desired, rtol=1e-4, atol=max(1e-3, 1e-4 * scale), err_msg=name
+    )
 
 
 def table(dtype, nbytes, times, factories) -> list[str]:
@@ -190,7 +198,7 @@ def split_check(path, dtype, nav) -> str:
         client.cluster.close()
     for a, b in zip(alone, split, strict=True):
         for var in a.data_vars:
-            np.testing.assert_allclose(b[var].values, a[var].values, rtol=1e-4, atol=1e-3)
+            assert_close(b[var].values, a[var].values, "split run")
     took: dict[str, int] = {}
     for t in stream.data:
         if PARTITION_TASKS in str(t["key"]):
@@ -234,12 +242,17 @@ def main(argv=None) -> int:
     lines = [head, f"medians of {args.repeats} rounds, GB/s of file bytes", ""]
     for dtype, nbytes in sizes.items():
         lines += [*table(dtype, nbytes, times, factories), ""]
-    lines.append(split_check(scan_path(args.dir, np.dtype(np.uint16), nav), np.uint16, nav))
     text = "\n".join(lines)
-    print(text)
+    print(text, flush=True)
     if args.out:
         with open(args.out, "w") as f:
             f.write(text + "\n")
+    uint16 = np.dtype(np.uint16)
+    split = split_check(scan_path(args.dir, uint16, nav), uint16, nav)
+    print(split)
+    if args.out:
+        with open(args.out, "a") as f:
+            f.write(split + "\n")
     return 0
 
 

@@ -39,10 +39,12 @@ except Exception as e:  # (the tests skip, the benchmark says so)
 PY
 } 2>&1 | tee "$OUT/environment.txt" || exit 3
 # the tests that need a GPU (they skip without one), and those of the GPU cluster
+# (GPU_TESTS: other test paths, for a rerun that needs only some)
 timeout 200 $PY -m pytest -q -p no:cacheprovider -m "slow or not slow" -k "cupy or cuda or gpu" \
-  tests/udf tests/test_gpu_cluster.py tests/cli/test_cli_gpus.py 2>&1 | tee "$OUT/tests.txt"
+  ${GPU_TESTS:-tests/udf tests/test_gpu_cluster.py tests/cli/test_cli_gpus.py} 2>&1 \
+  | tee "$OUT/tests.txt"
 tests=$?
-timeout 270 $PY benchmarks/bench_gpu.py --repeats 3 --out "$OUT/bench_gpu.md" 2>&1 \
+timeout ${BENCH_TIMEOUT:-270} $PY benchmarks/bench_gpu.py --repeats 3 --out "$OUT/bench_gpu.md" 2>&1 \
   | tee "$OUT/bench_gpu.log"
 bench=$?
 echo "tests: exit $tests; bench_gpu: exit $bench" | tee -a "$OUT/environment.txt"

@@ -143,10 +143,15 @@ def test_make_with_gpus_starts_gpu_and_cpu_workers(monkeypatch):
     """Worker processes: one per GPU id with its ``GPU`` resource and only its device
     visible, and the CPU workers asked for."""
     monkeypatch.setattr(gpu_cluster, "device_count", lambda where, gpus: 2)
-    with Context.make_with("dask", cpus=1, gpus=[1]) as ctx:
+    # (device 1 is made up: on a machine with one real GPU, a worker's NVML monitor
+    # would ask the driver for it and fail the worker's start)
+    nvml = dask.config.set({"distributed.diagnostics.nvml": False})  # (workers get it)
+    with nvml, Context.make_with("dask", cpus=1, gpus=[1]) as ctx:
         client = ctx.executor.client
         workers = client.scheduler_info()["workers"]
         assert sorted(w["resources"].get("GPU", 0) for w in workers.values()) == [0, 1]
         seen = client.run(lambda: __import__("os").environ.get("CUDA_VISIBLE_DEVICES"))
         names = {address: w["name"] for address, w in workers.items()}
         assert {names[a]: v for a, v in seen.items()} == {"cpu-0": None, "gpu-0-cuda1": "1"}
+        nvml_on = client.run(lambda: dask.config.get("distributed.diagnostics.nvml"))
+        assert set(nvml_on.values()) == {False}
