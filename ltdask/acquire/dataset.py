@@ -23,6 +23,7 @@ from ltdask.acquire.source import Header, Source
 from ltdask.acquire.store import AcquisitionError, FrameStore
 from ltdask.exceptions import DataSetError, MissingFramesWarning
 from ltdask.io._memory import ArrayDataSet
+from ltdask.io.dataset import DataSet
 from ltdask.io.partition import Sizing, nav_grid, partitions_for_grid
 from ltdask.runtime import settings
 
@@ -109,13 +110,15 @@ class Acquisition(ArrayDataSet):
             name=source.name,
         )
         sig = header.sig_shape
+        #: the acquisition as an argument of its block tasks
+        self.handle = _Handle(self)
         darr = da.map_blocks(
             _take_block,
             chunks=(*grid, *((s,) for s in sig)),
             dtype=header.dtype,
             meta=np.empty((0,) * (len(nav) + len(sig)), dtype=header.dtype),
             name=f"ltdask-acquire-{uuid.uuid4().hex}",
-            acquisition=_Handle(self),
+            acquisition=self.handle,
         )
         super().__init__(darr, sig_dims=len(sig), dims=dims)
         self.recording = None
@@ -146,11 +149,17 @@ class Acquisition(ArrayDataSet):
         return math.prod(self.sig_shape) * self.dtype.itemsize
 
     # -- runs ------------------------------------------------------------------------------
-    def planned_for(self, target) -> ArrayDataSet:
+    def planned_for(self, target) -> DataSet:
         """On a cluster: a copy whose partitions the workers get from this process's
-        feeder (see :mod:`ltdask.acquire.cluster`); else the acquisition itself."""
+        feeder (see :mod:`ltdask.acquire.cluster`); else, where the source's payloads are
+        a file format's records, the partitions' payloads read as such files, tile by tile
+        (:mod:`ltdask.acquire.blocks`; not while recording: that decodes the frames);
+        else the acquisition itself."""
         if not target.on_cluster:
-            return self
+            from ltdask.acquire.blocks import files_of
+
+            files = None if self.recording is not None else files_of(self)
+            return self if files is None else files
         from ltdask.acquire.cluster import cluster_blocks
         from ltdask.runtime.schedulers import cluster_client, default_client
 
@@ -172,7 +181,16 @@ class Acquisition(ArrayDataSet):
         """What the partition tasks need: an in-memory dataset of the same grid, without
         the receiver, the store and the source (they stay in this process)."""
         light = object.__new__(ArrayDataSet)
-        live = ("source", "store", "header", "_receiver", "_watchdog", "_feeder", "recording")
+        live = (
+            "source",
+            "store",
+            "header",
+            "handle",
+            "_receiver",
+            "_watchdog",
+            "_feeder",
+            "recording",
+        )
         light.__dict__.update({k: v for k, v in self.__dict__.items() if k not in live})
         light._array = None
         light.coords = {}
@@ -183,6 +201,16 @@ class Acquisition(ArrayDataSet):
         there: ``(frames, payloads)``, the frames decoded and recorded (``record=``); the
         caller gives the payloads back (`FrameStore.recycle`) once the frames do not use
         them."""
+        payloads, arrived = self.take_payloads(first, shape)
+        frames = self.source.decode(payloads).reshape((*shape, *self.sig_shape))
+        if self.recording is not None:
+            self.recording.write(first, frames, arrived)
+        return frames, payloads
+
+    def take_payloads(self, first: tuple, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """``(payloads, arrived)`` of the partition at nav index `first` of nav shape
+        `shape`, once its frames are there: payloads ``(frames, *payload_shape)``, zeros for
+        the frames that never came (a warning says so, once), and which came."""
         start = int(np.ravel_multi_index(first, self.nav_shape)) if self.nav_shape else 0
         payloads, arrived = self.store.take(start, start + math.prod(shape))
         if not self._told_missing and not arrived.all():
@@ -193,12 +221,9 @@ class Acquisition(ArrayDataSet):
                 "their positions invalid, but results of ltdask.lazy computed by dask hold "
                 "zeros there as valid: pass them through acq.settle(results)",
                 MissingFramesWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
-        frames = self.source.decode(payloads).reshape((*shape, *self.sig_shape))
-        if self.recording is not None:
-            self.recording.write(first, frames, arrived)
-        return frames, payloads
+        return payloads, arrived
 
     # -- the receiver ----------------------------------------------------------------------
     def _receive(self) -> None:

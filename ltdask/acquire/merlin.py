@@ -32,6 +32,8 @@ from ltdask.acquire.mpx import (
 )
 from ltdask.acquire.source import Header, Sink, Source
 from ltdask.acquire.store import AcquisitionError
+from ltdask.io.decode import Decoder
+from ltdask.io.fileset import File, FileSet
 
 #: bytes the receiver reads from the socket at most at once
 BATCH_BYTES = 4 * 2**20
@@ -321,6 +323,9 @@ class MerlinSource(Source):
 
     def decode(self, payloads: np.ndarray) -> np.ndarray:
         return self.frames.decode(payloads)
+
+    def fileset(self, files: list[File]) -> tuple[FileSet, Decoder]:
+        return self.frames.fileset(files)
 
     def _close_control(self) -> None:
         """Control connections are per use (a Merlin serves one at a time): the port is

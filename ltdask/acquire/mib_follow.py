@@ -22,6 +22,8 @@ from ltdask.acquire.merlin import BATCH_BYTES, acquisition_of
 from ltdask.acquire.mpx import AcquisitionHeader, MibFrames, header_size, sequence_numbers
 from ltdask.acquire.source import Header, Sink, Source
 from ltdask.acquire.store import AcquisitionError
+from ltdask.io.decode import Decoder
+from ltdask.io.fileset import File, FileSet
 
 __all__ = ["MibFollowSource", "follow_mib"]
 
@@ -156,6 +158,9 @@ class MibFollowSource(Source):
 
     def decode(self, payloads: np.ndarray) -> np.ndarray:
         return self.frames.decode(payloads)
+
+    def fileset(self, files: list[File]) -> tuple[FileSet, Decoder]:
+        return self.frames.fileset(files)
 
     def close(self) -> None:
         if self._file is not None:

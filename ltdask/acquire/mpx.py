@@ -182,11 +182,11 @@ class MibFrames:
                 f"{'' if h.counter_depth is None else f', {h.counter_depth}-bit'})"
             )
 
-    def _reader(self, count: int) -> tuple[FileSet, Decoder]:
-        """A file set of `count` frames in one buffer (no file: a signature of its own, so
-        that it is never looked up on disk) and its decoder."""
+    def fileset(self, files: list[File]) -> tuple[FileSet, Decoder]:
+        """The ``.mib`` reader's file set of `files` (whose bytes are frames of this
+        layout, back to back: a buffer of payloads, or the blocks of
+        `ltdask.io.block_files.partition_files`) and its decoder."""
         h, geom = self.header, self.geometry
-        files = [File("<frames>", 0, count, 0, signature=(0, 0, count * self.frame_bytes, 0))]
         if h.raw:
             assert h.counter_depth is not None
             fileset: FileSet = MibRawFileSet(
@@ -201,7 +201,10 @@ class MibFrames:
         """Frames ``(k, *sig_shape)`` from `payloads` (``(k, frame_bytes)`` uint8)."""
         k = len(payloads)
         flat = np.ascontiguousarray(payloads, dtype=np.uint8).reshape(-1)
-        fileset, decoder = self._reader(max(k, 1))
+        # (one buffer of k frames, as a file: a signature of its own, never looked up)
+        count = max(k, 1)
+        files = [File("<frames>", 0, count, 0, signature=(0, 0, count * self.frame_bytes, 0))]
+        fileset, decoder = self.fileset(files)
         shape = (k, *self.sig_shape)
         out = np.zeros(shape, self.dtype) if decoder.clear_first else np.empty(shape, self.dtype)
         if k:

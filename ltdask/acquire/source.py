@@ -14,9 +14,13 @@ import abc
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ltdask.io.decode import Decoder
+    from ltdask.io.fileset import File, FileSet
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,13 @@ class Source(abc.ABC):
         *payload_shape)``); runs in the partition tasks. By default the payloads are the
         frames."""
         return payloads
+
+    def fileset(self, files: list[File]) -> tuple[FileSet, Decoder] | None:
+        """Where payloads are a file format's records of frames: the format's file set of
+        `files` (each of whose bytes are payloads back to back) and its decoder, through
+        which runs read the payloads tile by tile as they read such files
+        (`ltdask.io.block_files`); None (the default): they are decoded whole (`decode`)."""
+        return None
 
     def close(self) -> None:  # noqa: B027  (most sources have something to close)
         """Release the source's sockets and files (the receiver thread has stopped)."""

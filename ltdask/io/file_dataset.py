@@ -16,7 +16,7 @@ import numpy as np
 from ltdask.common import Slice
 from ltdask.io.dataset import DataSet
 from ltdask.io.decode import Decoder
-from ltdask.io.fileset import FileSet, MappedFiles
+from ltdask.io.fileset import FileBuffers, FileSet
 from ltdask.io.tiling import TilingScheme, flat_of
 from ltdask.runtime import scratch
 
@@ -79,7 +79,7 @@ class FileDataSet(DataSet):
             and np.dtype(dtype) == self.raw_dtype
         )
 
-    def _views(self, maps: MappedFiles, frames: np.ndarray) -> list[np.ndarray] | None:
+    def _views(self, maps: FileBuffers, frames: np.ndarray) -> list[np.ndarray] | None:
         """Views of the files for a run of consecutive present `frames`, one per file."""
         if frames.size == 0 or frames[0] < 0 or frames[-1] - frames[0] != frames.size - 1:
             return None
@@ -97,7 +97,7 @@ class FileDataSet(DataSet):
             first = end
         return pieces
 
-    def _record_rows(self, maps: MappedFiles, pieces: list[np.ndarray], first: int) -> list:
+    def _record_rows(self, maps: FileBuffers, pieces: list[np.ndarray], first: int) -> list:
         """For each of `pieces` (of `_views`, from stream frame `first` on) whose frames are
         not one C-contiguous array (headers or footers between them): its frames' records as
         C-contiguous rows and the pixels' offset in a row (`FileSet.record_rows`), or None."""
@@ -143,7 +143,7 @@ class FileDataSet(DataSet):
         frames = self.stream_frames(positions)
         if frames.size == 0:
             return
-        maps = self.fileset.open()
+        maps = self.open_files(frames, block)
         pieces = self._views(maps, frames) if self._straight(dtype) else None
         if pieces is None:
             yield from self._decoded_tiles(maps, frames, scheme, dtype, 0)
@@ -173,25 +173,30 @@ class FileDataSet(DataSet):
         if group is not None:
             yield from self._decoded_tiles(maps, frames[group:], scheme, dtype, group)
 
+    def open_files(self, frames: np.ndarray, block=None) -> FileBuffers:
+        """The files (by index in the file set) holding stream `frames`, for a task that
+        reads them; `block`: the partition's dask block, where the dataset has blocks."""
+        return self.fileset.open()
+
     def can_sum_tiles(self, scheme: TilingScheme) -> bool:
         """Whether `tile_sums` sums the tiles of `scheme` (`Decoder.can_sum`: packed or
         swapped pixels whose columns the slices do not cut inside a word)."""
         return self.decoder.can_sum(scheme)
 
-    def tile_sums(self, positions: np.ndarray, scheme: TilingScheme):
+    def tile_sums(self, positions: np.ndarray, scheme: TilingScheme, block=None):
         """An iterator of ``(first, n, scheme_idx, sums)`` per tile: its `n` frames summed
         per pixel of its signal slice (flat, in the decoder's `sum_dtype`; one buffer,
         reused), decoded on the way and never into a tile (`Decoder.add_sums`) -- or None
         where the decoder cannot for `scheme` (the run then reads tiles)."""
         if not self.can_sum_tiles(scheme):
             return None
-        return self._tile_sums(self.stream_frames(positions), scheme)
+        return self._tile_sums(self.stream_frames(positions), scheme, block)
 
-    def _tile_sums(self, frames: np.ndarray, scheme: TilingScheme):
+    def _tile_sums(self, frames: np.ndarray, scheme: TilingScheme, block):
         if frames.size == 0:
             return
         tiles, ranges = self.fileset.read_ranges(frames, scheme.depth, scheme.slices_array)
-        maps = self.fileset.open()
+        maps = self.open_files(frames, block)
         slice_px = [math.prod(s.shape) for s in scheme.slices]
         sums = scratch.empty(max(slice_px), self.decoder.sum_dtype)
         for t, (first, n, s) in enumerate(tiles.tolist()):
@@ -204,7 +209,7 @@ class FileDataSet(DataSet):
                 acc += tile.reshape(n, -1).sum(axis=0, dtype=acc.dtype)
             yield first, n, s, acc
 
-    def _decoded_tiles(self, maps: MappedFiles, frames, scheme: TilingScheme, dtype, offset):
+    def _decoded_tiles(self, maps: FileBuffers, frames, scheme: TilingScheme, dtype, offset):
         """Flat tiles of `frames` decoded into a buffer (reused: each tile is processed
         before the next), numbered from `offset` within the partition."""
         tiles, ranges = self.fileset.read_ranges(frames, scheme.depth, scheme.slices_array)

@@ -8,6 +8,7 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from ltdask.io.checks import Signature, signature_of, stat_regular_file
 from ltdask.io.maps import map_file
 from ltdask.io.read_ranges import strided_read_ranges
 
-__all__ = ["File", "FileSet", "MappedFiles", "with_signatures"]
+__all__ = ["File", "FileBuffers", "FileSet", "MappedFiles", "with_signatures"]
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ class FileSet:
         header = self.files[file_idx].header_bytes
         return not (self.frame_stride % item or header % item or self.frame_header_bytes % item)
 
-    def straight_view(self, buffers: MappedFiles, file_idx: int) -> np.ndarray | None:
+    def straight_view(self, buffers: FileBuffers, file_idx: int) -> np.ndarray | None:
         """All frames of one file as a ``(n, *sig)`` view of its bytes, or None when the
         layout does not allow a view (packed pixels, misaligned headers)."""
         if not self._pixels_are_items(file_idx):
@@ -166,7 +167,7 @@ class FileSet:
         )
         return view.reshape((n, *self.sig_shape))
 
-    def record_rows(self, buffers: MappedFiles, file_idx: int) -> tuple[np.ndarray, int] | None:
+    def record_rows(self, buffers: FileBuffers, file_idx: int) -> tuple[np.ndarray, int] | None:
         """All frame records of one file as a C-contiguous ``(n, frame_stride / itemsize)``
         view (each row a frame's header, pixels and footer) and where the pixels start in a
         row; None when the layout does not allow it, or the file ends before the last
@@ -224,6 +225,12 @@ class FileSet:
             self.frame_footer_bytes,
             self.bits_per_px,
         )
+
+
+class FileBuffers(Protocol):
+    """The bytes of a file set's files by index, as decoders read them (`MappedFiles`)."""
+
+    def __getitem__(self, idx: int) -> np.ndarray: ...
 
 
 class MappedFiles:

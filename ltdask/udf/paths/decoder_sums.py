@@ -34,9 +34,10 @@ class TileSums(Protocol):
         """Whether `tile_sums` sums the tiles of `scheme`."""
 
     def tile_sums(
-        self, positions: np.ndarray, scheme: TilingScheme
+        self, positions: np.ndarray, scheme: TilingScheme, block=None
     ) -> Iterator[tuple[int, int, int, np.ndarray]] | None:
-        """``(first, n, scheme_idx, sums)`` per tile, or None where it cannot."""
+        """``(first, n, scheme_idx, sums)`` per tile (`block`: the partition's dask
+        block, where the dataset has blocks), or None where it cannot."""
 
 
 @runtime_checkable
@@ -82,7 +83,7 @@ class DecoderSums:
     def deliver(self, feed: PartitionFeed) -> None:
         dataset = feed.dataset
         assert isinstance(dataset, TileSums)
-        sums = dataset.tile_sums(feed.present, feed.scheme)
+        sums = dataset.tile_sums(feed.present, feed.scheme, feed.block)
         if sums is None:
             DecodedTiles(self.tile_dtype, self.form).deliver(feed)
             return
