@@ -20,6 +20,8 @@ from ltdask.acquire.source import Header, Sink, Source
 from ltdask.acquire.store import AcquisitionError
 from ltdask.exceptions import DataSetError
 from ltdask.io.checks import check_bytes, check_dtype, check_shape
+from ltdask.io.decode import Decoder
+from ltdask.io.fileset import File, FileSet
 
 
 class RawFollowSource(Source):
@@ -161,6 +163,12 @@ class RawFollowSource(Source):
         pixels = payloads[:, self.frame_header : self.frame_header + self.frame_bytes]
         frames = np.ascontiguousarray(pixels).view(self.stored)
         return frames.reshape((-1, *self.sig_shape)).astype(self.stored.newbyteorder("="))
+
+    def fileset(self, files: list[File]) -> tuple[FileSet, Decoder] | None:
+        if not self.as_bytes:
+            return None
+        fileset = FileSet(files, self.sig_shape, self.stored, self.frame_header, self.frame_footer)
+        return fileset, Decoder(self.stored)
 
     def close(self) -> None:
         if self._fd is not None:

@@ -1,9 +1,10 @@
-"""A Merlin acquisition's partitions are read as ``.mib`` files are: each task decodes its
-partition's payloads (the records received, headers included) tile by tile through the
-``.mib`` reader's file set and decoder (``ltdask.acquire.blocks``), never into a whole
-partition of frames; the results equal those of ``ltdask.open_mib`` on the same file, bit
-for bit, for every layout, tiles that cut frames, partitions of any size, lost frames and
-``ltdask.lazy``."""
+"""An acquisition whose payloads are a file format's records is read as such files are:
+each task decodes its partition's payloads (the records received, headers included) tile
+by tile through the format's file set and decoder (``ltdask.acquire.blocks``), never into a
+whole partition of frames. A Merlin stream's results equal those of ``ltdask.open_mib`` on
+the same file, bit for bit, for every layout, tiles that cut frames, partitions of any
+size, lost frames and ``ltdask.lazy``; a growing raw file's with frame headers, those of
+numpy."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from helpers.merlinstreams import MODES, assert_same_results, udfs, write_scan
 from helpers.mibfiles import make_counts, write_hdr, write_mib
 
 import ltdask
-from ltdask.acquire import merlin
+from ltdask.acquire import RawFollowSource, follow, merlin
 from ltdask.acquire.mpx import MibFrames
 from ltdask.acquire.simulate.merlin import MerlinSimulator
 from ltdask.exceptions import MissingFramesWarning
@@ -158,3 +159,26 @@ def test_sums_alone_come_from_the_decoder(tmp_path, monkeypatch, never_whole):
     (total,), _, _ = _live(hdr, [SumUDF()], frames_per_partition=5)
     assert summed
     np.testing.assert_array_equal(total["intensity"].values, counts.sum(axis=0, dtype=np.int64))
+
+
+@pytest.mark.parametrize(
+    "dtype, header, footer", [(">u2", 12, 4), ("<f4", 0, 8)], ids=["u16-bigendian", "f32"]
+)
+def test_a_raw_file_with_frame_headers_is_read_tile_by_tile(
+    tmp_path, monkeypatch, tile_shapes, dtype, header, footer
+):
+    def whole(self, payloads):
+        raise AssertionError("a partition was decoded into whole frames")
+
+    monkeypatch.setattr(RawFollowSource, "decode", whole)
+    frames = np.random.default_rng(9).integers(0, 3000, (12, 6, 5)).astype(dtype)
+    records = [b"\xab" * header + f.tobytes() + b"\xcd" * footer for f in frames]
+    path = tmp_path / "scan.raw"
+    path.write_bytes(b"".join(records))
+    options = dict(frame_header_bytes=header, frame_footer_bytes=footer)
+    with follow(path, (3, 4), (6, 5), dtype, frames_per_partition=5, **options) as acq:
+        total, per_frame = ltdask.compute(acq, [SumUDF(), SumSigUDF()])
+    assert tile_shapes
+    f64 = frames.astype(np.float64)
+    np.testing.assert_array_equal(total["intensity"].values, f64.sum(axis=0))
+    np.testing.assert_array_equal(per_frame["intensity"].values, f64.sum(axis=(1, 2)).reshape(3, 4))
