@@ -161,6 +161,20 @@ def test_sums_alone_come_from_the_decoder(tmp_path, monkeypatch, never_whole):
     np.testing.assert_array_equal(total["intensity"].values, counts.sum(axis=0, dtype=np.int64))
 
 
+def test_a_roi(tmp_path, never_whole):
+    hdr, counts = write_scan(tmp_path, "raw12-quad")
+    roi = np.random.default_rng(4).random(24) < 0.4
+    ds = ltdask.open_mib(str(hdr))
+    expected = ltdask.compute(ds, udfs(ds.sig_shape)[:2], roi=roi.reshape(ds.nav_shape))
+    with MerlinSimulator(hdr, port=0) as sim:
+        with merlin("127.0.0.1", sim.port, frames_per_partition=5) as acq:
+            got = ltdask.compute(acq, udfs(acq.sig_shape)[:2], roi=roi.reshape(acq.nav_shape))
+    assert_same_results(got, expected)
+    np.testing.assert_array_equal(
+        got[0]["intensity"].values, counts[roi].sum(axis=0, dtype=np.int64)
+    )
+
+
 @pytest.mark.parametrize(
     "dtype, header, footer", [(">u2", 12, 4), ("<f4", 0, 8)], ids=["u16-bigendian", "f32"]
 )
