@@ -35,7 +35,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ltdask.io.formats.mib.rows import LITTLE_ENDIAN, decode_row, field12
+from ltdask.io.formats.mib.rows import LITTLE_ENDIAN, decode_row, field12, move_rows
 from ltdask.io.read_ranges import (
     _find_file,
     _run_offset,
@@ -192,9 +192,19 @@ def decode_raw(src, file_idx, ranges, field_bits, add, out):
     Consecutive ranges whose rows lie in the same raw rows (a quad frame's four chips) are
     decoded raw row by raw row, each raw row front to back, instead of chip by chip in four
     strided passes over the frame (12-bit quad frames not in the cache: 200 -> 170 us).
+    Where the pixels are as wide as their fields (8 or 16 bits) and the ranges whole words
+    at whole output words, their rows' words are moved by `move_rows`, which works out
+    each range's offsets once (not for every row).
     """
     words = src[: (src.shape[0] // 8) * 8].view(np.uint64)
+    moved = LITTLE_ENDIAN and not add and out.itemsize * 8 == field_bits
+    per = 8 // out.itemsize
+    if moved:
+        out_words = out[: (out.shape[0] // per) * per].view(np.uint64)
+    else:
+        out_words = np.empty(0, np.uint64)
     count = ranges.shape[0]
+    plans = np.empty((count if moved else 0, 6), np.int64)
     i = 0
     while i < count:
         if ranges[i, 0] != file_idx or ranges[i, 1] == ranges[i, 2]:
@@ -202,6 +212,10 @@ def decode_raw(src, file_idx, ranges, field_bits, add, out):
             continue
         j = _same_raw_rows(ranges, i, file_idx, field_bits)
         rows = ranges[i, 6]
+        if moved and _word_plans(ranges, i, j, field_bits, plans):
+            move_rows(words, out_words, plans[: j - i], rows, field_bits)
+            i = j
+            continue
         for r in range(rows):
             if ranges[i, 1] > ranges[j - 1, 1]:  # (the blocks of a raw row, last first)
                 for g in range(j - 1, i - 1, -1):
@@ -210,6 +224,32 @@ def decode_raw(src, file_idx, ranges, field_bits, add, out):
                 for g in range(i, j):
                     decode_row(src, words, ranges[g], r, field_bits, add, out)
         i = j
+
+
+@numba.njit(nogil=True, cache=True)
+def _word_plans(ranges, i, j, field_bits, plans):
+    """Into `plans` the plans of `move_rows` for ranges ``i .. j`` (the blocks of the
+    same raw rows, in the order of their words); False where a range is not whole words
+    placed at whole output words."""
+    ppw = 64 // field_bits
+    back = ranges[i, 1] > ranges[j - 1, 1]
+    for q in range(j - i):
+        g = j - 1 - q if back else i + q
+        start, skip, n, rows = ranges[g, 1], ranges[g, 4], ranges[g, 5], ranges[g, 6]
+        src_stride, dest_stride = ranges[g, 7], ranges[g, 9]
+        reverse = ranges[g, 8] < 0
+        lo = ranges[g, 3] - n + 1 if reverse else ranges[g, 3]
+        whole = start % 8 == 0 and skip == 0 and n % ppw == 0 and lo % ppw == 0
+        whole = whole and (rows == 1 or (src_stride % ppw == 0 and dest_stride % ppw == 0))
+        if not whole:
+            return False
+        plans[q, 0] = start // 8
+        plans[q, 1] = src_stride // ppw
+        plans[q, 2] = n // ppw
+        plans[q, 3] = lo // ppw
+        plans[q, 4] = dest_stride // ppw
+        plans[q, 5] = 1 if reverse else 0
+    return True
 
 
 @numba.njit(nogil=True, cache=True)

@@ -93,6 +93,33 @@ def words_as_pixels(words, out, field_bits, reverse):
 
 
 @numba.njit(nogil=True, cache=True)
+def move_rows(words, out_words, plans, rows, field_bits):
+    """Rows ``0 .. rows`` of read ranges of whole words whose pixels are as wide as their
+    fields (8 or 16 bits), as `words_as_pixels` moves them, into `out_words` (the output's
+    words): for each row, each range of `plans` in turn. A plan's row is ``(first word,
+    words from one row to the next, words of a row, first output word, output words from
+    one row to the next, reversed)``, worked out once per range: making the views, the
+    divisions and the call of every row cost more than moving a quad chip's row (12-bit
+    quad frames: 190 -> 125 us, their top halves 63 -> 16)."""
+    for r in range(rows):
+        for g in range(plans.shape[0]):
+            w0 = plans[g, 0] + r * plans[g, 1]
+            nw = plans[g, 2]
+            o0 = plans[g, 3] + r * plans[g, 4]
+            src = words[w0 : w0 + nw]
+            dst = out_words[o0 : o0 + nw]
+            if plans[g, 5] == 0:
+                for w in range(nw):
+                    dst[w] = _reverse_bytes(src[w])
+            elif field_bits == 16:
+                for w in range(nw):
+                    dst[w] = _swap_lane_bytes(src[nw - 1 - w])
+            else:
+                for w in range(nw):
+                    dst[w] = src[nw - 1 - w]
+
+
+@numba.njit(nogil=True, cache=True)
 def _row12(words, out, reverse):
     """Pixels of `words` into `out` (``out[0]`` first, or ``out[-1]`` first if `reverse`)."""
     nw = words.shape[0]
