@@ -398,8 +398,11 @@ def test_sig_shape_reinterprets_frames(tmp_path, raw, quad, sig_shape, few_frame
 @given(
     chunks=st.tuples(st.integers(1, 7), st.integers(3, 16 + GAP), st.integers(9, 128 + GAP)),
     depth=st.sampled_from([1, 6, 12, 24]),
+    native=st.booleans(),
 )
-def test_any_chunking_of_raw_quad(tmp_path_factory, chunks, depth):
+def test_any_chunking_of_raw_quad(tmp_path_factory, chunks, depth, native):
+    # native: 6- and 12-bit pixels as wide as their fields, moved a word at a time where
+    # the chunk's rows are whole words (`move_rows`), else decoded pixel by pixel
     # one folder per depth: files of one folder that differ in a trailing number are one scan
     folder = tmp_path_factory.getbasetemp() / f"quad-{depth}bit"
     folder.mkdir(exist_ok=True)
@@ -407,7 +410,8 @@ def test_any_chunking_of_raw_quad(tmp_path_factory, chunks, depth):
     counts = make_counts(np.random.default_rng(depth), 7, (16 + GAP, 128 + GAP), depth, GAP)
     if not path.exists():
         write_mib(path, counts, depth=depth, raw=True, quad=True, gap=GAP)
-    got = open_mib(path).to_dask(dtype="float64", chunks=chunks).compute()
+    got = open_mib(path).to_dask(dtype=None if native else "float64", chunks=chunks).compute()
+    assert got.dtype == (counts.dtype if native else np.float64)
     np.testing.assert_array_equal(got, counts)
 
 
