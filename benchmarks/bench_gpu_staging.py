@@ -95,6 +95,51 @@ def staging_method(path: str, dtype, threads: int, tile: int = 8 * MIB):
     return go
 
 
+def mapped_copy_method(path: str, chunk: int = 64 * MIB):
+    """The file's pages copied to the device straight from its memory map in copies of
+    `chunk` bytes: pageable memory, staged by the driver (no copy of ours)."""
+    import cupy
+
+    mapped = np.memmap(path, np.uint8, "r")
+    device = cupy.empty(chunk, np.uint8)
+    stream = cupy.cuda.Stream(non_blocking=True)
+
+    def go():
+        for start in range(0, mapped.size, chunk):
+            n = min(chunk, mapped.size - start)
+            device[:n].set(mapped[start : start + n], stream=stream)
+        stream.synchronize()
+
+    return go
+
+
+def registered_copy_method(path: str, chunk: int = 64 * MIB):
+    """As `mapped_copy_method`, with the memory map registered with CUDA once (read-only
+    ``cudaHostRegister``): the page cache's pages read by the device itself, no host copy
+    -- where the driver can lock a file's pages. Prints what the registration took."""
+    import cupy
+
+    runtime = cupy.cuda.runtime
+    mapped = np.memmap(path, np.uint8, "r")
+    t0 = time.perf_counter()
+    runtime.hostRegister(mapped.ctypes.data, mapped.size, 8)  # (cudaHostRegisterReadOnly)
+    log(f"  registered {mapped.size / 2**30:.2f} GiB in {time.perf_counter() - t0:.2f} s")
+    device = cupy.empty(chunk, np.uint8)
+    stream = cupy.cuda.Stream(non_blocking=True)
+
+    def go():
+        for start in range(0, mapped.size, chunk):
+            n = min(chunk, mapped.size - start)
+            runtime.memcpyAsync(
+                device.data.ptr, mapped.ctypes.data + start, n, runtime.memcpyHostToDevice,
+                stream.ptr,
+            )  # fmt: skip
+        stream.synchronize()
+
+    go.mapped = mapped  # (the registration lives as long as the map)
+    return go
+
+
 def udf_method(path, dtype, nav, make, backends, **config):
     def go():
         with dask.config.set(config):
@@ -111,6 +156,7 @@ def methods_for(path, dtype, nav) -> dict:
     gpu = ("cupy",)
     m = {
         f"{name} copy limit, one copy": copy_method(nbytes),
+        f"{name} copy from the memory map (pageable)": mapped_copy_method(path),
         f"{name} copy limit, 8 MiB copies": chunked_copy_method(nbytes, 8 * MIB),
         f"{name} host read to pinned, 1 thread": host_read_method(path, 1),
         f"{name} host read to pinned, {cpus} threads": host_read_method(path, cpus),
@@ -120,6 +166,10 @@ def methods_for(path, dtype, nav) -> dict:
         f"{name} SumUDF gpu": udf_method(path, dtype, nav, SumUDF, gpu),
         f"{name} StdDevUDF gpu": udf_method(path, dtype, nav, StdDevUDF, gpu),
     }
+    try:
+        m[f"{name} copy from the memory map, registered"] = registered_copy_method(path)
+    except Exception as e:  # (a driver that cannot lock a file's pages)
+        log(f"  {name}: registering the memory map: {type(e).__name__}: {e}")
     for tile in ("32MiB", "128MiB"):
         for label, make in (("SumUDF", SumUDF), ("StdDevUDF", StdDevUDF)):
             m[f"{name} {label} gpu, tiles {tile}"] = udf_method(
