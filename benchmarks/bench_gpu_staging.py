@@ -9,7 +9,6 @@ CUDA device (``--small``: nav 32x32). Uses the raw scans of `bench_read`.
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import io
 import os
@@ -23,7 +22,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import dask  # noqa: E402
-from bench_gpu import copy_method, no_device  # noqa: E402
+from bench_gpu import copy_method, gpu_options, without_device  # noqa: E402
 from bench_read import SIG, cache_file, gbps, log, measure, scan_path, write_scan  # noqa: E402
 
 import ltdask  # noqa: E402
@@ -205,15 +204,8 @@ def profile(path, dtype, nav) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dir", default="/tmp/ltdask-bench-read")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--small", action="store_true", help="nav 32x32")
-    parser.add_argument("--out", help="write the table and the profile (markdown) here too")
-    args = parser.parse_args(argv)
-    why = no_device()
-    if why is not None:
-        print(f"bench_gpu_staging: no CUDA device: {why}", file=sys.stderr)
+    args = gpu_options(argv, __doc__.splitlines()[0], repeats=3)
+    if without_device("bench_gpu_staging"):
         return 2
     nav = (32, 32) if args.small else (128, 128)
     os.makedirs(args.dir, exist_ok=True)
