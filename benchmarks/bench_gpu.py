@@ -210,16 +210,27 @@ def split_check(path, dtype, nav) -> str:
     )
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def gpu_options(argv, description: str, repeats: int) -> argparse.Namespace:
+    """The options of the GPU benchmarks (the scans of `bench_read`)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--dir", default="/tmp/ltdask-bench-read")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=repeats)
     parser.add_argument("--small", action="store_true", help="nav 32x32")
     parser.add_argument("--out", help="write the tables (markdown) to this file too")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def without_device(name: str) -> bool:
+    """Says so (on stderr) where this process has no CUDA device."""
     why = no_device()
     if why is not None:
-        print(f"bench_gpu: no CUDA device: {why}; run it on a machine with one", file=sys.stderr)
+        print(f"{name}: no CUDA device: {why}; run it on a machine with one", file=sys.stderr)
+    return why is not None
+
+
+def main(argv=None) -> int:
+    args = gpu_options(argv, __doc__.splitlines()[0], repeats=5)
+    if without_device("bench_gpu"):
         return 2
     import cupy
 

@@ -9,7 +9,6 @@ CUDA device (``--small``: nav 32x32). Uses the raw scans of `bench_read`.
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import io
 import os
@@ -23,7 +22,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import dask  # noqa: E402
-from bench_gpu import copy_method, no_device  # noqa: E402
+from bench_gpu import copy_method, gpu_options, without_device  # noqa: E402
 from bench_read import SIG, cache_file, gbps, log, measure, scan_path, write_scan  # noqa: E402
 
 import ltdask  # noqa: E402
@@ -95,6 +94,51 @@ def staging_method(path: str, dtype, threads: int, tile: int = 8 * MIB):
     return go
 
 
+def mapped_copy_method(path: str, chunk: int = 64 * MIB):
+    """The file's pages copied to the device straight from its memory map in copies of
+    `chunk` bytes: pageable memory, staged by the driver (no copy of ours)."""
+    import cupy
+
+    mapped = np.memmap(path, np.uint8, "r")
+    device = cupy.empty(chunk, np.uint8)
+    stream = cupy.cuda.Stream(non_blocking=True)
+
+    def go():
+        for start in range(0, mapped.size, chunk):
+            n = min(chunk, mapped.size - start)
+            device[:n].set(mapped[start : start + n], stream=stream)
+        stream.synchronize()
+
+    return go
+
+
+def registered_copy_method(path: str, chunk: int = 64 * MIB):
+    """As `mapped_copy_method`, with the memory map registered with CUDA once (read-only
+    ``cudaHostRegister``): the page cache's pages read by the device itself, no host copy
+    -- where the driver can lock a file's pages. Prints what the registration took."""
+    import cupy
+
+    runtime = cupy.cuda.runtime
+    mapped = np.memmap(path, np.uint8, "r")
+    t0 = time.perf_counter()
+    runtime.hostRegister(mapped.ctypes.data, mapped.size, 8)  # (cudaHostRegisterReadOnly)
+    log(f"  registered {mapped.size / 2**30:.2f} GiB in {time.perf_counter() - t0:.2f} s")
+    device = cupy.empty(chunk, np.uint8)
+    stream = cupy.cuda.Stream(non_blocking=True)
+
+    def go():
+        for start in range(0, mapped.size, chunk):
+            n = min(chunk, mapped.size - start)
+            runtime.memcpyAsync(
+                device.data.ptr, mapped.ctypes.data + start, n, runtime.memcpyHostToDevice,
+                stream.ptr,
+            )  # fmt: skip
+        stream.synchronize()
+
+    go.mapped = mapped  # (the registration lives as long as the map)
+    return go
+
+
 def udf_method(path, dtype, nav, make, backends, **config):
     def go():
         with dask.config.set(config):
@@ -111,6 +155,7 @@ def methods_for(path, dtype, nav) -> dict:
     gpu = ("cupy",)
     m = {
         f"{name} copy limit, one copy": copy_method(nbytes),
+        f"{name} copy from the memory map (pageable)": mapped_copy_method(path),
         f"{name} copy limit, 8 MiB copies": chunked_copy_method(nbytes, 8 * MIB),
         f"{name} host read to pinned, 1 thread": host_read_method(path, 1),
         f"{name} host read to pinned, {cpus} threads": host_read_method(path, cpus),
@@ -120,6 +165,10 @@ def methods_for(path, dtype, nav) -> dict:
         f"{name} SumUDF gpu": udf_method(path, dtype, nav, SumUDF, gpu),
         f"{name} StdDevUDF gpu": udf_method(path, dtype, nav, StdDevUDF, gpu),
     }
+    try:
+        m[f"{name} copy from the memory map, registered"] = registered_copy_method(path)
+    except Exception as e:  # (a driver that cannot lock a file's pages)
+        log(f"  {name}: registering the memory map: {type(e).__name__}: {e}")
     for tile in ("32MiB", "128MiB"):
         for label, make in (("SumUDF", SumUDF), ("StdDevUDF", StdDevUDF)):
             m[f"{name} {label} gpu, tiles {tile}"] = udf_method(
@@ -155,15 +204,8 @@ def profile(path, dtype, nav) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dir", default="/tmp/ltdask-bench-read")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--small", action="store_true", help="nav 32x32")
-    parser.add_argument("--out", help="write the table and the profile (markdown) here too")
-    args = parser.parse_args(argv)
-    why = no_device()
-    if why is not None:
-        print(f"bench_gpu_staging: no CUDA device: {why}", file=sys.stderr)
+    args = gpu_options(argv, __doc__.splitlines()[0], repeats=3)
+    if without_device("bench_gpu_staging"):
         return 2
     nav = (32, 32) if args.small else (128, 128)
     os.makedirs(args.dir, exist_ok=True)

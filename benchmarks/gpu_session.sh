@@ -7,6 +7,11 @@
 # Writes its logs and tables to $OUT (default /tmp/ltdask-gpu-session).
 #
 #   run(command="bash benchmarks/gpu_session.sh", carry=[".whl"], timeout_s=540)
+#
+# Where the GPU rows' time goes (the bus, copies into pinned buffers, copies straight
+# from the registered memory map, tile sizes, threads; about 2 minutes), in a second call:
+#
+#   run(command="STAGING=1 bash benchmarks/gpu_session.sh", carry=[".whl"], timeout_s=300)
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/ltdask-gpu-session}
@@ -38,6 +43,11 @@ except Exception as e:  # (the tests skip, the benchmark says so)
     print(f"no CUDA device through CuPy: {type(e).__name__}: {e}")
 PY
 } 2>&1 | tee "$OUT/environment.txt" || exit 3
+if [ -n "${STAGING:-}" ]; then
+  timeout 240 $PY benchmarks/bench_gpu_staging.py --out "$OUT/staging.md" 2>&1 \
+    | tee "$OUT/staging.log"
+  exit $?
+fi
 # the tests that need a GPU (they skip without one), and those of the GPU cluster
 # (GPU_TESTS: other test paths, for a rerun that needs only some)
 timeout 200 $PY -m pytest -q -p no:cacheprovider -m "slow or not slow" -k "cupy or cuda or gpu" \

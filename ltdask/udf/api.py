@@ -13,6 +13,7 @@ from ltdask.io.dataset import DataSet
 from ltdask.io.partition import for_run
 from ltdask.runtime.schedulers import RunTarget
 from ltdask.udf.assemble import compute_datasets, to_datasets
+from ltdask.udf.backends import stages_to_gpu
 from ltdask.udf.graph import Run
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.steps import RunControl, initial_datasets, iter_steps
@@ -130,7 +131,9 @@ def _run(dataset, udfs, roi, corrections, backends, scheduler) -> Run:
     if isinstance(udfs, UDFBase):
         udfs = [udfs]
     target = RunTarget.resolve(scheduler)
-    return Run(for_run(dataset, target), list(udfs), roi, corrections, backends, target)
+    udfs = list(udfs)
+    device = stages_to_gpu(dataset, udfs, backends, target)
+    return Run(for_run(dataset, target, device), udfs, roi, corrections, backends, target)
 
 
 def iter_results(

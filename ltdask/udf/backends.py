@@ -346,6 +346,20 @@ class TileForms:
         return np.ascontiguousarray(self.get(NUMPY))
 
 
+def stages_to_gpu(dataset, udfs, backends, target) -> bool:
+    """Whether a run of `udfs` (with ``backends=``) on `dataset` for `target` has this
+    process's GPU for its device, every UDF on CuPy: its tiles are staged to the GPU
+    (`ltdask.io.partition.for_run` sizes its partitions for that). False where the plan
+    fails: the run's own planning then says why."""
+    if not udfs or not all(isinstance(u, UDFBase) for u in udfs):
+        return False
+    try:
+        plan = plan_backends(dataset.array_backends, udfs, backends, target=target)
+    except UDFError:
+        return False
+    return plan.device == "cuda" and all(t in UDFBase.CUPY_BACKENDS for t in plan.targets)
+
+
 def on_device(arrays: dict, specs: dict) -> dict:
     """Buffers declared with ``where="device"`` moved to the GPU (CuPy backends)."""
     import cupy

@@ -8,6 +8,7 @@ import numpy as np
 
 from ltdask.io.partition import for_run
 from ltdask.runtime.schedulers import RunTarget
+from ltdask.udf.backends import stages_to_gpu
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.plan import plan_run
 
@@ -56,7 +57,9 @@ def explain(
     if isinstance(udfs, UDFBase):
         udfs = [udfs]
     target = RunTarget.resolve(scheduler)
-    plan = plan_run(for_run(dataset, target), list(udfs), roi, corrections, backends, target)
+    udfs = list(udfs)
+    device = stages_to_gpu(dataset, udfs, backends, target)
+    plan = plan_run(for_run(dataset, target, device), udfs, roi, corrections, backends, target)
     scheme = plan.scheme
     shapes = sorted({tuple(s.shape) for s in scheme.slices})
     cut = ", ".join(str(s) for s in shapes)

@@ -19,7 +19,7 @@ import numpy as np
 from ltdask.exceptions import MergeNotImplementedError, UDFError
 from ltdask.io.dataset import DataSet
 from ltdask.io.partition import Partition
-from ltdask.io.tiling import TilingPreferences, TilingScheme
+from ltdask.io.tiling import Negotiator, TilingPreferences, TilingScheme
 from ltdask.runtime import settings
 from ltdask.runtime.schedulers import RunTarget
 from ltdask.udf.backends import NUMPY as BACKEND_NUMPY
@@ -239,10 +239,16 @@ def _bind_all(dataset: DataSet, udfs: list[UDFBase], context: RunContext):
     return bound_udfs, specs, methods
 
 
-def _negotiate(dataset, consumers, context, prepared, sizes, read_as) -> TilingScheme:
-    """The tiling scheme `dataset` negotiates with the UDFs for tiles read as `read_as`."""
+def _negotiate(
+    dataset, consumers, context, prepared, sizes, read_as, tile_bytes=None
+) -> TilingScheme:
+    """The tiling scheme `dataset` negotiates with the UDFs for tiles read as `read_as`
+    (tiles of about `tile_bytes`; default: ``ltdask.tile-bytes``)."""
     excluded = None if prepared is None else prepared.excluded_coordinates
-    scheme = dataset.negotiate(consumers, read_as, context.roi.flat, excluded=excluded)
+    negotiator = None if tile_bytes is None else Negotiator(tile_bytes)
+    scheme = dataset.negotiate(
+        consumers, read_as, context.roi.flat, negotiator=negotiator, excluded=excluded
+    )
     plan = context.backends
     if not plan.dense_source and not {BACKEND_NUMPY, "cuda"} & set(plan.targets):
         # sparse tiles all the way: their size follows the non-zeros, not the frames, and

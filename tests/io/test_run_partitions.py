@@ -67,6 +67,16 @@ def test_local_runs_keep_the_partitions_by_default(monkeypatch, scan):
         assert planned(scan) is scan
 
 
+def test_runs_staged_to_a_gpu_take_one_partition_per_thread(monkeypatch, scan):
+    """A run whose tiles go to a GPU: one partition per thread (4 of 1024 frames on 4
+    threads), where a CPU run takes two (8 of 512)."""
+    with dask.config.set(ONE, scheduler="threads", num_workers=4):
+        target = RunTarget.resolve()
+        on_gpu, on_cpu = for_run(scan, target, device=True), for_run(scan, target)
+    assert (partitions(on_gpu), partitions(on_cpu)) == (4, 8)
+    assert {p.num_frames for p in on_gpu.get_partitions()} == {1024}
+
+
 @pytest.mark.parametrize("scheduler", [None, "threads", "threading"])
 def test_threaded_runs_take_larger_partitions(monkeypatch, scheduler):
     """At least two per thread, of at most the run size, and at most an eighth of a

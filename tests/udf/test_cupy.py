@@ -12,7 +12,15 @@ from helpers.formatfiles import write_raw_csr
 from test_backends import NAV, ON_GPU, SIG, counts
 
 import ltdask
-from ltdask.udf import ApplyMasksUDF, CoMUDF, LogsumUDF, StdDevUDF, SumSigUDF, SumUDF
+from ltdask.udf import (
+    FEMUDF,
+    ApplyMasksUDF,
+    CoMUDF,
+    LogsumUDF,
+    StdDevUDF,
+    SumSigUDF,
+    SumUDF,
+)
 
 pytestmark = ON_GPU
 
@@ -28,6 +36,7 @@ def shipped():
         ApplyMasksUDF([lambda: np.eye(*SIG, dtype=np.float32)], use_sparse=True),
         CoMUDF.with_params(cy=4.5, cx=5.0, r=3.5),
         LogsumUDF(),
+        FEMUDF(center=(4.5, 5.0), rad_in=1.5, rad_out=4),
     ]
 
 
@@ -57,7 +66,7 @@ def test_shipped_udfs_on_gpu_equal_cpu(tmp_path, kind, roi):
     gpu_plan = ltdask.explain(ds, shipped(), backends=("cupy",)).backends
     assert gpu_plan.device == "cuda"
     dense = [t for i, t in enumerate(gpu_plan.targets) if i != 4]
-    assert dense == ["cupy"] * 6
+    assert dense == ["cupy"] * 7
     assert gpu_plan.targets[4].startswith("cupy")
     gpu = ltdask.compute(ds, shipped(), roi=roi, backends=("cupy",), **kwargs)
     for i, (a, b) in enumerate(zip(cpu, gpu, strict=True)):

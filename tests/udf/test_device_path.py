@@ -80,7 +80,7 @@ def test_frames_cut_into_slices(stand_in, excluded):
         bad = np.zeros(sig, bool)
         bad[[5, 70, 127], [3, 200, 255]] = True
         corrections = ltdask.CorrectionSet(dark=dark, excluded_pixels=bad)
-    with dask.config.set({"ltdask.tile-bytes": 16384}):
+    with dask.config.set({"ltdask.tile-bytes": 16384, "ltdask.device-tile-bytes": 16384}):
         ds = ltdask.from_array(data)
         assert len(ds.negotiate([ltdask.TilingPreferences()], np.float32)) > 1
         results = run(ds, masks, corrections=corrections)
@@ -189,3 +189,32 @@ def test_frames_and_partitions_on_the_device(stand_in, method):
     np.testing.assert_allclose(res["frames"].values[roi], f[roi].sum(axis=(1, 2)), rtol=1e-6)
     np.testing.assert_allclose(res["pixels"].values, f[roi].sum(axis=0), rtol=1e-6)
     assert sum(n for _, n in stand_in) == roi.sum()
+
+
+def test_device_tiles_take_their_own_size(stand_in):
+    """Runs staged to a GPU negotiate tiles of ``ltdask.device-tile-bytes``, not the CPU's
+    ``ltdask.tile-bytes``: frames of 8 KiB (uint16 64x64) in 16 KiB tiles are 2 deep, in
+    64 KiB ones 8 deep; the CPU run keeps its own."""
+    data = np.random.default_rng(2).integers(0, 3000, (4, 8, 64, 64)).astype(np.uint16)
+    ds = ltdask.from_array(data)
+    sizes = {"ltdask.tile-bytes": 16384, "ltdask.device-tile-bytes": 65536}
+    with dask.config.set(sizes):
+        on_gpu = ltdask.explain(ds, [SumUDF()], backends=("cupy",), scheduler="sync")
+        on_cpu = ltdask.explain(ds, [SumUDF()], backends="numpy", scheduler="sync")
+        total = ltdask.compute(ds, [SumUDF()], backends=("cupy",), scheduler="sync")[0]
+    assert on_gpu.scheme.depth == 8 and on_cpu.scheme.depth == 2, (on_gpu, on_cpu)
+    assert [n for _, n in stand_in] == [8, 8, 8, 8]
+    np.testing.assert_array_equal(total["intensity"].values, data.sum(axis=(0, 1)))
+
+
+def test_runs_staged_to_a_gpu_are_known_before_planning(stand_in):
+    """`stages_to_gpu` (what sizes a run's partitions, `ltdask.io.partition.for_run`):
+    true only where every UDF runs on CuPy on this process's device."""
+    from ltdask.runtime.schedulers import RunTarget
+    from ltdask.udf.backends import stages_to_gpu
+
+    ds = ltdask.from_array(data_of("uint16"))
+    target = RunTarget.resolve("threads")
+    assert stages_to_gpu(ds, [SumUDF(), SumSigUDF()], ("cupy",), target)
+    assert not stages_to_gpu(ds, [SumUDF()], "numpy", target)
+    assert not stages_to_gpu(ds, [SumUDF()], None, target)  # (the CPU is the default)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ltdask.io.tiling import TilingScheme
+from ltdask.runtime.settings import device_tile_bytes
 from ltdask.udf.paths.declared import DECODED, TileForm
 from ltdask.udf.paths.decoded import DecodedTiles
 from ltdask.udf.paths.query import PathQuery
@@ -57,7 +58,7 @@ class DeviceTiles:
         input_dtype = query.context.input_dtype
         integers = native.kind in "ui" and native.itemsize <= 4
         read = native if integers or native == input_dtype else input_dtype
-        return cls(read, query.prepared), query.negotiate(read)
+        return cls(read, query.prepared), query.negotiate(read, tile_bytes=device_tile_bytes())
 
     def deliver(self, feed: PartitionFeed) -> None:
         from ltdask.udf.device import DeviceCorrections, TileStager, current_device

@@ -92,8 +92,9 @@ class PathQuery:
     prepared: Any
     #: the most frames of a partition
     partition_frames: int
-    #: the tiling scheme the dataset negotiates for tiles read as a dtype
-    negotiate: Callable[[np.dtype], TilingScheme]
+    #: the tiling scheme the dataset negotiates for tiles read as a dtype (keyword
+    #: ``tile_bytes``: tiles of about that size, not ``ltdask.tile-bytes``)
+    negotiate: Callable[..., TilingScheme]
 
     @property
     def numpy_only(self) -> bool:
