@@ -6,7 +6,9 @@ the source's frames into a `~ltdask.acquire.store.FrameStore`, and is an in-memo
 block's task waits until its frames have arrived, takes them from the store and decodes
 them. ``ltdask.compute``, ``ltdask.iter``, ``ltdask.live``, ``ltdask.lazy`` with
 ``to_zarr``, corrections, ROIs and array backends then run on it as on a file, partition by
-partition as the detector delivers them.
+partition as the detector delivers them. Where the source's payloads are a file format's
+records (a Merlin's), a UDF run reads them as that format's files instead, tile by tile
+(`planned_for`, :mod:`ltdask.acquire.blocks`).
 """
 
 from __future__ import annotations
