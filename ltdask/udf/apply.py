@@ -77,7 +77,10 @@ def apply_whole(func, *args, outputs, name: str | None = None, **kwargs):
     def argument(value):
         if not hasattr(value, "__dask_graph__") or not hasattr(value, "rechunk"):
             return value
-        whole = lowered(value.rechunk(-1) if value.ndim else value)
+        # (one chunk: a concatenation, for which dask's "tasks" rechunk is the plain one;
+        # its default method imports distributed to look for a cluster, 0.3 s in the first
+        # run of a process: the first live result waited for it)
+        whole = lowered(value.rechunk(-1, method="tasks") if value.ndim else value)
         deps.append(whole)
         return TaskRef((whole.name,) + (0,) * whole.ndim)
 

@@ -80,3 +80,19 @@ def test_arguments_and_outputs():
     np.testing.assert_array_equal(one.compute(), np.cumsum(np.arange(10)))
     # numpy arguments pass as they are
     assert apply_whole(math.prod, (2, 3), outputs=((), int)).compute() == 6
+
+
+def test_whole_array_arguments_do_not_import_distributed():
+    """A run whose results are made from whole nav arrays (CoM's fields) on dask's default
+    (threaded) scheduler does not import distributed (dask's default rechunk does, to look
+    for a cluster: 0.3 s before a process's first result)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np, ltdask; from ltdask.udf import CoMUDF; "
+        "ds = ltdask.from_array(np.ones((4, 4, 16, 16), np.float32)); "
+        "ltdask.compute(ds, [CoMUDF.with_params(cy=8, cx=8, r=5)]); "
+        "assert 'distributed' not in sys.modules, 'imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
