@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ltdask.acquire.arrival import arrival_blocks
 from ltdask.io.block_files import BlockFileDataSet, partition_files
 
 
@@ -35,8 +36,6 @@ class LiveFiles(BlockFileDataSet):
 def files_of(acquisition) -> LiveFiles | None:
     """`acquisition` (an `ltdask.acquire.Acquisition`) read as files of its source's
     format, or None where its source has no such format (its payloads are decoded whole)."""
-    import dask.array as da
-
     store = acquisition.store
     layout = acquisition.source.fileset(partition_files(store.starts, store.stops))
     if layout is None:
@@ -52,13 +51,13 @@ def files_of(acquisition) -> LiveFiles | None:
 
     # the payloads of a partition as a block of the nav grid whose signal dims are one
     # chunk each: (*nav, 1, .., 1, frame bytes)
-    blocks = da.map_blocks(
+    blocks = arrival_blocks(
         _payload_block,
-        chunks=(*grid, *((1,) for _ in sig[1:]), (store.frame_bytes,)),
-        dtype=np.uint8,
-        meta=np.empty((0,) * (len(nav) + len(sig)), dtype=np.uint8),
-        name=f"ltdask-acquire-bytes-{uuid.uuid4().hex}",
-        acquisition=acquisition.handle,
+        (*grid, *((1,) for _ in sig[1:]), (store.frame_bytes,)),
+        np.uint8,
+        f"ltdask-acquire-bytes-{uuid.uuid4().hex}",
+        acquisition.handle,
+        len(nav),
     )
     files = LiveFiles(
         fileset, decoder, nav, grid, blocks, dims=acquisition.dims, path=acquisition.path
@@ -69,7 +68,7 @@ def files_of(acquisition) -> LiveFiles | None:
     return files
 
 
-def _payload_block(block_info=None, acquisition=None) -> np.ndarray:
+def _payload_block(block_info=None, acquisition=None, turn=None) -> np.ndarray:
     """One partition's payloads as a block (waits for them); its buffer goes back to the
     store for the partitions to come once the block is let go (the task has read it)."""
     assert acquisition is not None and block_info is not None

@@ -21,6 +21,7 @@ import warnings
 
 import numpy as np
 
+from ltdask.acquire.arrival import arrival_blocks
 from ltdask.acquire.source import Header, Source
 from ltdask.acquire.store import AcquisitionError, FrameStore
 from ltdask.exceptions import DataSetError, MissingFramesWarning
@@ -86,8 +87,6 @@ class Acquisition(ArrayDataSet):
         header: Header | None = None,
         record=None,
     ) -> None:
-        import dask.array as da
-
         from ltdask.acquire.record import Recording, check_target
 
         target = None if record is None else check_target(record)
@@ -114,13 +113,13 @@ class Acquisition(ArrayDataSet):
         sig = header.sig_shape
         #: the acquisition as an argument of its block tasks
         self.handle = _Handle(self)
-        darr = da.map_blocks(
+        darr = arrival_blocks(
             _take_block,
-            chunks=(*grid, *((s,) for s in sig)),
-            dtype=header.dtype,
-            meta=np.empty((0,) * (len(nav) + len(sig)), dtype=header.dtype),
-            name=f"ltdask-acquire-{uuid.uuid4().hex}",
-            acquisition=self.handle,
+            (*grid, *((s,) for s in sig)),
+            header.dtype,
+            f"ltdask-acquire-{uuid.uuid4().hex}",
+            self.handle,
+            len(nav),
         )
         super().__init__(darr, sig_dims=len(sig), dims=dims)
         self.recording = None
@@ -339,8 +338,9 @@ class _Handle:
         raise AssertionError  # pragma: no cover
 
 
-def _take_block(block_info=None, acquisition: _Handle | None = None) -> np.ndarray:
-    """One partition's frames, decoded, as a block of the nav grid (waits for them)."""
+def _take_block(block_info=None, acquisition: _Handle | None = None, turn=None) -> np.ndarray:
+    """One partition's frames, decoded, as a block of the nav grid (waits for them; `turn`:
+    its partition's turn, see :mod:`ltdask.acquire.arrival`)."""
     assert acquisition is not None and block_info is not None
     acq = acquisition.acquisition
     location = block_info[None]["array-location"][: len(acq.nav_shape)]

@@ -1,7 +1,8 @@
 """``ltdask.lazy`` results of an acquisition computed by dask's own ``compute``, not by
-``ltdask.compute`` (which steps through the partitions in scan order): dask takes the
-partition tasks in an order of its own, the last partition first on the threaded
-scheduler, so a task waits for a partition still to come while earlier ones are held.
+``ltdask.compute`` (which steps through the partitions in scan order): dask would take
+the partition tasks in an order of its own (the last partition first, on the threaded
+scheduler), so each block waits for its partition's turn (`ltdask.acquire.arrival`): a
+partition is taken once its frames are there, not waited for while others are held.
 That must neither lose a frame nor hang: the receiver never waits for the tasks, and the
 idle timeout ends a stalled acquisition for the tasks that wait."""
 
@@ -51,7 +52,7 @@ def _compute_in_thread(results, limit: float):
 @pytest.mark.parametrize("scheduler", ["threads", "sync"])
 def test_dask_compute_of_lazy_results_in_its_own_order(frames, scheduler):
     """8 partitions arriving in scan order, over about 0.5 s; two threads (or one)."""
-    taken_order = []
+    taken_order, waiting = [], []
     with Acquisition(
         ReplaySource(frames, rate=100, batch=2), nav_shape=NAV, frames_per_partition=6
     ) as acq:
@@ -59,6 +60,9 @@ def test_dask_compute_of_lazy_results_in_its_own_order(frames, scheduler):
 
         def noting(start, stop, timeout=None):
             taken_order.append(start // 6)
+            # (taken once its frames are there: no task waits for a partition to come
+            # while the frames of others wait in the store)
+            waiting.append(bool(np.isin(np.arange(start, stop), acq.store.missing).any()))
             return take(start, stop, timeout)
 
         acq.store.take = noting
@@ -70,6 +74,7 @@ def test_dask_compute_of_lazy_results_in_its_own_order(frames, scheduler):
     np.testing.assert_array_equal(per_frame["intensity"].values, f64.sum(axis=(1, 2)).reshape(NAV))
     assert bool(per_frame["intensity_valid"].all())
     assert sorted(taken_order) == list(range(8))
+    assert not any(waiting), (taken_order, waiting)
 
 
 def test_a_stalled_acquisition_ends_the_tasks_that_wait(frames):
