@@ -231,3 +231,30 @@ def test_dataarray_coords_stay_out_of_tasks():
     ds = ltdask.from_array(xa)
     assert ds.for_task().coords == {}
     assert ds.coords  # the dataset itself keeps them
+
+
+@pytest.mark.parametrize("nav", [(40, 6), (240,)])
+def test_tasks_find_their_partition_from_the_grid(monkeypatch, nav):
+    """A partition task finds its partition's first frame from the nav grid's bounds, not
+    from a list of every partition (3 ms a task in 256 partitions): the list is made a few
+    times per run, not once per task; with a ROI that skips partitions' first frames, the
+    results are numpy's."""
+    from ltdask.io import dataset as dataset_module
+    from ltdask.udf import SumSigUDF
+
+    listed = []
+    real = dataset_module.partitions_for_grid
+    monkeypatch.setattr(
+        dataset_module, "partitions_for_grid", lambda chunks: listed.append(1) or real(chunks)
+    )
+    data = np.random.default_rng(3).random((*nav, 5, 4)).astype(np.float32)
+    roi = np.random.default_rng(4).random(nav) < 0.4
+    roi.reshape(-1)[::6] = False  # (the first frame of each 6-frame partition skipped)
+    with dask.config.set({"ltdask.partition-bytes": 6 * 5 * 4 * 4, "ltdask.min-partitions": 1}):
+        ds = ltdask.from_array(data)
+        assert len(ds.get_partitions()) == 40
+        listed.clear()
+        (res,) = ltdask.compute(ds, [SumSigUDF()], roi=roi, scheduler="sync")
+    assert len(listed) < 10, len(listed)
+    expected = np.where(roi, data.sum(axis=(-2, -1)), np.nan)
+    np.testing.assert_allclose(res["intensity"].values, expected, rtol=1e-6)
