@@ -25,12 +25,10 @@ from dask.task_spec import Task, TaskRef
 from ltdask.udf.tasks import task_array
 
 
-def arrival_blocks(
-    fn, chunks: tuple, dtype, name: str, acquisition: Any, nav_ndim: int, **kwargs
-) -> Any:
+def arrival_blocks(fn, chunks: tuple, dtype, name: str, acquisition: Any, nav_ndim: int) -> Any:
     """A dask array of `chunks` (nav dims first, `nav_ndim` of them; one block per
     partition in C order) whose block is ``fn(block_info=..., acquisition=acquisition,
-    turn=..., **kwargs)``, as ``dask.array.map_blocks`` would call it (``block_info[None]``
+    turn=...)``, as ``dask.array.map_blocks`` would call it (``block_info[None]``
     with its ``array-location`` and ``chunk-shape``), after its partition's turn.
     `acquisition`: the acquisition's task handle (its ``.acquisition`` has the store)."""
     turns = f"{name}-turn"
@@ -52,12 +50,7 @@ def arrival_blocks(
         }
         key = (name, *block)
         tasks[key] = Task(
-            key,
-            fn,
-            block_info=info,
-            acquisition=acquisition,
-            turn=TaskRef((turns, p)),
-            **kwargs,
+            key, fn, block_info=info, acquisition=acquisition, turn=TaskRef((turns, p))
         )
     return task_array(name, tasks, chunks, dtype)
 
