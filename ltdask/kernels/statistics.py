@@ -154,6 +154,10 @@ def moments_with(
     inv = 1.0 / n
     s1 = work[:BLOCK]
     s2 = work[BLOCK : 2 * BLOCK]
+    # (the weighted sums of whole groups of four rows in this loop: `_weighted_four`; those
+    # of the rest by `block_extras`)
+    weights, weighted_sums = weighted
+    fused = (weights[:0], weighted_sums)
     for j0 in range(0, px, BLOCK):
         j1 = min(px, j0 + BLOCK)
         k_ = shift[j0:j1]
@@ -172,7 +176,10 @@ def moments_with(
             r1 = frames[i + 1][p0 + j0 : p0 + j1]
             r2 = frames[i + 2][p0 + j0 : p0 + j1]
             r3 = frames[i + 3][p0 + j0 : p0 + j1]
-            if with_sums:
+            if weights.shape[0]:
+                _weighted_four(r0, r1, r2, r3, k_, a, b, weights[j0:j1], weighted_sums[i:])
+                block_extras(frames, i, i + 4, p0, j0, j1, j0 // BLOCK, fused, repaired)
+            elif with_sums:
                 t0 = t1 = t2 = t3 = 0.0
                 for k in range(a.shape[0]):
                     c = k_[k]
@@ -224,6 +231,34 @@ def moments_with(
             mu[k] += delta * frac
             k_[k] = mu[k]
     return total
+
+
+@numba.njit(nogil=True, cache=True, fastmath=FASTMATH)
+def _weighted_four(r0, r1, r2, r3, shift, a, b, weights, sums):
+    """Four rows of a block of `moments_with` with each row's weighted sum, ``sums[r] +=
+    sum_k weights[k] * x[k]``, in the same loop: ``d = x - shift`` is there already, so
+    ``sum_k weights[k] * d`` is one more product per pixel, and ``sum_k weights[k] *
+    shift[k]`` is added once per row (float64)."""
+    t0 = t1 = t2 = t3 = 0.0
+    base = 0.0
+    for k in range(a.shape[0]):
+        c = shift[k]
+        wk = np.float64(weights[k])
+        d0 = np.float64(r0[k]) - c
+        d1 = np.float64(r1[k]) - c
+        d2 = np.float64(r2[k]) - c
+        d3 = np.float64(r3[k]) - c
+        base += wk * c
+        t0 += wk * d0
+        t1 += wk * d1
+        t2 += wk * d2
+        t3 += wk * d3
+        a[k] += (d0 + d1) + (d2 + d3)
+        b[k] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)
+    sums[0] += t0 + base
+    sums[1] += t1 + base
+    sums[2] += t2 + base
+    sums[3] += t3 + base
 
 
 @numba.njit(nogil=True, cache=True)
