@@ -33,9 +33,10 @@ class LiveFiles(BlockFileDataSet):
         return self.acquisition.ready_partitions(first)
 
 
-def files_of(acquisition) -> LiveFiles | None:
+def files_of(acquisition, turns: bool = True) -> LiveFiles | None:
     """`acquisition` (an `ltdask.acquire.Acquisition`) read as files of its source's
-    format, or None where its source has no such format (its payloads are decoded whole)."""
+    format, or None where its source has no such format (its payloads are decoded whole);
+    `turns`: see `arrival_blocks`."""
     store = acquisition.store
     layout = acquisition.source.fileset(partition_files(store.starts, store.stops))
     if layout is None:
@@ -58,6 +59,7 @@ def files_of(acquisition) -> LiveFiles | None:
         f"ltdask-acquire-bytes-{uuid.uuid4().hex}",
         acquisition.handle,
         len(nav),
+        turns,
     )
     files = LiveFiles(
         fileset, decoder, nav, grid, blocks, dims=acquisition.dims, path=acquisition.path

@@ -113,15 +113,7 @@ class Acquisition(ArrayDataSet):
         sig = header.sig_shape
         #: the acquisition as an argument of its block tasks
         self.handle = _Handle(self)
-        darr = arrival_blocks(
-            _take_block,
-            (*grid, *((s,) for s in sig)),
-            header.dtype,
-            f"ltdask-acquire-{uuid.uuid4().hex}",
-            self.handle,
-            len(nav),
-        )
-        super().__init__(darr, sig_dims=len(sig), dims=dims)
+        super().__init__(self._blocks(turns=True), sig_dims=len(sig), dims=dims)
         self.recording = None
         if target is not None:
             try:
@@ -150,17 +142,20 @@ class Acquisition(ArrayDataSet):
         return math.prod(self.sig_shape) * self.dtype.itemsize
 
     # -- runs ------------------------------------------------------------------------------
-    def planned_for(self, target) -> DataSet:
+    def planned_for(self, target, in_steps: bool = False) -> DataSet:
         """On a cluster: a copy whose partitions the workers get from this process's
         feeder (see :mod:`ltdask.acquire.cluster`); else, where the source's payloads are
         a file format's records, the partitions' payloads read as such files, tile by tile
         (:mod:`ltdask.acquire.blocks`; not while recording: that decodes the frames);
-        else the acquisition itself."""
+        else the acquisition itself. `in_steps`: for a run that takes the partitions in
+        steps as they arrive, blocks without turns (`arrival_blocks`)."""
         if not target.on_cluster:
             from ltdask.acquire.blocks import files_of
 
-            files = None if self.recording is not None else files_of(self)
-            return self if files is None else files
+            files = None if self.recording is not None else files_of(self, turns=not in_steps)
+            if files is not None:
+                return files
+            return self._in_steps() if in_steps else self
         from ltdask.acquire.cluster import cluster_blocks
         from ltdask.runtime.schedulers import cluster_client, default_client
 
@@ -169,6 +164,22 @@ class Acquisition(ArrayDataSet):
         other.__dict__.update(self.__dict__)
         other._array, feeder = cluster_blocks(self, client)
         other.__dict__["_feeder"] = feeder
+        other._array_name = other._array.name
+        return other
+
+    def _blocks(self, turns: bool):
+        """The partitions' decoded frames as blocks (`arrival_blocks`)."""
+        chunks = (*self._grid, *((s,) for s in self.header.sig_shape))
+        name = f"ltdask-acquire-{uuid.uuid4().hex}"
+        return arrival_blocks(
+            _take_block, chunks, self.header.dtype, name, self.handle, len(self._grid), turns
+        )
+
+    def _in_steps(self) -> Acquisition:
+        """A copy whose blocks have no turns (see `planned_for`)."""
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other._array = self._blocks(turns=False)
         other._array_name = other._array.name
         return other
 

@@ -216,8 +216,10 @@ class DataSet(Calibrated):
         return partitions_for_grid(self.nav_chunks)
 
     # -- runs of data that arrives over time (live acquisitions, `ltdask.acquire`) ----------
-    def planned_for(self, target) -> DataSet:
-        """This dataset as a run planned for `target` (a `RunTarget`) reads it."""
+    def planned_for(self, target, in_steps: bool = False) -> DataSet:
+        """This dataset as a run planned for `target` (a `RunTarget`) reads it; `in_steps`:
+        a run that takes the partitions in steps, those readable now (`ready_partitions`)
+        in each."""
         return self
 
     def ready_partitions(self, first: int) -> int | None:

@@ -83,7 +83,7 @@ def iter_steps(
         )
     step = max(1, settings.min_partitions()) if per_step is None else int(per_step)
     target = RunTarget.resolve()
-    dataset = dataset.planned_for(target)
+    dataset = dataset.planned_for(target, in_steps=True)
     if partitions == "updates":
         # one step computes `step` partitions (one per core): enough of them for the updates
         dataset = with_min_partitions(dataset, max(1, step) * settings.iter_updates())

@@ -270,6 +270,30 @@ def test_iter_steps_follow_the_frames_as_they_arrive(frames):
         assert arrived - valid < 2 * 5 + 5
 
 
+@pytest.mark.parametrize("tiles", [False, True], ids=["frames", "payloads"])
+def test_steps_wait_for_each_partition_once(frames, tiles, monkeypatch):
+    """A run in steps (`ltdask.compute`) asks the store once per step which partitions
+    are complete: the steps' blocks have no turns (`arrival_blocks`), whose chain would
+    make each step wait for every partition before its own again (quadratic in the
+    partitions). Both kinds of blocks: frames decoded whole, and payloads read as files."""
+    if not tiles:  # (no file format for the payloads: the frames are decoded whole)
+        monkeypatch.setattr("ltdask.acquire.blocks.files_of", lambda acq, turns=True: None)
+    with Acquisition(
+        ReplaySource(frames, rate=100, batch=1), nav_shape=NAV, frames_per_partition=1
+    ) as acq:
+        ready, calls = acq.store.ready, []
+        acq.store.ready = lambda first: calls.append(first) or ready(first)
+        total, per_frame = ltdask.compute(acq, [SumUDF(), SumSigUDF()])
+    f64 = frames.astype(np.float64)
+    np.testing.assert_array_equal(total["intensity"].values, f64.sum(axis=0))
+    np.testing.assert_array_equal(per_frame["intensity"].values, f64.sum(axis=(1, 2)).reshape(NAV))
+    # (ready(0) also answers whether the dataset is live; the steps ask for the first
+    # partition not yet taken: each once, where a chain of turns asks again at each step)
+    steps = [first for first in calls if first]
+    assert len(steps) >= 2, calls
+    assert steps == sorted(set(steps)), calls
+
+
 def test_corrections_roi_and_backends_as_on_the_same_frames_in_memory(frames):
     from ltdask.udf import CoMUDF
 
