@@ -35,7 +35,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ltdask.io.formats.mib.rows import LITTLE_ENDIAN, decode_row, field12, move_rows
+from ltdask.io.formats.mib.rows import LITTLE_ENDIAN, back, decode_row, field12, move_rows
 from ltdask.io.read_ranges import (
     _find_file,
     _run_offset,
@@ -280,7 +280,7 @@ def _row12_sum(w0, w1, w2, w3, count, out, reverse):
     nw = w0.shape[0]
     if count == 4 and reverse:
         for w in range(nw):
-            v = nw - 1 - w
+            v = back(nw, w)
             a, b, c, d = w0[v], w1[v], w2[v], w3[v]
             for k in range(4):
                 f = 3 - k
@@ -292,7 +292,7 @@ def _row12_sum(w0, w1, w2, w3, count, out, reverse):
                 out[4 * w + k] += (field12(a, k) + field12(b, k)) + (field12(c, k) + field12(d, k))
     elif reverse:
         for w in range(nw):
-            a = w0[nw - 1 - w]
+            a = w0[back(nw, w)]
             for k in range(4):
                 out[4 * w + k] += field12(a, 3 - k)
     else:

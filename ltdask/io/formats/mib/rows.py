@@ -71,6 +71,14 @@ def _reverse_bytes(x):
     return (x << np.uint64(32)) | (x >> np.uint64(32))
 
 
+@numba.njit(nogil=True, cache=True, inline="always")
+def back(nw, w):
+    """Index ``nw - 1 - w`` (word `w` of a row of `nw` read last first), unsigned: with a
+    signed index numba wraps negative values around, which keeps LLVM from seeing the
+    reversed loads as contiguous (it gathered them, word by word: 6x slower)."""
+    return np.uint64(nw - 1 - w)
+
+
 @numba.njit(nogil=True, cache=True)
 def words_as_pixels(words, out, field_bits, reverse):
     """A row of whole words (`field_bits` 8 or 16) into `out`, the row's pixels as uint64
@@ -86,10 +94,10 @@ def words_as_pixels(words, out, field_bits, reverse):
             out[w] = _reverse_bytes(words[w])
     elif field_bits == 16:
         for w in range(nw):
-            out[w] = _swap_lane_bytes(words[nw - 1 - w])
+            out[w] = _swap_lane_bytes(words[back(nw, w)])
     else:
         for w in range(nw):
-            out[w] = words[nw - 1 - w]
+            out[w] = words[back(nw, w)]
 
 
 @numba.njit(nogil=True, cache=True)
@@ -113,10 +121,10 @@ def move_rows(words, out_words, plans, rows, field_bits):
                     dst[w] = _reverse_bytes(src[w])
             elif field_bits == 16:
                 for w in range(nw):
-                    dst[w] = _swap_lane_bytes(src[nw - 1 - w])
+                    dst[w] = _swap_lane_bytes(src[back(nw, w)])
             else:
                 for w in range(nw):
-                    dst[w] = src[nw - 1 - w]
+                    dst[w] = src[back(nw, w)]
 
 
 @numba.njit(nogil=True, cache=True)
@@ -125,7 +133,7 @@ def _row12(words, out, reverse):
     nw = words.shape[0]
     if reverse:
         for w in range(nw):
-            x = words[nw - 1 - w]
+            x = words[back(nw, w)]
             for k in range(4):
                 out[4 * w + k] = field12(x, 3 - k)
     else:
@@ -140,7 +148,7 @@ def _row12_add(words, out, reverse, shift):
     nw = words.shape[0]
     if reverse:
         for w in range(nw):
-            x = words[nw - 1 - w]
+            x = words[back(nw, w)]
             for k in range(4):
                 out[4 * w + k] += field12(x, 3 - k) << shift
     else:
@@ -155,7 +163,7 @@ def _row6(words, out, reverse):
     nw = words.shape[0]
     if reverse:
         for w in range(nw):
-            x = words[nw - 1 - w]
+            x = words[back(nw, w)]
             for k in range(8):
                 out[8 * w + k] = _f6(x, 7 - k)
     else:
@@ -170,7 +178,7 @@ def _row1(words, out, reverse):
     nw = words.shape[0]
     if reverse:
         for w in range(nw):
-            x = words[nw - 1 - w]
+            x = words[back(nw, w)]
             for k in range(64):
                 out[64 * w + k] = _f1(x, 63 - k)
     else:
