@@ -55,6 +55,10 @@ class FileDataSet(DataSet):
             **kwargs,
         )
 
+    def get_base_shape(self, roi=None) -> tuple[int, ...]:
+        base = self.fileset.base_shape()
+        return super().get_base_shape(roi) if base is None else base
+
     def need_decode(self, read_dtype, roi=None) -> bool:
         return (
             super().need_decode(read_dtype, roi)

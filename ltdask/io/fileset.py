@@ -108,6 +108,12 @@ class FileSet:
     def frame_stride(self) -> int:
         return self.frame_header_bytes + self.frame_bytes + self.frame_footer_bytes
 
+    def base_shape(self) -> tuple[int, ...] | None:
+        """The signal extent every tile's must be a multiple of, where the layout of the
+        stored frames asks for one (`ltdask.io.dataset.DataSet.get_base_shape`); None:
+        the dataset's default (whole rows)."""
+        return None
+
     def read_ranges(self, frames: np.ndarray, depth: int, slices: np.ndarray):
         """``(tiles, ranges)`` for `frames` (stream indices, -1 = empty slot); see
         :func:`ltdask.io.read_ranges.strided_read_ranges`."""
