@@ -29,8 +29,8 @@ class LiveFiles(BlockFileDataSet):
     #: the `ltdask.acquire.Acquisition` whose partitions these are
     acquisition: Any
 
-    def ready_partitions(self, first: int) -> int:
-        return self.acquisition.ready_partitions(first)
+    def ready_partitions(self, first: int, want: int = 1, patience: float = 0.0) -> int:
+        return self.acquisition.ready_partitions(first, want, patience)
 
 
 def files_of(acquisition, turns: bool = True) -> LiveFiles | None:

@@ -183,11 +183,12 @@ class Acquisition(ArrayDataSet):
         other._array_name = other._array.name
         return other
 
-    def ready_partitions(self, first: int) -> int:
-        """Partitions from `first` on whose frames have all arrived (waits for one). Runs
-        that ask settle their results (`settle` warns of missing frames, not the tasks)."""
+    def ready_partitions(self, first: int, want: int = 1, patience: float = 0.0) -> int:
+        """Partitions from `first` on whose frames have all arrived (waits for one, then up
+        to `patience` s for `want`). Runs that ask settle their results (`settle` warns of
+        missing frames, not the tasks)."""
         self._told_missing = True
-        return self.store.ready(first)
+        return self.store.ready(first, want, patience)
 
     def for_task(self) -> ArrayDataSet:
         """What the partition tasks need: an in-memory dataset of the same grid, without

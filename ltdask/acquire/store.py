@@ -322,17 +322,30 @@ class FrameStore:
                     self.memory -= len(buf) * self.frame_bytes
             return buf, self.arrived[start:stop].copy()
 
-    def ready(self, first: int) -> int:
+    def ready(self, first: int, want: int = 1, patience: float = 0.0) -> int:
         """How many partitions from `first` on have all their frames (all of them once
-        the acquisition has ended); waits until at least one has."""
+        the acquisition has ended); waits until at least one has, then up to `patience`
+        seconds more for `want` of them."""
         with self._cond:
             while not self.ended and self._count[first] < self.stops[first] - self.starts[first]:
                 self._cond.wait()
-            if self.ended:
-                return len(self.starts) - first
-            sizes = np.asarray(self.stops[first:]) - np.asarray(self.starts[first:])
-            complete = np.asarray(self._count[first:]) == sizes
-            return int(np.argmin(complete)) if not complete.all() else int(complete.size)
+            deadline = time.monotonic() + patience
+            while True:
+                if self.ended:
+                    return len(self.starts) - first
+                complete = self._complete_from(first)
+                left = deadline - time.monotonic()
+                if complete >= want or left <= 0:
+                    return complete
+                self._cond.wait(left)
+
+    def _complete_from(self, first: int) -> int:
+        """The partitions from `first` on that have all their frames, up to the first that
+        has not (the lock held)."""
+        p = first
+        while p < len(self.starts) and self._count[p] == self.stops[p] - self.starts[p]:
+            p += 1
+        return p - first
 
     @property
     def missing(self) -> np.ndarray:

@@ -222,8 +222,9 @@ class DataSet(Calibrated):
         in each."""
         return self
 
-    def ready_partitions(self, first: int) -> int | None:
-        """Partitions from `first` on that can be read now (waits for one); None: all."""
+    def ready_partitions(self, first: int, want: int = 1, patience: float = 0.0) -> int | None:
+        """Partitions from `first` on that can be read now (waits for one, then up to
+        `patience` s for `want` of them); None: all."""
         return None
 
     def settle(self, datasets: list) -> list:

@@ -192,6 +192,26 @@ def test_store_take_waits_for_its_frames():
         store.take(1, 4)
 
 
+def test_store_ready_waits_a_while_for_more_partitions():
+    """`ready(first, want, patience)`: at least one complete partition, then up to
+    `patience` s for `want` of them (a live step gathers work for every thread)."""
+    store = FrameStore([0, 2, 4, 6], 8, (3,), np.uint8, memory_limit=2**20)
+    store.put(0, np.ones((2, 3), np.uint8))
+    assert store.ready(0) == 1  # (no patience: what is there)
+    t0 = time.monotonic()
+    assert store.ready(0, want=3, patience=0.1) == 1  # none came: after the patience
+    assert 0.09 <= time.monotonic() - t0 < 1
+    putter = threading.Timer(0.05, lambda: store.put(2, np.ones((4, 3), np.uint8)))
+    putter.start()
+    t0 = time.monotonic()
+    assert store.ready(0, want=3, patience=5) == 3  # as soon as they came
+    assert time.monotonic() - t0 < 2
+    store.put(6, np.ones((1, 3), np.uint8))  # partition 3 in part: not complete
+    assert store.ready(1, want=4, patience=0.01) == 2
+    store.finish()
+    assert store.ready(0, want=4, patience=5) == 4  # ended: all of them, at once
+
+
 def test_store_lends_rows_to_receive_into():
     store = FrameStore([0, 4, 8], 12, (3,), np.uint8, memory_limit=2**20)
     store.put(2, np.full((1, 3), 2, np.uint8))
@@ -282,7 +302,7 @@ def test_steps_wait_for_each_partition_once(frames, tiles, monkeypatch):
         ReplaySource(frames, rate=100, batch=1), nav_shape=NAV, frames_per_partition=1
     ) as acq:
         ready, calls = acq.store.ready, []
-        acq.store.ready = lambda first: calls.append(first) or ready(first)
+        acq.store.ready = lambda first, *args: calls.append(first) or ready(first, *args)
         total, per_frame = ltdask.compute(acq, [SumUDF(), SumSigUDF()])
     f64 = frames.astype(np.float64)
     np.testing.assert_array_equal(total["intensity"].values, f64.sum(axis=0))
