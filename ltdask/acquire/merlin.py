@@ -9,6 +9,7 @@ their sequence numbers; they travel as their ``.mib`` bytes, decoded in the part
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
 
@@ -43,6 +44,9 @@ IOV_MAX = 1024
 #: `HAND_SECONDS` after the first of them came (or at the end of a batch, or a pause)
 HAND_BYTES = 2 * 2**20
 HAND_SECONDS = 0.02
+#: a socket read returns once this many bytes are in (``SO_RCVLOWAT``), not with each
+#: segment: fewer reads, each with its Python around it
+LOWAT_BYTES = 2**20
 
 __all__ = ["CONTROL_PORT", "DATA_PORT", "MerlinControl", "MerlinSource", "merlin"]
 
@@ -181,9 +185,13 @@ class MerlinSource(Source):
         self._prefix = np.frombuffer(mpx_prefix(self.frames.frame_bytes), np.uint8)
         first = np.frombuffer(self._first, np.uint8)[None]
         self._hand_over(sink, self._prefix[None], first, self._offset - record, in_place=False)
+        self._lowat = 1
         try:
             self._receive(sink)
         finally:
+            if self._lowat != 1 and self._sock is not None:
+                with contextlib.suppress(OSError):
+                    self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)
             release = getattr(sink, "release", None)
             if release is not None:
                 release()
@@ -234,6 +242,12 @@ class MerlinSource(Source):
                 part = 2 * i + (at >= PREFIX_BYTES)
                 skip = at if at < PREFIX_BYTES else at - PREFIX_BYTES
                 quiet = closed = False
+                # (reads of at least `LOWAT_BYTES`, or the rest of the batch; after a pause,
+                # whatever came)
+                low = 1 if quiet_since else max(1, min(LOWAT_BYTES, n * record - filled))
+                if low != self._lowat:
+                    self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, low)
+                    self._lowat = low
                 # (frames waiting to be handed over: a pause of `HAND_SECONDS` hands them over)
                 wait = POLL if since is None else HAND_SECONDS
                 if wait != waiting:
