@@ -26,9 +26,9 @@ from ltdask.udf.tasks import leading_block
 LIVE_GROUP = 4
 #: a live run shows its results at least this often while partitions are ready
 LIVE_UPDATE_SECONDS = 0.25
-#: a live step waits this long at most for partitions enough for every thread, once one is
-#: there (steps of one partition each left a thread idle, and a step's dask overhead was
-#: then as much CPU as a 512x512 partition's work)
+#: a live step (after the first) waits this long at most for a group's partitions, once
+#: one is there (steps of one partition each left a thread idle, and a step's dask
+#: overhead was then as much CPU as a 512x512 partition's work)
 LIVE_GATHER_SECONDS = 0.05
 
 
@@ -139,8 +139,8 @@ def iter_steps(
 def _groups(dataset: DataSet, counts, per_step: int):
     """The partitions of each step, and whether the step shows its results:
     `_step_groups`, each shown; or for a dataset whose partitions become readable over time
-    (a live acquisition) all those readable when the step starts (at least one, and up to
-    `LIVE_GATHER_SECONDS` later as many as `per_step` where they come by then), computed
+    (a live acquisition) all those readable when the step starts (at least one; after the
+    first step, up to `LIVE_GATHER_SECONDS` later as many as a group holds), computed
     `LIVE_GROUP` steps' worth at a time (merged as they finish: memory stays bounded) and
     shown once all are done, or `LIVE_UPDATE_SECONDS` after the last results shown: results
     follow the frames, and where making them takes longer than the frames take to come,
@@ -152,8 +152,10 @@ def _groups(dataset: DataSet, counts, per_step: int):
     first, n = 0, len(counts)
     shown = time.monotonic()
     while first < n:
+        # (the first step takes what is there: the first results as soon as can be)
         want = min(LIVE_GROUP * per_step, n - first)
-        ready = dataset.ready_partitions(first, want, LIVE_GATHER_SECONDS) or 1
+        patience = LIVE_GATHER_SECONDS if first else 0.0
+        ready = dataset.ready_partitions(first, want, patience) or 1
         stop = min(first + max(1, ready), n)
         for start in range(first, stop, LIVE_GROUP * per_step):
             end = min(stop, start + LIVE_GROUP * per_step)
