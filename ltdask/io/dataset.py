@@ -217,9 +217,8 @@ class DataSet(Calibrated):
 
     # -- runs of data that arrives over time (live acquisitions, `ltdask.acquire`) ----------
     def planned_for(self, target, in_steps: bool = False) -> DataSet:
-        """This dataset as a run planned for `target` (a `RunTarget`) reads it; `in_steps`:
-        a run that takes the partitions in steps, those readable now (`ready_partitions`)
-        in each."""
+        """This dataset as a run for `target` (a `RunTarget`; `in_steps`: in steps of
+        partitions readable now, `ready_partitions`) reads it."""
         return self
 
     def ready_partitions(self, first: int, want: int = 1, patience: float = 0.0) -> int | None:
