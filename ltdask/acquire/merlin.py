@@ -304,7 +304,7 @@ class MerlinSource(Source):
                     self._not_a_frame(head, self._offset)
                     return
                 # after the last frame, a pause ends the acquisition (the gaps stay missing)
-                if quiet and self._last_seen and time.monotonic() - quiet_since >= POLL:
+                if quiet_since and self._last_seen and time.monotonic() - quiet_since >= POLL:
                     return
 
     def _hand_over(
