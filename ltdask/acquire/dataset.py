@@ -186,8 +186,9 @@ class Acquisition(ArrayDataSet):
     def ready_partitions(self, first: int, want: int = 1, patience: float = 0.0) -> int:
         """Partitions from `first` on whose frames have all arrived (waits for one, then up
         to `patience` s for `want`). Runs that ask settle their results (`settle` warns of
-        missing frames, not the tasks)."""
-        self._told_missing = True
+        missing frames, not the tasks): the acquisition's own flag, also from a copy of it
+        (`planned_for`), whose tasks take their frames from the acquisition."""
+        self.handle.acquisition._told_missing = True
         return self.store.ready(first, want, patience)
 
     def for_task(self) -> ArrayDataSet:

@@ -192,6 +192,27 @@ def test_store_take_waits_for_its_frames():
         store.take(1, 4)
 
 
+@pytest.mark.parametrize("run", ["compute", "iter"])
+def test_missing_frames_are_told_once(frames, run):
+    """A run in steps (on a copy of the acquisition without turns) says once which frames
+    never came: the run's own warning, not the hint for ``ltdask.lazy`` results that the
+    partition tasks give where no run asked."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with Acquisition(
+            ReplaySource(frames, drop=[3, 4]),
+            nav_shape=NAV,
+            frames_per_partition=5,
+            idle_timeout=0.5,
+        ) as acq:
+            if run == "compute":
+                ltdask.compute(acq, [SumSigUDF()])
+            else:
+                list(ltdask.iter(acq, [SumSigUDF()]))
+    told = [str(w.message) for w in caught if issubclass(w.category, MissingFramesWarning)]
+    assert len(told) == 1 and "2 of 35 frames never arrived (frames 3:5)" in told[0], told
+
+
 def test_store_ready_waits_a_while_for_more_partitions():
     """`ready(first, want, patience)`: at least one complete partition, then up to
     `patience` s for `want` of them (a live step gathers work for every thread)."""
