@@ -20,7 +20,6 @@ from ltdask.udf.graph import PartitionGraph, Run
 from ltdask.udf.interface import UDFBase
 from ltdask.udf.merge import RunningMerges, initial_state
 from ltdask.udf.plan import RunPlan, plan_run
-from ltdask.udf.tasks import leading_block
 
 #: partitions per thread that a step of a live run computes at once (`_groups`)
 LIVE_GROUP = 4
@@ -76,7 +75,6 @@ def iter_steps(
     ``ltdask.min-partitions``, one per core; 0: all, one step); partitions without any go
     with the next step, so that every step adds positions (as in LiberTEM, where they are
     not run)."""
-    import dask
 
     if isinstance(udfs, UDFBase):
         udfs = [udfs]
@@ -117,10 +115,8 @@ def iter_steps(
             control.parameters = None
             run = Run(dataset, changed, run.plan.roi.flat, corrections, backends, target)
             initial = _initial_states(run.plan, unprocessed)
-        blocks = [leading_block(run.partition_results, i) for i in idx]
-        computed = dask.compute(*blocks, **local_scheduler(blocks))
-        for i, c in zip(idx, computed, strict=True):
-            cells[i] = c[0]
+        for i, c in zip(idx, _compute_partitions(run.partition_results, idx), strict=True):
+            cells[i] = c
             done[i] = True
         if running is not None:
             running.add(run.plan, cells, idx)
@@ -134,6 +130,19 @@ def iter_steps(
         # (copied: the next steps merge into the states, and make() may come later)
         folded = None if running is None else running.copy()
         yield _maker(run.plan, cells.copy(), done.copy(), initial, folded), damage
+
+
+def _compute_partitions(results, idx: list[int]) -> list:
+    """The partials of the run of partitions `idx` (of `results`, the run's 1-D object
+    dask array, one element per partition) as one slice in one ``dask.compute``: one graph
+    to optimise and order, where a block per partition cost a live step twice the CPU."""
+    import dask
+
+    lo, hi = idx[0], idx[-1] + 1
+    assert list(idx) == list(range(lo, hi)), idx  # (steps take runs of partitions)
+    part = results[lo:hi]
+    (values,) = dask.compute(part, **local_scheduler([part]))
+    return list(values)
 
 
 def _groups(dataset: DataSet, counts, per_step: int):
