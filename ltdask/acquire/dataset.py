@@ -155,16 +155,13 @@ class Acquisition(ArrayDataSet):
             files = None if self.recording is not None else files_of(self, turns=not in_steps)
             if files is not None:
                 return files
-            return self._in_steps() if in_steps else self
+            return self._with_array(self._blocks(turns=False)) if in_steps else self
         from ltdask.acquire.cluster import cluster_blocks
         from ltdask.runtime.schedulers import cluster_client, default_client
 
-        client = cluster_client() or default_client()
-        other = object.__new__(type(self))
-        other.__dict__.update(self.__dict__)
-        other._array, feeder = cluster_blocks(self, client)
+        array, feeder = cluster_blocks(self, cluster_client() or default_client())
+        other = self._with_array(array)
         other.__dict__["_feeder"] = feeder
-        other._array_name = other._array.name
         return other
 
     def _blocks(self, turns: bool):
@@ -175,12 +172,13 @@ class Acquisition(ArrayDataSet):
             _take_block, chunks, self.header.dtype, name, self.handle, len(self._grid), turns
         )
 
-    def _in_steps(self) -> Acquisition:
-        """A copy whose blocks have no turns (see `planned_for`)."""
+    def _with_array(self, array) -> Acquisition:
+        """A copy of this acquisition (the same store, source and receiver) whose
+        partitions are the blocks of `array` (see `planned_for`)."""
         other = object.__new__(type(self))
         other.__dict__.update(self.__dict__)
-        other._array = self._blocks(turns=False)
-        other._array_name = other._array.name
+        other._array = array
+        other._array_name = array.name
         return other
 
     def ready_partitions(self, first: int, want: int = 1, patience: float = 0.0) -> int:

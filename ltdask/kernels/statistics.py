@@ -168,6 +168,11 @@ def moments_with(
             a[k] = 0.0
             b[k] = 0.0
             shift_sum += k_[k]
+        # (what the shift adds to each row's weighted sum: the same for all of the block's
+        # rows)
+        weighted_shift = 0.0
+        if weights.shape[0]:
+            weighted_shift = _dot(weights[j0:j1], k_)
         # four frames per pass: the block's running sums are loaded and stored once per
         # four rows instead of once per row (the loop is bound by those stores otherwise)
         i = 0
@@ -177,7 +182,8 @@ def moments_with(
             r2 = frames[i + 2][p0 + j0 : p0 + j1]
             r3 = frames[i + 3][p0 + j0 : p0 + j1]
             if weights.shape[0]:
-                _weighted_four(r0, r1, r2, r3, k_, a, b, weights[j0:j1], weighted_sums[i:])
+                wb = weights[j0:j1]
+                _weighted_four(r0, r1, r2, r3, k_, a, b, wb, weighted_shift, weighted_sums[i:])
                 block_extras(frames, i, i + 4, p0, j0, j1, j0 // BLOCK, fused, repaired)
             elif with_sums:
                 t0 = t1 = t2 = t3 = 0.0
@@ -234,13 +240,21 @@ def moments_with(
 
 
 @numba.njit(nogil=True, cache=True, fastmath=FASTMATH)
-def _weighted_four(r0, r1, r2, r3, shift, a, b, weights, sums):
+def _dot(weights, values):
+    """``sum_k weights[k] * values[k]`` in float64."""
+    total = 0.0
+    for k in range(weights.shape[0]):
+        total += np.float64(weights[k]) * values[k]
+    return total
+
+
+@numba.njit(nogil=True, cache=True, fastmath=FASTMATH)
+def _weighted_four(r0, r1, r2, r3, shift, a, b, weights, weighted_shift, sums):
     """Four rows of a block of `moments_with` with each row's weighted sum, ``sums[r] +=
     sum_k weights[k] * x[k]``, in the same loop: ``d = x - shift`` is there already, so
-    ``sum_k weights[k] * d`` is one more product per pixel, and ``sum_k weights[k] *
-    shift[k]`` is added once per row (float64)."""
+    ``sum_k weights[k] * d`` is one more product per pixel, and `weighted_shift` (``sum_k
+    weights[k] * shift[k]``, the block's) is added once per row (float64)."""
     t0 = t1 = t2 = t3 = 0.0
-    base = 0.0
     for k in range(a.shape[0]):
         c = shift[k]
         wk = np.float64(weights[k])
@@ -248,17 +262,16 @@ def _weighted_four(r0, r1, r2, r3, shift, a, b, weights, sums):
         d1 = np.float64(r1[k]) - c
         d2 = np.float64(r2[k]) - c
         d3 = np.float64(r3[k]) - c
-        base += wk * c
         t0 += wk * d0
         t1 += wk * d1
         t2 += wk * d2
         t3 += wk * d3
         a[k] += (d0 + d1) + (d2 + d3)
         b[k] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)
-    sums[0] += t0 + base
-    sums[1] += t1 + base
-    sums[2] += t2 + base
-    sums[3] += t3 + base
+    sums[0] += t0 + weighted_shift
+    sums[1] += t1 + weighted_shift
+    sums[2] += t2 + weighted_shift
+    sums[3] += t3 + weighted_shift
 
 
 @numba.njit(nogil=True, cache=True)

@@ -173,7 +173,7 @@ class MibRawFileSet(FileSet):
         half's and the bottom half's (`ltdask.io.formats.mib.kernels`): tiles of whole
         frames decode each raw row once, front to back, where tiles of half frames (what
         whole rows and the tile size gave) read every raw row twice, half of it each time
-        (12-bit 512x512 quads, Sum + CoM + ring: 170 -> 114 us a frame)."""
+        (12-bit 512x512 quads, Sum + CoM + ring: 170 -> 121 us a frame)."""
         return tuple(self.sig_shape) if self.layout[4] else None
 
     def read_ranges(self, frames: np.ndarray, depth: int, slices: np.ndarray):
