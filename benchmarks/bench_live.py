@@ -17,15 +17,22 @@ rate measured is the highest rate sustained with no frame lost):
 * **ceiling**: a plain client that only reads the socket (the simulator's own rate);
 * **ltdask**: ``ltdask.acquire.merlin`` with Sum + CoM (inside a radius) + one ring
   (``ApplyMasksUDF``) in one ``ltdask.compute`` (threads, this machine's cores), frames
-  decoded in the tasks, twice, the second timed (the first faults in the memory the
-  process then reuses, as a process at the microscope would after its first scan):
-  frames/s from opening the acquisition to the results (all positions valid, checked),
-  the process's resident memory (sampled every 50 ms) before, at its peak and after; then,
-  on a third acquisition, the delay from the first frame's arrival to the first partial
-  result of ``ltdask.iter``;
+  decoded in the tasks: once untimed (the first run faults in the memory the process then
+  reuses, as a process at the microscope would after its first scan), then timed in each
+  of `ROUNDS` rounds: frames/s from opening the acquisition to the results (all positions
+  valid, checked), the process's resident memory (sampled every 50 ms) before, at its
+  peak and after; then, on one more acquisition, the delay from the first frame's arrival
+  to the first partial result of ``ltdask.iter``;
 * **LiberTEM-live**: ``live_libertem_merlin.py`` in LiberTEM-live's venv (its Rust
-  receiver, LiberTEM's pipelined executor) with the same UDFs on the same stream, twice,
-  the second timed from its acquisition header to its results.
+  receiver, LiberTEM's pipelined executor) with the same UDFs on the same stream, in each
+  round right after ltdask's run (a process of its own: twice, the second timed from its
+  acquisition header to its results).
+
+The machine's speed drifts from minute to minute, so the rates are medians of the rounds
+and ltdask / LiberTEM-live the median of each round's ratio (with the lowest and highest).
+An acquisition lasts at least `SECONDS_AT_TWICE_TOP` s at twice the detector's top rate
+and `SECONDS_AT_OWN_RATE` s at the rate of ltdask's warm-up (a short acquisition measures
+its fixed costs more than its rate).
 
 Other detectors' streams plug in as entries of `STREAMS` (a name and a function that
 measures it and returns a row). ``dectris`` runs ``live_dectris.py`` (a DECTRIS bslz4
@@ -40,6 +47,7 @@ import json
 import os
 import re
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -63,8 +71,12 @@ MERLIN = {
     "merlin-raw12": (12, False, 1024, 1_800),
     "merlin-raw12-quad": (12, True, 256, 1_800),
 }
-#: frames of each stream's acquisition: about this many seconds at twice the top rate
+#: frames of each stream's acquisition: at least this many seconds at twice the top rate,
 SECONDS_AT_TWICE_TOP = 2.0
+#: and at least this many at ltdask's rate in its warm-up
+SECONDS_AT_OWN_RATE = 2.0
+#: timed rounds (an ltdask run, then LiberTEM-live's) per stream
+ROUNDS = 3
 
 
 def log(*args) -> None:
@@ -206,12 +218,18 @@ def first_result(port: int, nav, sig) -> float:
     return seconds
 
 
-def warm_up(hdr: str, sig) -> None:
-    """One pass of the file through ltdask, untimed (numba's kernels load or compile)."""
+def warm_up(hdr: str, sig, frames: int) -> float:
+    """One pass of the file (of `frames`) through ltdask (numba's kernels load or
+    compile), then one more: its frames/s."""
     from ltdask.acquire.simulate.merlin import MerlinSimulator
 
-    with MerlinSimulator(hdr, port=0) as sim:
-        run_ltdask(sim.port, None, sig)
+    rate = 0.0
+    for _ in range(2):
+        with MerlinSimulator(hdr, port=0) as sim:
+            t0 = time.perf_counter()
+            run_ltdask(sim.port, None, sig)
+            rate = frames / (time.perf_counter() - t0)
+    return rate
 
 
 def run_libertem(port: int, control_port: int, nav, sig) -> dict | None:
@@ -230,16 +248,17 @@ def run_libertem(port: int, control_port: int, nav, sig) -> dict | None:
 def measure_merlin(name: str, folder: str, options) -> dict:
     hdr, file_frames, sig = write_merlin(folder, name)
     _, _, _, top = MERLIN[name]
+    warm = warm_up(hdr, sig, file_frames)  # (frames/s of the file's frames once)
     if options.seconds:
         repeat = max(1, round(options.seconds * 2 * top / file_frames))
     elif options.quick:
         repeat = 1
     else:
         repeat = max(1, round(SECONDS_AT_TWICE_TOP * 2 * top / file_frames))
+        repeat = max(repeat, round(SECONDS_AT_OWN_RATE * warm / file_frames))
     frames = file_frames * repeat
     nav = (frames // 64, 64)
     frame_bytes = os.path.getsize(os.path.join(os.path.dirname(hdr), "scan.mib")) // file_frames
-    warm_up(hdr, sig)
     if options.seconds:  # (memory over a long run at the detector's top rate)
         sim = Simulator(hdr, repeat // 2, rate=top)
         frames = file_frames * (repeat // 2)
@@ -258,13 +277,24 @@ def measure_merlin(name: str, folder: str, options) -> dict:
         row = {"stream": name, "frames": frames, "top": top, "frame_bytes": frame_bytes}
         row["ceiling_s"] = ceiling(sim.port, frames, frame_bytes)
         run_ltdask(sim.port, nav, sig)  # (untimed: the process's memory is in use after it)
-        row["ltdask"] = run_ltdask(sim.port, nav, sig)
-        row["ltdask"]["first_result_s"] = first_result(sim.port, nav, sig)
-        if options.libertem:
-            row["libertem"] = run_libertem(sim.port, sim.control_port, nav, sig)
+        row["rounds"] = []
+        for r in range(1 if options.quick else ROUNDS):
+            one = {"ltdask": run_ltdask(sim.port, nav, sig)}
+            if options.libertem:
+                one["libertem"] = run_libertem(sim.port, sim.control_port, nav, sig)
+            log(f"  round {r + 1}: {_round_line(frames, one)}")
+            row["rounds"].append(one)
+        row["first_result_s"] = first_result(sim.port, nav, sig)
     finally:
         sim.close()
     return row
+
+
+def _round_line(frames: int, one: dict) -> str:
+    line = f"ltdask {frames / one['ltdask']['seconds']:,.0f} f/s"
+    if one.get("libertem"):
+        line += f", LiberTEM-live {frames / one['libertem']['seconds']:,.0f} f/s"
+    return line
 
 
 #: name -> function(name, folder, options) -> row (a dict as `measure_merlin` makes)
@@ -280,26 +310,42 @@ def report(rows: list[dict]) -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
-        n, lt = row["frames"], row["ltdask"]
+        n = row["frames"]
         if "paced" in row:
+            lt = row["ltdask"]
             mib = [round(x / 2**20) for x in lt["rss_samples"]]
             print(
                 f"| {row['stream']}, paced at {row['paced']} frames/s | {n} frames in "
                 f"{lt['seconds']:.1f} s, lost {lt['lost']} | RSS each second (MiB): {mib} |"
             )
             continue
-        fps = n / lt["seconds"]
-        lib = row.get("libertem")
-        lib_fps = n / lib["seconds"] if lib else None
-        mib = [lt[k] / 2**20 for k in ("rss_before", "rss_peak", "rss_after")]
+        rounds = row["rounds"]
+        fps = statistics.median(n / r["ltdask"]["seconds"] for r in rounds)
+        lost = max(r["ltdask"]["lost"] for r in rounds)
+        peak = max(rounds, key=lambda r: r["ltdask"]["rss_peak"])["ltdask"]
+        mib = [peak[k] / 2**20 for k in ("rss_before", "rss_peak", "rss_after")]
+        both = [r for r in rounds if r.get("libertem")]
+        lib = ""
+        if both:
+            lib_fps = statistics.median(n / r["libertem"]["seconds"] for r in both)
+            ratios = sorted(r["libertem"]["seconds"] / r["ltdask"]["seconds"] for r in both)
+            spread = f" ({ratios[0]:.2f}-{ratios[-1]:.2f})" if len(ratios) > 1 else ""
+            lib = f"{lib_fps:,.0f} | {statistics.median(ratios):.2f}{spread} |"
         print(
             f"| {row['stream']} | {n} | {n / row['ceiling_s']:,.0f} | {fps:,.0f} | "
-            f"{fps / row['top']:.2f} | {lt['lost']} | {lt['first_result_s'] * 1000:.0f} ms | "
-            f"{mib[0]:.0f}/{mib[1]:.0f}/{mib[2]:.0f} | "
-            + (f"{lib_fps:,.0f} | {fps / lib_fps:.2f} |" if lib else "- | - |")
+            f"{fps / row['top']:.2f} | {lost} | {row['first_result_s'] * 1000:.0f} ms | "
+            f"{mib[0]:.0f}/{mib[1]:.0f}/{mib[2]:.0f} | " + (lib or "- | - |")
         )
-        if lib and abs(lib["sum"] - lt["sum"]) > 1e-6 * abs(lt["sum"]):
-            print(f"  (the totals differ: ltdask {lt['sum']}, LiberTEM-live {lib['sum']})")
+        for r in both:
+            total, theirs = r["ltdask"]["sum"], r["libertem"]["sum"]
+            if abs(theirs - total) > 1e-6 * abs(total):
+                print(f"  (the totals differ: ltdask {total}, LiberTEM-live {theirs})")
+    counts = sorted({len(row["rounds"]) for row in rows if "rounds" in row})
+    print(
+        f"rates: medians of {'/'.join(map(str, counts))} rounds (ltdask's run, then "
+        "LiberTEM-live's); "
+        "ltdask / LiberTEM-live: the median of the rounds' ratios (lowest-highest)"
+    )
 
 
 def main() -> None:
@@ -323,8 +369,9 @@ def main() -> None:
         import live_dectris
 
         log("dectris ...")
-        frames = 2048 if options.quick else 16384
-        result = live_dectris.run(frames=frames, libertem=options.libertem)
+        frames = 2048 if options.quick else 32768
+        repeats = 1 if options.quick else ROUNDS
+        result = live_dectris.run(frames=frames, repeats=repeats, libertem=options.libertem)
         print(live_dectris.report(result))
         rows.append({"stream": "dectris", **result})
     if options.json:

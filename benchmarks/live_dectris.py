@@ -13,8 +13,10 @@ receiver is behind: no frame is lost, the rate measured is the sustained rate):
 * LiberTEM-live 0.3 (``live_dectris_libertem.py`` in the separate venv, its Rust receiver
   and LiberTEM's pipelined executor) with the same UDFs on the same stream.
 
-Rates are frames/s and GB/s of decompressed frames, each the best of `repeats` after a
-warm-up run, wall time from arming to the results (ltdask also from the first frame), and
+Rates are frames/s and GB/s of decompressed frames, each the median of `repeats` rounds
+(an ltdask run, then LiberTEM-live's in a process of its own, after warm-ups; the ratio is
+the median of the rounds' ratios), wall time from arming to the results (ltdask also from
+the first frame), and
 CPU time per frame of all the client's processes (the load of other programs on the
 machine changes the rates, much less the CPU time). With ``--rate R`` one more ltdask run
 has the simulator paced to R frames/s (SIMPLON ``frame_time``), as a detector sends: it
@@ -152,8 +154,8 @@ def libertem_run(api_port: int, port: int, frames: int, repeats: int) -> list[di
 
 
 def run(
-    frames: int = 16384,
-    repeats: int = 2,
+    frames: int = 32768,
+    repeats: int = 3,
     distinct: int = 256,
     libertem: bool = True,
     rate: float | None = None,
@@ -182,27 +184,37 @@ def run(
             ceiling(port, api_port, 1024)
             result["ceiling_s"] = min(ceiling(port, api_port, frames) for _ in range(repeats))
             ltdask_run(port, api_port, 1024)  # (numba kernels loaded, threads started)
-            runs = [ltdask_run(port, api_port, frames) for _ in range(repeats)]
-            best = min(runs, key=lambda r: r["seconds"])
-            result["ltdask_s"] = best["seconds"]
-            result["ltdask_from_first_frame_s"] = best["from_first_frame"]
+            use_libertem = libertem and os.path.exists(LIBERTEM_PYTHON)
+            runs, theirs = [], []
+            for r in range(repeats):  # (rounds: ltdask's run, then LiberTEM-live's)
+                runs.append(ltdask_run(port, api_port, frames))
+                line = f"  round {r + 1}: ltdask {frames / runs[-1]['seconds']:,.0f} f/s"
+                if use_libertem:
+                    _put(api_port, "/detector/api/1.8.0/config/frame_time", 1e-9)
+                    theirs.append(libertem_run(api_port, port, frames, 1)[0])
+                    line += f", LiberTEM-live {frames / theirs[-1]['seconds']:,.0f} f/s"
+                print(line, file=sys.stderr, flush=True)
+            mid = _median_run(runs)
+            result["ltdask_s"] = mid["seconds"]
+            result["ltdask_from_first_frame_s"] = mid["from_first_frame"]
             result["ltdask_complete"] = all(r["complete"] for r in runs)
-            result["ltdask_peak_memory"] = best["peak_memory"]
-            result["ltdask_cpu_us_per_frame"] = 1e6 * best["cpu_seconds"] / frames
+            result["ltdask_peak_memory"] = max(r["peak_memory"] for r in runs)
+            result["ltdask_cpu_us_per_frame"] = 1e6 * mid["cpu_seconds"] / frames
+            if theirs:
+                lt_mid = _median_run(theirs)
+                result["libertem_live_s"] = lt_mid["seconds"]
+                result["libertem_live_cpu_us_per_frame"] = 1e6 * lt_mid["cpu_seconds"] / frames
+                pairs = zip(runs, theirs, strict=True)
+                ratios = sorted(t["seconds"] / r["seconds"] for r, t in pairs)
+                result["ratios"] = ratios
+                rel = abs(theirs[0]["ring_sum"] - mid["ring_sum"]) / max(1.0, mid["ring_sum"])
+                result["same_ring_sum"] = rel < 1e-6
             if rate:  # (paced like a detector: does it keep up, with flat memory?)
                 paced = ltdask_run(port, api_port, frames, rate)
                 result["paced_rate"] = rate
                 result["paced_s"] = paced["seconds"]
                 result["paced_complete"] = paced["complete"]
                 result["paced_peak_memory"] = paced["peak_memory"]
-            _put(api_port, "/detector/api/1.8.0/config/frame_time", 1e-9)
-            if libertem and os.path.exists(LIBERTEM_PYTHON):
-                lines = libertem_run(api_port, port, frames, repeats)
-                fastest = min(lines, key=lambda x: x["seconds"])
-                result["libertem_live_s"] = fastest["seconds"]
-                result["libertem_live_cpu_us_per_frame"] = 1e6 * fastest["cpu_seconds"] / frames
-                rel = abs(lines[0]["ring_sum"] - best["ring_sum"]) / max(1.0, best["ring_sum"])
-                result["same_ring_sum"] = rel < 1e-6
         finally:
             sim.send_signal(signal.SIGINT)
             try:
@@ -214,9 +226,15 @@ def run(
         if f"{key}_s" in result:
             result[f"{key}_fps"] = frames / result[f"{key}_s"]
             result[f"{key}_GBps"] = frames * frame_bytes / result[f"{key}_s"] / 1e9
-    if "libertem_live_s" in result:
-        result["ltdask_vs_libertem_live"] = result["libertem_live_s"] / result["ltdask_s"]
+    if "ratios" in result:
+        result["ltdask_vs_libertem_live"] = float(np.median(result["ratios"]))
     return result
+
+
+def _median_run(runs: list[dict]) -> dict:
+    """The run of the median time (the lower one of an even count)."""
+    ordered = sorted(runs, key=lambda r: r["seconds"])
+    return ordered[(len(ordered) - 1) // 2]
 
 
 def report(result: dict) -> str:
@@ -232,7 +250,11 @@ def report(result: dict) -> str:
                 f"{result[f'{key}_GBps']:6.3f} GB/s decompressed"
             )
     if "ltdask_vs_libertem_live" in result:
-        lines.append(f"  ltdask / LiberTEM-live: {result['ltdask_vs_libertem_live']:.2f}x")
+        low, high = result["ratios"][0], result["ratios"][-1]
+        lines.append(
+            f"  ltdask / LiberTEM-live: {result['ltdask_vs_libertem_live']:.2f}x (median of "
+            f"{len(result['ratios'])} rounds' ratios; {low:.2f}-{high:.2f})"
+        )
     for key, name in (("ltdask", "ltdask"), ("libertem_live", "LiberTEM-live")):
         if f"{key}_cpu_us_per_frame" in result:
             us = result[f"{key}_cpu_us_per_frame"]
@@ -250,8 +272,8 @@ def report(result: dict) -> str:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--frames", type=int, default=16384)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--frames", type=int, default=32768)
+    parser.add_argument("--repeats", type=int, default=3, help="timed rounds")
     parser.add_argument("--no-libertem", action="store_true")
     parser.add_argument("--rate", type=float, default=None, help="also a run paced to this")
     args = parser.parse_args()
