@@ -18,8 +18,6 @@ array's name and block keys are the ones given.
 from __future__ import annotations
 
 import math
-import sys
-from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -191,34 +189,11 @@ def compute_arrays(arrays: Sequence, remote: str | None = None, scheduler=None) 
     def chunks(keys):
         return [chunks(k) for k in keys] if isinstance(keys, list) else values[keys]
 
-    uses = Counter(flatten(nested))
     out = []
     for a, keys in zip(arrays, nested, strict=True):
-        lone = _lone_chunk(keys, values, uses)
-        if lone is not None:
-            out.append(lone)
-            continue
         finalize, extra = a.__dask_postcompute__()
         out.append(finalize(chunks(keys), *extra))
     return out
-
-
-def _lone_chunk(keys, values: dict, uses: Counter) -> np.ndarray | None:
-    """The value of an array of one chunk, where it is its own numpy array that nothing
-    but `values` holds (not a view, not a partial kept by a run in steps, not an array of
-    the caller's in the graph, not a chunk of two results): dask's join of chunks copies
-    even one chunk, and a corrected Pick's frames (a float32 copy of every picked frame,
-    into fresh memory) then took two thirds of the run's main thread. Else None."""
-    while isinstance(keys, list) and len(keys) == 1:
-        keys = keys[0]
-    if isinstance(keys, list) or uses[keys] != 1:
-        return None
-    value = values[keys]
-    # (references: `values`, `value` and getrefcount's argument; any more is a holder)
-    if type(value) is not np.ndarray or value.base is not None or sys.getrefcount(value) > 3:
-        return None
-    # (as the join gives: writeable and C-ordered)
-    return value if value.flags.writeable and value.flags.c_contiguous else None
 
 
 def _on_workers_then_here(graph, wanted: list, remote: str, get) -> dict | None:

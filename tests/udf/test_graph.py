@@ -4,7 +4,6 @@ pass reading every tile once, and partial results."""
 from __future__ import annotations
 
 import math
-import weakref
 
 import dask
 import dask.array as da
@@ -362,45 +361,3 @@ def test_graphs_carry_no_dataset_sized_buffers(tmp_path, udf):
     for var in res.data_vars.values():
         for key, task in dict(var.data.__dask_graph__()).items():
             assert len(pickle.dumps(task, protocol=5)) < sig_bytes / 10, key
-
-
-def test_a_lone_chunk_is_the_result_unless_something_else_holds_it():
-    """`compute_arrays` hands over a one-chunk result made in the run without a copy (dask's
-    join copies even one chunk); arrays held elsewhere (the caller's, a chunk of two
-    results, a view) still come back as copies of their own."""
-    from ltdask.udf.tasks import Task, TaskRef, compute_arrays, task_array
-
-    made = []  # (weak references: a reference kept here would hold the chunk)
-
-    def fresh():
-        value = np.arange(12.0).reshape(3, 4).copy()
-        made.append(weakref.ref(value))
-        return value
-
-    mine = np.ones((3, 4))
-    src = task_array(
-        "lone-src",
-        {("lone-src", 0, 0): Task(("lone-src", 0, 0), fresh)},
-        ((3,), (4,)),
-        np.float64,
-        [],
-    )
-    (out,) = compute_arrays([src])
-    assert out is made[-1]()
-    # the caller's array, in the graph as data
-    theirs = da.from_array(mine, chunks=mine.shape)
-    (got,) = compute_arrays([theirs])
-    assert np.array_equal(got, mine) and not np.shares_memory(got, mine)
-    # one chunk computed for two results: each its own
-    a, b = compute_arrays([src, src])
-    assert np.array_equal(a, b) and not np.shares_memory(a, b)
-    # a view of the run's array (the chunk's base is held)
-    view = task_array(
-        "lone-view",
-        {("lone-view", 0, 0): Task(("lone-view", 0, 0), np.transpose, TaskRef(("lone-src", 0, 0)))},
-        ((4,), (3,)),
-        np.float64,
-        [src],
-    )
-    (v,) = compute_arrays([view])
-    assert np.array_equal(v, np.arange(12.0).reshape(3, 4).T) and v.base is None
