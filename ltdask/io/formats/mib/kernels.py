@@ -35,7 +35,14 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ltdask.io.formats.mib.rows import LITTLE_ENDIAN, back, decode_row, field12, move_rows
+from ltdask.io.formats.mib.rows import (
+    LITTLE_ENDIAN,
+    back,
+    decode_row,
+    move_rows,
+    reverse_bytes,
+    swap_lane_bytes,
+)
 from ltdask.io.read_ranges import (
     _find_file,
     _run_offset,
@@ -273,42 +280,24 @@ def _same_raw_rows(ranges, i, file_idx, field_bits):
     return j
 
 
-@numba.njit(nogil=True, cache=True)
-def _row12_sum(w0, w1, w2, w3, count, out, reverse):
-    """``out += `` the pixels of `count` (1 or 4) rows of words (as `_row12` places them;
-    one loop per case: they vectorise)."""
-    nw = w0.shape[0]
-    if count == 4 and reverse:
-        for w in range(nw):
-            v = back(nw, w)
-            a, b, c, d = w0[v], w1[v], w2[v], w3[v]
-            for k in range(4):
-                f = 3 - k
-                out[4 * w + k] += (field12(a, f) + field12(b, f)) + (field12(c, f) + field12(d, f))
-    elif count == 4:
-        for w in range(nw):
-            a, b, c, d = w0[w], w1[w], w2[w], w3[w]
-            for k in range(4):
-                out[4 * w + k] += (field12(a, k) + field12(b, k)) + (field12(c, k) + field12(d, k))
-    elif reverse:
-        for w in range(nw):
-            a = w0[back(nw, w)]
-            for k in range(4):
-                out[4 * w + k] += field12(a, 3 - k)
-    else:
-        for w in range(nw):
-            a = w0[w]
-            for k in range(4):
-                out[4 * w + k] += field12(a, k)
+#: frames whose 16-bit fields `sum_raw12` adds up in 32-bit lanes before it adds them to
+#: the sums (the sums of a pixel cross the memory once per this many frames)
+SUM_FRAMES = 32
 
 
 @numba.njit(nogil=True, cache=True)
 def sum_raw12(src, file_idx, ranges, slice_px, acc):
     """``acc += `` the 16-bit-field pixels of a tile's raw ranges of file `file_idx`, summed
-    per pixel of its signal slice, never decoded into a tile: the same rows of four frames
-    at a time (a tile's ranges come frame by frame, the same blocks for every frame).
-    Returns False, having added nothing, where a range is not whole words (see
-    `decode_raw`) or is a half of depth 24."""
+    per pixel of its signal slice, never decoded into a tile. Returns False, having added
+    nothing, where a range is not whole words (see `decode_raw`) or is a half of depth 24.
+
+    A tile's ranges come frame by frame, the same blocks for every frame. Raw row by raw
+    row, the words of `SUM_FRAMES` frames are put in pixel order with whole-word byte moves
+    (as `ltdask.io.formats.mib.rows.words_as_pixels`) and added in 32-bit lanes (a word's
+    pixels 0 and 2, and 1 and 3), then added to the row's sums: a 12-bit quad's 512x512
+    frames 150 -> 72 us each (field by field, four frames at a time, chip by chip, the
+    sums of a 1 MiB frame crossed the memory every four frames and each chip's pass read
+    its raw rows' other halves too)."""
     used = 0
     for i in range(ranges.shape[0]):
         if ranges[i, 1] == ranges[i, 2]:
@@ -323,34 +312,48 @@ def sum_raw12(src, file_idx, ranges, slice_px, acc):
     words = src[: (src.shape[0] // 8) * 8].view(np.uint64)
     per_frame = rows_per_frame(ranges, used, slice_px)
     frames = used // per_frame
+    most_rows, widest = 0, 0
     for j in range(per_frame):
-        n, rows, src_stride = ranges[j, 5], ranges[j, 6], ranges[j, 7]
-        step, dest_stride = ranges[j, 8], ranges[j, 9]
-        d0 = ranges[j, 3] % slice_px
-        i = 0
-        while i < frames:
-            group = 4 if i + 4 <= frames else 1
-            for g in range(group):
-                if ranges[(i + g) * per_frame + j, 0] != file_idx:
-                    group = 1
-            if ranges[i * per_frame + j, 0] != file_idx:
-                i += 1
-                continue
-            starts = np.empty(4, np.int64)
-            for g in range(group):
-                starts[g] = ranges[(i + g) * per_frame + j, 1] // 8
-            for r in range(rows):
-                d = d0 + r * dest_stride
-                row = acc[d - n + 1 : d + 1] if step < 0 else acc[d : d + n]
-                off = r * (src_stride // 4)
+        most_rows = max(most_rows, ranges[j, 6])
+        widest = max(widest, ranges[j, 5] // 4)
+    even = np.zeros(widest, np.uint64)  # (pixels 0 and 2 of each word, 32 bits each)
+    odd = np.zeros(widest, np.uint64)  # (pixels 1 and 3)
+    lanes = np.uint64(0x0000FFFF0000FFFF)
+    low = np.uint64(0xFFFFFFFF)
+    for i0 in range(0, frames, SUM_FRAMES):
+        i1 = min(frames, i0 + SUM_FRAMES)
+        for r in range(most_rows):
+            for j in range(per_frame):
+                n, rows, src_stride = ranges[j, 5], ranges[j, 6], ranges[j, 7]
+                if r >= rows:
+                    continue
                 nw = n // 4
-                w0 = words[starts[0] + off : starts[0] + off + nw]
-                if group == 4:
-                    w1 = words[starts[1] + off : starts[1] + off + nw]
-                    w2 = words[starts[2] + off : starts[2] + off + nw]
-                    w3 = words[starts[3] + off : starts[3] + off + nw]
-                    _row12_sum(w0, w1, w2, w3, 4, row, step < 0)
-                else:
-                    _row12_sum(w0, w0, w0, w0, 1, row, step < 0)
-            i += group
+                ev = even[:nw]
+                od = odd[:nw]
+                ev[:] = 0
+                od[:] = 0
+                reverse = ranges[j, 8] < 0
+                for i in range(i0, i1):
+                    k = i * per_frame + j
+                    if ranges[k, 0] != file_idx:
+                        continue
+                    at = ranges[k, 1] // 8 + r * (src_stride // 4)
+                    row = words[at : at + nw]
+                    if reverse:
+                        for w in range(nw):
+                            y = swap_lane_bytes(row[back(nw, w)])
+                            ev[w] += y & lanes
+                            od[w] += (y >> np.uint64(16)) & lanes
+                    else:
+                        for w in range(nw):
+                            y = reverse_bytes(row[w])
+                            ev[w] += y & lanes
+                            od[w] += (y >> np.uint64(16)) & lanes
+                d = ranges[j, 3] % slice_px + r * ranges[j, 9]
+                out = acc[d - n + 1 : d + 1] if reverse else acc[d : d + n]
+                for w in range(nw):
+                    out[4 * w] += ev[w] & low
+                    out[4 * w + 1] += od[w] & low
+                    out[4 * w + 2] += ev[w] >> np.uint64(32)
+                    out[4 * w + 3] += od[w] >> np.uint64(32)
     return True

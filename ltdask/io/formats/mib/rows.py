@@ -56,16 +56,16 @@ def _f1(x, k):
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
-def _swap_lane_bytes(x):
+def swap_lane_bytes(x):
     """The two bytes of each 16-bit lane of `x` swapped."""
     m = np.uint64(0x00FF00FF00FF00FF)
     return ((x & m) << np.uint64(8)) | ((x >> np.uint64(8)) & m)
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
-def _reverse_bytes(x):
+def reverse_bytes(x):
     """The eight bytes of `x` in reverse order."""
-    x = _swap_lane_bytes(x)
+    x = swap_lane_bytes(x)
     m = np.uint64(0x0000FFFF0000FFFF)
     x = ((x & m) << np.uint64(16)) | ((x >> np.uint64(16)) & m)
     return (x << np.uint64(32)) | (x >> np.uint64(32))
@@ -91,10 +91,10 @@ def words_as_pixels(words, out, field_bits, reverse):
     nw = words.shape[0]
     if not reverse:
         for w in range(nw):
-            out[w] = _reverse_bytes(words[w])
+            out[w] = reverse_bytes(words[w])
     elif field_bits == 16:
         for w in range(nw):
-            out[w] = _swap_lane_bytes(words[back(nw, w)])
+            out[w] = swap_lane_bytes(words[back(nw, w)])
     else:
         for w in range(nw):
             out[w] = words[back(nw, w)]
@@ -118,10 +118,10 @@ def move_rows(words, out_words, plans, rows, field_bits):
             dst = out_words[o0 : o0 + nw]
             if plans[g, 5] == 0:
                 for w in range(nw):
-                    dst[w] = _reverse_bytes(src[w])
+                    dst[w] = reverse_bytes(src[w])
             elif field_bits == 16:
                 for w in range(nw):
-                    dst[w] = _swap_lane_bytes(src[back(nw, w)])
+                    dst[w] = swap_lane_bytes(src[back(nw, w)])
             else:
                 for w in range(nw):
                     dst[w] = src[back(nw, w)]
