@@ -168,11 +168,10 @@ def moments_with(
             a[k] = 0.0
             b[k] = 0.0
             shift_sum += k_[k]
-        # (what the shift adds to each row's weighted sum: the same for all of the block's
-        # rows)
-        weighted_shift = 0.0
-        if weights.shape[0]:
-            weighted_shift = _dot(weights[j0:j1], k_)
+        # the block's weights, and what the shift adds to each row's weighted sum (the same
+        # for all of the block's rows)
+        wb = weights[j0:j1]
+        weighted_shift = _dot(wb, k_) if weights.shape[0] else 0.0
         # four frames per pass: the block's running sums are loaded and stored once per
         # four rows instead of once per row (the loop is bound by those stores otherwise)
         i = 0
@@ -182,7 +181,6 @@ def moments_with(
             r2 = frames[i + 2][p0 + j0 : p0 + j1]
             r3 = frames[i + 3][p0 + j0 : p0 + j1]
             if weights.shape[0]:
-                wb = weights[j0:j1]
                 _weighted_four(r0, r1, r2, r3, k_, a, b, wb, weighted_shift, weighted_sums[i:])
                 block_extras(frames, i, i + 4, p0, j0, j1, j0 // BLOCK, fused, repaired)
             elif with_sums:
