@@ -31,8 +31,11 @@ from ltdask.io.partition import Sizing, nav_grid, partitions_for_grid
 from ltdask.runtime import settings
 
 #: bytes of decoded frames a partition holds by default: at Merlin's 1.8 kHz (12-bit,
-#: 256 x 256) 128 frames, a partition every 70 ms, so that partial results come often
-PARTITION_BYTES = 16 * 2**20
+#: 256 x 256) 512 frames, a partition (and a partial result) every 0.28 s. A partition costs
+#: a run about 2 ms of CPU besides its frames (its task, buffers and merge): in 16 MiB
+#: partitions, 1-bit frames came in 170 partitions a second, and a live run of Sum, CoM
+#: and a ring took 42k frames/s where it takes 58k in 64 MiB ones
+PARTITION_BYTES = 64 * 2**20
 #: frames a partition holds at most by default (at any frame rate the results come often)
 MAX_PARTITION_FRAMES = 1024
 
@@ -53,7 +56,7 @@ class Acquisition(ArrayDataSet):
     nav_shape
         The scan's shape; by default the source's (a header's scan shape or frame count).
     frames_per_partition
-        Frames per partition, the step of partial results (default: 16 MiB of frames, at
+        Frames per partition, the step of partial results (default: 64 MiB of frames, at
         most 1024).
     memory_limit
         Bytes of frames held in memory before further ones go to a scratch file (default:

@@ -21,10 +21,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ltdask.acquire import pool
 from ltdask.exceptions import DataSetError
-
-#: buffers given back (`FrameStore.recycle`) that a store keeps for the next partitions
-KEEP_FREE = 4
 
 
 class AcquisitionError(DataSetError):
@@ -81,7 +79,6 @@ class FrameStore:
         self.spill_dir = spill_dir
         self._cond = threading.Condition()
         self._buffers: dict[int, np.ndarray] = {}
-        self._free: list[np.ndarray] = []
         self._spilled: set[int] = set()
         self.arrived = np.zeros(self.num_frames, dtype=bool)
         self._taken = np.zeros(len(self.starts), dtype=bool)
@@ -247,14 +244,15 @@ class FrameStore:
         return buf
 
     def _reused(self, shape, sparse: bool = False) -> np.ndarray:
-        """A buffer given back (`recycle`) of `shape`, else a new one: a new one's pages
-        are faulted in as the frames are written, about 10 us a frame of 8 KiB. `sparse`
+        """A buffer given back (`recycle`) of `shape`, by this store or an earlier one
+        (:mod:`ltdask.acquire.pool`), else a new one: a new one's pages are faulted in as
+        the frames are written, about 10 us a frame of 8 KiB. `sparse`
         (payloads of which only a leading part is written): a new one is an anonymous
         memory map, whose pages cost only where written (numpy asks for 2 MiB huge pages
         for large arrays, which the kernel zeroes whole on the first write to each)."""
-        for i, buf in enumerate(self._free):
-            if buf.shape == shape:
-                return self._free.pop(i)
+        buf = pool.take(shape, self.payload_dtype)
+        if buf is not None:
+            return buf
         if sparse:
             pages = mmap.mmap(-1, max(1, int(np.prod(shape)) * self.payload_dtype.itemsize))
             return np.frombuffer(pages, self.payload_dtype, int(np.prod(shape))).reshape(shape)
@@ -262,15 +260,14 @@ class FrameStore:
 
     def recycle(self, payloads: np.ndarray) -> None:
         """Give back a buffer that `take` returned, once nothing uses it any more (its
-        frames decoded into other memory), for the partitions to come."""
+        frames decoded into other memory), for the partitions to come (of this
+        acquisition and the next ones: :mod:`ltdask.acquire.pool`)."""
         base = payloads.base
         if isinstance(base, np.ndarray) and base.base is not None:
             base = base.base  # (a sparse buffer: a view of the array over its memory map)
         own = base is None or (isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap))
         if type(payloads) is np.ndarray and own and payloads.flags.writeable:
-            with self._cond:
-                if len(self._free) < KEEP_FREE:
-                    self._free.append(payloads)
+            pool.give(payloads)
 
     def _spill(self, shape) -> np.ndarray:
         """A zeroed buffer in a scratch file (gone from the directory at once: it lives as

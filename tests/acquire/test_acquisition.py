@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import ltdask
-from ltdask.acquire import Acquisition, AcquisitionError, FrameStore, ReplaySource
+from ltdask.acquire import Acquisition, AcquisitionError, FrameStore, ReplaySource, pool
 from ltdask.exceptions import DataSetError, MissingFramesWarning
 from ltdask.udf import StdDevUDF, SumSigUDF, SumUDF
 
@@ -396,6 +396,43 @@ def test_store_reuses_buffers_given_back_without_stale_frames():
     assert np.shares_memory(frames, first)
     assert frames[:, 0].tolist() == [0, 5, 5, 0] and arrived.tolist() == [False, True, True, False]
     assert store.memory == 0
+
+
+def test_a_later_acquisition_reuses_the_buffers_of_an_earlier_one():
+    pool.clear()
+    earlier = FrameStore([0, 4], 8, (3,), np.uint8, memory_limit=2**20, name="earlier")
+    earlier.put(0, np.full((4, 3), 9, np.uint8))
+    buf, _ = earlier.take(0, 4)
+    earlier.recycle(buf)
+    assert pool.held() == buf.nbytes
+    later = FrameStore([0, 4], 8, (3,), np.uint8, memory_limit=2**20, name="later")
+    later.put(1, np.full((1, 3), 7, np.uint8))
+    later.finish()
+    frames, arrived = later.take(0, 4)
+    assert np.shares_memory(frames, buf) and pool.held() == 0
+    assert frames[:, 0].tolist() == [0, 7, 0, 0] and arrived.tolist() == [False, True, False, False]
+    other = FrameStore([0, 4], 8, (3,), np.uint16, memory_limit=2**20, name="other dtype")
+    later.recycle(frames)
+    other.put(0, np.ones((4, 3), np.uint16))
+    taken, _ = other.take(0, 4)
+    assert not np.shares_memory(taken, frames) and pool.held() == frames.nbytes
+    pool.clear()
+
+
+def test_the_pool_keeps_its_bound_and_lets_the_oldest_go():
+    pool.clear()
+    with dask.config.set({"ltdask.acquire-memory": 8 * 1000}):  # (the pool: an eighth)
+        assert pool.kept_bytes() == 1000
+        buffers = [np.full(400, i, np.uint8) for i in range(4)]
+        for b in buffers:
+            pool.give(b)
+        pool.give(buffers[3])  # (twice: kept once)
+        assert pool.held() == 800  # (the two oldest went)
+        assert pool.take((400,), np.uint8) is buffers[3]
+        assert pool.take((400,), np.uint8) is buffers[2]
+        assert pool.take((400,), np.uint8) is None
+        pool.give(np.zeros(2000, np.uint8))  # (larger than the bound: not kept)
+        assert pool.held() == 0
 
 
 class Lockstep(ReplaySource):

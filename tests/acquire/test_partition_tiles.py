@@ -17,7 +17,7 @@ from helpers.merlinstreams import MODES, assert_same_results, udfs, write_scan
 from helpers.mibfiles import make_counts, write_hdr, write_mib
 
 import ltdask
-from ltdask.acquire import RawFollowSource, follow, merlin
+from ltdask.acquire import RawFollowSource, follow, merlin, pool
 from ltdask.acquire.mpx import MibFrames
 from ltdask.acquire.simulate.merlin import MerlinSimulator
 from ltdask.exceptions import MissingFramesWarning
@@ -52,10 +52,11 @@ def tile_shapes(monkeypatch):
 
 
 def _live(hdr, udf_list, faults=None, **options):
+    pool.clear()
     with MerlinSimulator(hdr, port=0, **(faults or {})) as sim:
         with merlin("127.0.0.1", sim.port, **options) as acq:
             results = ltdask.compute(acq, udf_list)
-            return results, acq.nav_chunks, len(acq.store._free)
+            return results, acq.nav_chunks, pool.held()
 
 
 @pytest.mark.parametrize("mode", list(MODES))
@@ -67,7 +68,7 @@ def test_every_layout_is_read_tile_by_tile(tmp_path, mode, never_whole, tile_sha
     assert tile_shapes
     assert_same_results(got, expected)
     np.testing.assert_array_equal(got[0]["intensity"].values, counts.sum(axis=0, dtype=np.int64))
-    assert free > 0  # (the partitions' buffers went back to the store once read)
+    assert free > 0  # (the partitions' buffers went back to the pool once read)
 
 
 @pytest.mark.parametrize("mode", ["raw1", "raw12", "raw12-quad", "U16"])
