@@ -21,11 +21,13 @@ from ltdask.acquire.mpx import (
     DATA_PORT,
     POLL,
     PREFIX_BYTES,
+    SEQ_MODULUS,
     AcquisitionHeader,
     MerlinControl,
     MibFrames,
     connect,
     drain,
+    frame_indices,
     mpx_prefix,
     parse_prefix,
     recv_exactly,
@@ -326,13 +328,13 @@ class MerlinSource(Source):
                 i for i in range(frames) if sequence_numbers(bodies[i : i + 1], 0) is None
             )
             seqs = sequence_numbers(bodies[:frames], 0)
-        if (seqs < 1).any():
-            at = int(np.argmax(seqs < 1))
+        index = frame_indices(seqs, self._next + np.arange(len(seqs)))
+        if (index < 0).any():
+            at = int(np.argmax(index < 0))
             raise AcquisitionError(
                 f"{self.name}: the frame at byte {offset + at * record} has "
-                "sequence number 0; expected numbers from 1"
+                f"sequence number {int(seqs[at])}; expected numbers from 1"
             )
-        index = seqs - 1
         if in_place and frames and (index != self._next + np.arange(frames)).any():
             bodies = bodies[:frames].copy()
         cuts = (np.flatnonzero(np.diff(index) != 1) + 1).tolist()
@@ -385,7 +387,9 @@ class MerlinSource(Source):
 def _in_order(bodies: np.ndarray, first: int) -> bool:
     """Whether `bodies` are the frames ``first, first + 1, ...`` (0-based)."""
     seqs = sequence_numbers(bodies, 0)
-    return seqs is not None and bool((seqs == first + 1 + np.arange(len(seqs))).all())
+    if seqs is None:
+        return False
+    return bool((seqs == (first + 1 + np.arange(len(seqs))) % SEQ_MODULUS).all())
 
 
 def acquisition_of(source: Source, nav_shape, options: dict) -> Acquisition:

@@ -19,7 +19,13 @@ import numpy as np
 from ltdask._types import PathLike
 from ltdask.acquire.dataset import Acquisition
 from ltdask.acquire.merlin import BATCH_BYTES, acquisition_of
-from ltdask.acquire.mpx import AcquisitionHeader, MibFrames, header_size, sequence_numbers
+from ltdask.acquire.mpx import (
+    SEQ_MODULUS,
+    AcquisitionHeader,
+    MibFrames,
+    header_size,
+    sequence_numbers,
+)
 from ltdask.acquire.source import Header, Sink, Source
 from ltdask.acquire.store import AcquisitionError
 from ltdask.io.decode import Decoder
@@ -141,7 +147,7 @@ class MibFollowSource(Source):
     def _checked(self, records: np.ndarray, done: int) -> int:
         """How many of `records` (frames `done`...) have the header their place says; an
         error for a frame with another sequence number or no frame header."""
-        expected = self.first_seq + done + np.arange(len(records))
+        expected = (self.first_seq + done + np.arange(len(records))) % SEQ_MODULUS
         for i in range(len(records)):
             seqs = sequence_numbers(records[i : i + 1], 0)
             if seqs is not None and seqs[0] == expected[i]:

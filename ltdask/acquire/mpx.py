@@ -41,6 +41,9 @@ PREFIX_BYTES = 15
 MAGIC = b"MPX,"
 #: body bytes of a frame message before its sequence number's digits, and their count
 SEQ_OFFSET, SEQ_DIGITS = 4, 6
+#: sequence numbers count modulo this: a scan of a million frames or more (1024 x 1024)
+#: wraps the 6-digit field (the simulators send ``000000`` for frame 1,000,000)
+SEQ_MODULUS = 10**SEQ_DIGITS
 #: seconds without a byte that end a drain of junk (LiberTEM-live's ~100 ms)
 DRAIN_QUIET = 0.1
 #: a frame header's size field (bytes 11-15 of the body: readable before the rest)
@@ -240,6 +243,15 @@ def sequence_numbers(records: np.ndarray, body_offset: int) -> np.ndarray | None
         return None
     weights = 10 ** np.arange(SEQ_DIGITS - 1, -1, -1, dtype=np.int64)
     return digits @ weights
+
+
+def frame_indices(seqs: np.ndarray, near) -> np.ndarray:
+    """The 0-based scan indices of frames with sequence numbers `seqs` (`sequence_numbers`:
+    1-based, modulo `SEQ_MODULUS`): of the indices a number can stand for, the one nearest
+    to `near` (the index each frame would have, coming in order). Negative where a number
+    stands for no frame (0 at the start of a scan)."""
+    offset = (seqs - 1 - near + SEQ_MODULUS // 2) % SEQ_MODULUS - SEQ_MODULUS // 2
+    return np.maximum(near + offset, -1)
 
 
 def header_size(head: bytes) -> int | None:

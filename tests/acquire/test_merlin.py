@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import socket
+import sys
 import warnings
 
 import numpy as np
@@ -23,7 +24,9 @@ from helpers.merlinstreams import (
 from helpers.mibfiles import make_counts, write_hdr, write_mib
 
 import ltdask
-from ltdask.acquire import FrameStore, MerlinControl, merlin
+from ltdask.acquire import FrameStore, MerlinControl, merlin, mpx
+from ltdask.acquire.mpx import frame_indices
+from ltdask.acquire.simulate import merlin as simulated
 from ltdask.acquire.simulate.merlin import MerlinSimulator
 from ltdask.exceptions import MissingFramesWarning
 from ltdask.udf import SumSigUDF, SumUDF
@@ -197,6 +200,36 @@ def test_repeat_goes_on_counting(tmp_path):
     with MerlinSimulator(hdr, port=0, repeat=3) as sim:
         with merlin("127.0.0.1", sim.port, frames_per_partition=8) as acq:
             assert acq.nav_shape == (12, 6)
+            (res,) = ltdask.compute(acq, [SumSigUDF()])
+    expected = np.tile(counts.astype(np.float64).sum(axis=(1, 2)), 3).reshape(12, 6)
+    np.testing.assert_array_equal(res["intensity"].values, expected)
+    assert bool(res["intensity_valid"].all())
+
+
+def test_sequence_numbers_count_modulo_a_million():
+    """The 6-digit field wraps in scans of a million frames or more (1024 x 1024): each
+    number stands for the frame nearest to where the stream is."""
+    seqs = np.array([999_999, 0, 1, 2, 999_998])
+    assert frame_indices(seqs, 999_997).tolist() == [
+        999_998,
+        999_999,
+        1_000_000,
+        1_000_001,
+        999_997,
+    ]
+    assert frame_indices(np.array([1, 3, 2, 0]), 0).tolist() == [0, 2, 1, -1]
+    assert frame_indices(np.array([5]), 2_000_003).tolist() == [2_000_004]
+
+
+def test_a_wrapped_sequence_number_goes_on_counting(tmp_path, monkeypatch):
+    """A stream whose sequence numbers wrap (here modulo 10, as the simulator and the
+    receiver are told) fills the scan in order, not position 0 again."""
+    receiver = sys.modules["ltdask.acquire.merlin"]  # (the module: `merlin` is its function)
+    for module in (mpx, receiver, simulated):
+        monkeypatch.setattr(module, "SEQ_MODULUS", 10)
+    hdr, counts = write_scan(tmp_path, "raw12")
+    with MerlinSimulator(hdr, port=0, repeat=3) as sim:
+        with merlin("127.0.0.1", sim.port, frames_per_partition=8) as acq:
             (res,) = ltdask.compute(acq, [SumSigUDF()])
     expected = np.tile(counts.astype(np.float64).sum(axis=(1, 2)), 3).reshape(12, 6)
     np.testing.assert_array_equal(res["intensity"].values, expected)

@@ -27,6 +27,7 @@ from ltdask.acquire.mpx import (
     POLL,
     PREFIX_BYTES,
     SEQ_DIGITS,
+    SEQ_MODULUS,
     SEQ_OFFSET,
     message,
     mpx_prefix,
@@ -355,7 +356,7 @@ class MerlinSimulator:
             if i < self.file_frames:
                 out.append(data)
             else:
-                seq = b"%0*d" % (SEQ_DIGITS, (i + 1) % 10**SEQ_DIGITS)
+                seq = b"%0*d" % (SEQ_DIGITS, (i + 1) % SEQ_MODULUS)
                 at = SEQ_OFFSET + SEQ_DIGITS
                 out += [data[:SEQ_OFFSET], seq, data[at:]]
         return out
@@ -376,7 +377,7 @@ class MerlinSimulator:
                 pixels[row] = view[i - start]
         repeated = frames >= self.file_frames
         if repeated.any():
-            seq = (frames[repeated] + 1) % 10**SEQ_DIGITS
+            seq = (frames[repeated] + 1) % SEQ_MODULUS
             digits = seq[:, None] // 10 ** np.arange(SEQ_DIGITS - 1, -1, -1) % 10 + ord("0")
             at = PREFIX_BYTES + SEQ_OFFSET
             rows[repeated, at : at + SEQ_DIGITS] = digits
