@@ -21,13 +21,13 @@ from ltdask.acquire.mpx import (
     DATA_PORT,
     POLL,
     PREFIX_BYTES,
-    SEQ_MODULUS,
     AcquisitionHeader,
     MerlinControl,
     MibFrames,
     connect,
     drain,
     frame_indices,
+    in_order,
     mpx_prefix,
     parse_prefix,
     recv_exactly,
@@ -279,7 +279,7 @@ class MerlinSource(Source):
                     if ready or now - since >= HAND_SECONDS:
                         rest = filled - k * record
                         begun = b""
-                        if in_place and rest and not _in_order(rows[done:k], batch + done):
+                        if in_place and rest and not in_order(rows[done:k], batch + done):
                             # (frames put where they belong may overwrite the row the next
                             # message is coming into: what came of it is kept first)
                             begun = prefixes[k, : min(rest, PREFIX_BYTES)].tobytes()
@@ -382,14 +382,6 @@ class MerlinSource(Source):
         if self._sock is not None:
             self._sock.close()
             self._sock = None
-
-
-def _in_order(bodies: np.ndarray, first: int) -> bool:
-    """Whether `bodies` are the frames ``first, first + 1, ...`` (0-based)."""
-    seqs = sequence_numbers(bodies, 0)
-    if seqs is None:
-        return False
-    return bool((seqs == (first + 1 + np.arange(len(seqs))) % SEQ_MODULUS).all())
 
 
 def acquisition_of(source: Source, nav_shape, options: dict) -> Acquisition:

@@ -254,6 +254,14 @@ def frame_indices(seqs: np.ndarray, near) -> np.ndarray:
     return np.maximum(near + offset, -1)
 
 
+def in_order(bodies: np.ndarray, first: int) -> bool:
+    """Whether `bodies` are the frames ``first, first + 1, ...`` (0-based)."""
+    seqs = sequence_numbers(bodies, 0)
+    if seqs is None:
+        return False
+    return bool((seqs == (first + 1 + np.arange(len(seqs))) % SEQ_MODULUS).all())
+
+
 def header_size(head: bytes) -> int | None:
     """A frame header's size field (readable from its first 16 bytes), or None."""
     field = bytes(head[HEADER_SIZE_FIELD])
