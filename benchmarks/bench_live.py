@@ -106,15 +106,18 @@ class _Sampler(threading.Thread):
 
 
 def write_merlin(folder: str, name: str) -> tuple[str, int, tuple[int, int]]:
-    """The ``.mib``/``.hdr`` of stream `name` (written once); ``(hdr, frames, sig)``."""
-    depth, quad, frames, _ = MERLIN[name]
+    """The ``.mib``/``.hdr`` of stream `name` (written once); ``(hdr, frames, sig)``. The
+    frame headers' shutter time is the detector's at its top rate, which sets the
+    receiver's partitions (at most a quarter second of frames)."""
+    depth, quad, frames, top = MERLIN[name]
     sig = (512, 512) if quad else (256, 256)
     path = os.path.join(folder, name)
     os.makedirs(path, exist_ok=True)
     hdr = os.path.join(path, "scan.hdr")
     if not os.path.exists(hdr):
         counts = make_counts(np.random.default_rng(34), frames, sig, depth)
-        write_mib(os.path.join(path, "scan.mib"), counts, depth=depth, raw=True, quad=quad)
+        mib = os.path.join(path, "scan.mib")
+        write_mib(mib, counts, depth=depth, raw=True, quad=quad, shutter=1 / top)
         write_hdr(hdr, frames, per_trigger=64, depth=depth)
     return hdr, frames, sig
 

@@ -38,6 +38,10 @@ from ltdask.runtime import settings
 PARTITION_BYTES = 64 * 2**20
 #: frames a partition holds at most by default (at any frame rate the results come often)
 MAX_PARTITION_FRAMES = 1024
+#: seconds of the detector's frames a partition holds at most by default, where the
+#: source announces its time per frame (`Header.frame_seconds`): partial results at least
+#: four times a second at any frame rate the detector was set to
+PARTITION_SECONDS = 0.25
 
 
 class Acquisition(ArrayDataSet):
@@ -57,7 +61,8 @@ class Acquisition(ArrayDataSet):
         The scan's shape; by default the source's (a header's scan shape or frame count).
     frames_per_partition
         Frames per partition, the step of partial results (default: 64 MiB of frames, at
-        most 1024).
+        most 1024, and at most a quarter second of them where the source says how long a
+        frame takes).
     memory_limit
         Bytes of frames held in memory before further ones go to a scratch file (default:
         the setting ``ltdask.acquire-memory``, a quarter of the RAM).
@@ -100,7 +105,9 @@ class Acquisition(ArrayDataSet):
         self.header = header
         nav = _nav_shape(header, nav_shape, source.name)
         frame_bytes = math.prod(header.sig_shape) * header.dtype.itemsize
-        fpp = _frames_per_partition(frames_per_partition, frame_bytes, source.name)
+        fpp = _frames_per_partition(
+            frames_per_partition, frame_bytes, source.name, header.frame_seconds
+        )
         grid = nav_grid(nav, frame_bytes, target_frames=fpp)
         self._grid = grid
         starts = [p.start for p in partitions_for_grid(grid)]
@@ -381,9 +388,12 @@ def _nav_shape(header: Header, nav_shape, name: str) -> tuple[int, ...]:
     )
 
 
-def _frames_per_partition(value, frame_bytes: int, name: str) -> int:
+def _frames_per_partition(value, frame_bytes: int, name: str, frame_seconds=None) -> int:
     if value is None:
-        return max(1, min(MAX_PARTITION_FRAMES, PARTITION_BYTES // max(1, frame_bytes)))
+        most = min(MAX_PARTITION_FRAMES, PARTITION_BYTES // max(1, frame_bytes))
+        if frame_seconds:
+            most = min(most, int(PARTITION_SECONDS / frame_seconds))
+        return max(1, most)
     if int(value) != value or value < 1:
         raise DataSetError(f"{name}: frames_per_partition={value!r}; expected a count >= 1")
     return int(value)

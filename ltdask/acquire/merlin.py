@@ -166,6 +166,7 @@ class MerlinSource(Source):
             payload_shape=(self.frames.frame_bytes,),
             payload_dtype=np.dtype(np.uint8),
             attrs={**self.frames.describe(), "merlin_hdr": dict(hdr.fields)},
+            frame_seconds=self.frames.header.shutter_seconds,
         )
 
     def _message(self, deadline: float, what: str = "", hint: str = "") -> tuple[bytes, bytes]:

@@ -104,6 +104,7 @@ class MibFollowSource(Source):
             payload_shape=(frames.frame_bytes,),
             payload_dtype=np.dtype(np.uint8),
             attrs=frames.describe(),
+            frame_seconds=frames.header.shutter_seconds,
         )
 
     def _first_frame(self, data: bytes, counter_depth: int | None) -> MibFrames | None:

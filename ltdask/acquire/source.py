@@ -44,6 +44,10 @@ class Header:
         bytes); by default the decoded frame.
     attrs
         Metadata kept with the dataset (e.g. the detector's header fields).
+    frame_seconds
+        The detector's time per frame where the source announces it (a Merlin frame's
+        shutter time, DECTRIS' ``frame_time``), else None: partitions then hold at most a
+        fraction of a second of frames, so that partial results come often at any rate.
     """
 
     sig_shape: tuple[int, ...]
@@ -53,6 +57,7 @@ class Header:
     payload_shape: tuple[int, ...] | None = None
     payload_dtype: np.dtype | None = None
     attrs: dict = field(default_factory=dict)
+    frame_seconds: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sig_shape", tuple(int(s) for s in self.sig_shape))

@@ -168,6 +168,7 @@ def test_rest_api_arms_and_triggers(scan, frames, no_leaks):
             acq.source.command("trigger")
             (total,) = ltdask.compute(acq, [SumUDF()])
             assert acq.header.attrs["series"] == 1
+            assert acq.header.frame_seconds == 0.0005  # (partitions: a quarter second at most)
     np.testing.assert_array_equal(total["intensity"].values, frames.sum(axis=0))
 
 

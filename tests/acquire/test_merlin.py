@@ -20,7 +20,7 @@ from helpers.merlinstreams import (
     udfs,
     write_scan,
 )
-from helpers.mibfiles import make_counts, write_hdr, write_mib
+from helpers.mibfiles import header_bytes, make_counts, write_hdr, write_mib
 
 import ltdask
 from ltdask.acquire import FrameStore, MerlinControl, merlin, mpx
@@ -28,6 +28,7 @@ from ltdask.acquire.mpx import frame_indices
 from ltdask.acquire.simulate import merlin as simulated
 from ltdask.acquire.simulate.merlin import MerlinSimulator
 from ltdask.exceptions import MissingFramesWarning
+from ltdask.io.formats.mib.headers import parse_mib_header
 from ltdask.udf import SumSigUDF, SumUDF
 
 
@@ -232,6 +233,36 @@ def test_a_wrapped_sequence_number_goes_on_counting(tmp_path, monkeypatch):
     expected = np.tile(counts.astype(np.float64).sum(axis=(1, 2)), 3).reshape(12, 6)
     np.testing.assert_array_equal(res["intensity"].values, expected)
     assert bool(res["intensity_valid"].all())
+
+
+@pytest.mark.parametrize("shutter, per_partition", [(0.05, 5), (0.02, 12), (0.001, 40)])
+def test_partitions_hold_a_quarter_second_of_frames(tmp_path, shutter, per_partition):
+    """Frames whose headers say how long each takes (the shutter time) come in partitions
+    of at most a quarter second of them, so that partial results come four times a second
+    however slow the detector was set; fast frames: the bytes' rule (here all 40 frames)."""
+    counts = make_counts(np.random.default_rng(5), 40, (16, 16), 12)
+    write_mib(tmp_path / "scan.mib", counts, depth=12, raw=True, shutter=shutter)
+    write_hdr(tmp_path / "scan.hdr", 40, per_trigger=40, depth=12)
+    with MerlinSimulator(tmp_path / "scan.hdr", port=0) as sim:
+        with merlin("127.0.0.1", sim.port) as acq:
+            assert acq.header.frame_seconds == shutter
+            (res,) = ltdask.compute(acq, [SumSigUDF()])
+            sizes = acq.nav_chunks[-1]  # (the scan: one row of 40)
+    assert sizes[0] == per_partition == max(sizes) and sum(sizes) == 40
+    np.testing.assert_array_equal(
+        res["intensity"].values.reshape(-1), counts.astype(np.float64).sum(axis=(1, 2))
+    )
+
+
+@pytest.mark.parametrize(
+    "field, seconds", [("0.000500", 0.0005), ("0.000000", None), ("n/a", None)]
+)
+def test_the_shutter_time_of_a_frame_header(field, seconds):
+    head = header_bytes(
+        1, size=384, chips=1, width=16, height=16, pixel_type="R64", layout="1x1", depth=12
+    )
+    head = head.replace(b"0.001000", field.encode().ljust(8, b" "))
+    assert parse_mib_header(head, "demo").shutter_seconds == seconds
 
 
 def test_the_simulator_stops_at_its_bounds(tmp_path):

@@ -52,8 +52,10 @@ def header_bytes(
     layout: str,
     depth: int | None,
     pad: bytes = b"\x00",
+    shutter: float = 0.001,
 ) -> bytes:
-    """One frame header as Merlin writes it: comma-separated ASCII, padded to `size` bytes."""
+    """One frame header as Merlin writes it: comma-separated ASCII, padded to `size` bytes
+    (`shutter`: the shutter time, seconds)."""
     stamp = "2024-06-14 11:31:30.060732"
     fields = [
         "MQ1",
@@ -66,7 +68,7 @@ def header_bytes(
         f"{layout:>6}",
         f"{(1 << chips) - 1:02X}",
         stamp,
-        "0.001000",
+        f"{shutter:.6f}",
         "0",
         "0",
         "0",
@@ -143,8 +145,10 @@ def write_mib(
     pixel_type: str | None = None,
     with_depth: bool = True,
     pad: bytes = b"\x00",
+    shutter: float = 0.001,
 ) -> None:
-    """Write `frames` (counts) as a ``.mib`` file in integer or raw mode."""
+    """Write `frames` (counts) as a ``.mib`` file in integer or raw mode (`shutter`: each
+    header's shutter time, seconds)."""
     mode = "R64" if raw else (pixel_type or PIXEL_TYPE[depth])
     fields = layout_fields(frames.shape[1:], mode, depth, quad, gap)
     with open(path, "wb") as f:
@@ -154,6 +158,7 @@ def write_mib(
                 pixel_type=mode,
                 depth=depth if with_depth else None,
                 pad=pad,
+                shutter=shutter,
                 **fields,
             )
             f.write(head)

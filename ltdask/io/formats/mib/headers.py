@@ -13,6 +13,7 @@ idx   field                example
 4, 5  width, height        ``0256``, ``0256`` (raw mode: the stored, not the assembled size)
 6     pixel type           ``U08``, ``U16``, ``U32`` (big-endian), ``R64`` (raw)
 7     chip layout          ``1x1``, ``2x2``, ``Nx1``; a trailing ``G`` means gap pixels
+10    shutter time         ``0.000500`` (seconds: a frame's time in continuous read/write)
 ...   ``MQ1A``, timestamp, exposure, counter depth (1, 6, 12 or 24)
 ====  ===================  ============================================================
 
@@ -59,6 +60,8 @@ class MibHeader:
     pixel_type: str
     layout: str
     counter_depth: int | None
+    #: the shutter time in seconds where field 10 gives one (> 0), else None
+    shutter_seconds: float | None = None
 
     @property
     def raw(self) -> bool:
@@ -139,7 +142,19 @@ def parse_mib_header(head: bytes, path: str) -> MibHeader:
                 f"{path!r}: frame header field {at} (counter depth) is {depth}; expected one "
                 f"of {COUNTER_DEPTHS}"
             )
-    return MibHeader(path, sequence, header_bytes, chips, width, height, pixel_type, layout, depth)
+    shutter = _seconds(fields[10]) if len(fields) > 10 else None
+    return MibHeader(
+        path, sequence, header_bytes, chips, width, height, pixel_type, layout, depth, shutter
+    )
+
+
+def _seconds(text: str) -> float | None:
+    """A time in seconds, None where `text` is not a positive finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if 0 < value < float("inf") else None
 
 
 def _int_field(path, fields, idx, what, name=None, minimum=0) -> int:
