@@ -19,7 +19,7 @@ from ltdask.kernels.integer_moments import add_integer_sums_with
 from ltdask.kernels.repaired import no_repaired, no_weighted, repaired_rows
 from ltdask.kernels.statistics import BLOCK, moments_with
 from ltdask.udf import CoMUDF, StdDevUDF, SumSigUDF, SumUDF
-from ltdask.udf.builtin._kernels import com_disk, dot_shared_runs, weighted_interval_dots
+from ltdask.udf.builtin._kernels import com_disk, dot_shared_runs, weighted_moments
 from ltdask.udf.builtin.mask_container import folded_moment_masks, shared_runs
 
 SIG = (131, 141)  # 18 471 pixels: two blocks, the boundary in row 116
@@ -324,13 +324,13 @@ def test_folded_moment_masks_equal_numpy(whole_rows):
     assert (intervals is not None) == whole_rows
     out = np.zeros((7, 3)) - offsets
     if whole_rows:
-        starts, stops, _ = intervals
+        _, starts, stops, *_ = intervals
         read = np.zeros(sig, bool)
         for r, k in zip(*np.nonzero(stops > starts), strict=True):
             read[r, starts[r, k] : stops[r, k]] = True
         # the ring and the sources outside it (row 1's pixel 8 is repaired from row 0's)
         assert read[ring].all() and read[0, 7:10].all() and (read & ~ring).sum() <= 6 * 8
-        weighted_interval_dots(frames, 0, frames.shape[1], sig[1], *intervals, out)
+        weighted_moments(frames, 0, frames.shape[1], sig[1], *intervals, out)
     else:
         dot_shared_runs(frames, 0, frames.shape[1], *runs, out)
     y, x = np.mgrid[: sig[0], : sig[1]]

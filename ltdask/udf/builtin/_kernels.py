@@ -270,19 +270,20 @@ def dot_runs(frames, p0, p1, run_start, run_len, run_weight, run_mask, weights, 
 
 
 @numba.njit(nogil=True, cache=True, fastmath=FASTMATH)
-def weighted_interval_dots(frames, p0, p1, width, starts, stops, weights, out):
-    """Three masks (`weights`, ``(3, pixels)`` of the tile's rows) over the column
-    intervals ``starts[r, k]:stops[r, k]`` of the tile's row ``r`` (the tile
-    ``frames[:, p0:p1]`` of full-width rows): ``out[i, m] += sum I * weights[m]`` there,
-    per interval in `weights`' dtype (each pixel converted to it), added in float64. Each
-    pixel is read once for the three masks, four frames at a time; the last few with the
-    rows of the last frame read again in the places of the missing ones (their sums not
-    added). CoM's folded masks: a regular part and, at the excluded pixels' sources, what
-    the repair moves there, read in the same sweep (as a pass of their own, a second read
-    of the tile: half the speed)."""
+def weighted_moments(frames, p0, p1, width, row0, starts, stops, weights, cols, at, rest, out):
+    """CoM's three products with folded corrections, ``out[i] += (sum I w, sum I w y + r1,
+    sum I w x + r2)``: one weight per pixel (`weights`, the folded mask ``m``, of the tile's
+    pixels) over the column intervals ``starts[r, k]:stops[r, k]`` of the tile's row ``r``
+    (frame row ``row0 + r``; the tile ``frames[:, p0:p1]`` of full-width rows; `cols`:
+    ``0 .. width - 1`` in the weights' dtype), and the folded ``m y`` and ``m x`` as ``w y``
+    and ``w x`` plus what the repairs of excluded pixels add at their sources (pixels `at`
+    of the tile, ``rest[j] = (r1, r2)``: a few, gathered). Each pixel is converted to the
+    weights' dtype and weighted once, then summed as interval_moments sums (three weights
+    a pixel, read from three masks, streamed 20 % slower from the page cache), four
+    frames at a time; the last few with the rows of the last frame read again in the
+    places of the missing ones (their sums not added)."""
     n = frames.shape[0]
     rows = (p1 - p0) // width
-    z = weights.dtype.type(0)
     acc = np.zeros((4, 3))
     for i in range(0, n, 4):
         acc[:] = 0.0
@@ -292,53 +293,53 @@ def weighted_interval_dots(frames, p0, p1, width, starts, stops, weights, out):
         f3 = frames[min(i + 3, n - 1)][p0:p1]
         for r in range(rows):
             o = r * width
+            y = row0 + r
             for k in range(starts.shape[1]):
-                a = o + starts[r, k]
-                b = o + stops[r, k]
+                a = starts[r, k]
+                b = stops[r, k]
                 if a >= b:
                     continue
-                w0 = weights[0, a:b]
-                w1 = weights[1, a:b]
-                w2 = weights[2, a:b]
-                s0 = f0[a:b]
-                s1 = f1[a:b]
-                s2 = f2[a:b]
-                s3 = f3[a:b]
-                a00 = a01 = a02 = a10 = a11 = a12 = z
-                a20 = a21 = a22 = a30 = a31 = a32 = z
-                for c in range(b - a):
-                    v0 = weights.dtype.type(s0[c])
-                    v1 = weights.dtype.type(s1[c])
-                    v2 = weights.dtype.type(s2[c])
-                    v3 = weights.dtype.type(s3[c])
-                    x0 = w0[c]
-                    x1 = w1[c]
-                    x2 = w2[c]
-                    a00 += v0 * x0
-                    a01 += v0 * x1
-                    a02 += v0 * x2
-                    a10 += v1 * x0
-                    a11 += v1 * x1
-                    a12 += v1 * x2
-                    a20 += v2 * x0
-                    a21 += v2 * x1
-                    a22 += v2 * x2
-                    a30 += v3 * x0
-                    a31 += v3 * x1
-                    a32 += v3 * x2
-                acc[0, 0] += a00
-                acc[0, 1] += a01
-                acc[0, 2] += a02
-                acc[1, 0] += a10
-                acc[1, 1] += a11
-                acc[1, 2] += a12
-                acc[2, 0] += a20
-                acc[2, 1] += a21
-                acc[2, 2] += a22
-                acc[3, 0] += a30
-                acc[3, 1] += a31
-                acc[3, 2] += a32
+                ws = weights[o + a : o + b]
+                xs = cols[a:b]
+                s0 = f0[o + a : o + b]
+                s1 = f1[o + a : o + b]
+                s2 = f2[o + a : o + b]
+                s3 = f3[o + a : o + b]
+                t0 = t1 = t2 = t3 = ws[0] - ws[0]
+                u0 = u1 = u2 = u3 = t0
+                for c in range(ws.shape[0]):
+                    wc = ws[c]
+                    xc = xs[c]
+                    v0 = weights.dtype.type(s0[c]) * wc
+                    v1 = weights.dtype.type(s1[c]) * wc
+                    v2 = weights.dtype.type(s2[c]) * wc
+                    v3 = weights.dtype.type(s3[c]) * wc
+                    t0 += v0
+                    u0 += v0 * xc
+                    t1 += v1
+                    u1 += v1 * xc
+                    t2 += v2
+                    u2 += v2 * xc
+                    t3 += v3
+                    u3 += v3 * xc
+                acc[0, 0] += t0
+                acc[0, 1] += np.float64(t0) * y
+                acc[0, 2] += u0
+                acc[1, 0] += t1
+                acc[1, 1] += np.float64(t1) * y
+                acc[1, 2] += u1
+                acc[2, 0] += t2
+                acc[2, 1] += np.float64(t2) * y
+                acc[2, 2] += u2
+                acc[3, 0] += t3
+                acc[3, 1] += np.float64(t3) * y
+                acc[3, 2] += u3
         for j in range(min(4, n - i)):
+            f = frames[i + j][p0:p1]
+            for q in range(at.shape[0]):
+                v = np.float64(f[at[q]])
+                acc[j, 1] += v * rest[q, 0]
+                acc[j, 2] += v * rest[q, 1]
             for m in range(3):
                 out[i + j, m] += acc[j, m]
 
@@ -407,7 +408,7 @@ __all__ = [
     "dot_shared_runs",
     "flat_tile",
     "interval_moments",
-    "weighted_interval_dots",
+    "weighted_moments",
 ]
 
 

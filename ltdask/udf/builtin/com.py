@@ -15,7 +15,7 @@ from ltdask.udf.builtin._kernels import (
     dot_shared_runs,
     flat_tile,
     interval_moments,
-    weighted_interval_dots,
+    weighted_moments,
 )
 from ltdask.udf.builtin.mask_container import folded_moment_masks
 from ltdask.udf.paths import TilePaths
@@ -284,7 +284,7 @@ class CoMUDF(UDF):
             if intervals is None:
                 dot_shared_runs(frames, p0, p1, *runs, out)
             else:
-                weighted_interval_dots(frames, p0, p1, width, *intervals, out)
+                weighted_moments(frames, p0, p1, width, *intervals, out)
             return
         if sig.origin[1] != 0 or sig.shape[1] != width:
             tile = frames[:, p0:p1].reshape((frames.shape[0], *sig.shape))

@@ -285,12 +285,14 @@ def _runs(csr: scipy.sparse.csr_matrix):
 def folded_moment_masks(mask: np.ndarray, sig_index, linear, dtype=None) -> tuple:
     """The masks ``m``, ``m * y`` and ``m * x`` of the signal slice `sig_index` (``mask``:
     ``m`` there) with the corrections `linear` folded in: ``(intervals, runs, offsets)``.
-    With `dtype` (tiles of whole rows), ``intervals`` is ``(starts, stops, weights)`` for
-    `weighted_interval_dots`: the column intervals of each of the slice's rows that hold
-    the mask and the pixels the excluded ones are repaired from (gaps of a few pixels
-    closed: read, with zero weights, in the same sweep), and the folded masks in `dtype`;
-    ``runs`` None. Else ``intervals`` None and all of them as ``runs`` (`shared_runs`).
-    ``offsets``: what the dark frame takes from each product."""
+    With `dtype` (tiles of whole rows), ``intervals`` is ``(row0, starts, stops, weights,
+    cols, at, rest)`` for `weighted_moments`: the column intervals of each of the slice's
+    rows that hold the mask and the pixels the excluded ones are repaired from (gaps of a
+    few pixels closed: read, with zero weights, in the same sweep), the folded ``m`` in
+    `dtype` (the folded ``m * y`` and ``m * x`` are that times ``y`` and ``x`` but at the
+    sources of repaired pixels: their differences there as ``at``, ``rest``), and the
+    columns; ``runs`` None. Else ``intervals`` None and all three as ``runs``
+    (`shared_runs`). ``offsets``: what the dark frame takes from each product."""
     y, x = (c.reshape(-1) for c in np.mgrid[sig_index])
     m = mask.reshape(-1)
     folded = linear.adjoint(np.stack([m, m * y, m * x]).astype(np.float64))
@@ -299,8 +301,18 @@ def folded_moment_masks(mask: np.ndarray, sig_index, linear, dtype=None) -> tupl
         return None, shared_runs(folded), offsets
     support = (m | (folded != 0).any(axis=0)).reshape(mask.shape)
     starts, stops = row_intervals(_closed_rows(support, CLOSED_GAP))
-    weights = np.ascontiguousarray(folded, dtype=dtype)
-    return (starts, stops, weights), None, offsets
+    weights = np.ascontiguousarray(folded[0], dtype=dtype)
+    rest = folded[1:] - folded[0] * np.stack([y, x])
+    # (where no repair moved weight the difference is rounding: a gain times y, twice)
+    moved = (np.abs(rest) > 1e-9 * np.abs(folded[1:]).max(initial=1.0)).any(axis=0)
+    at = np.flatnonzero(moved)
+    cols = np.arange(mask.shape[1], dtype=dtype)
+    row0 = int(y[0]) if y.size else 0
+    return (
+        (row0, starts, stops, weights, cols, at, np.ascontiguousarray(rest[:, at].T)),
+        None,
+        offsets,
+    )
 
 
 #: gaps between a row's pixels of a folded mask up to this wide are read with it: one
