@@ -267,6 +267,20 @@ def _com_want(data, dark, gain, mask):
     return want / total[:, None]
 
 
+@pytest.mark.parametrize("dtype", ["uint16", "float32"])
+def test_com_on_tiles_that_cut_frames(tmp_path, dtype):
+    """Tiles of a few rows of a frame (their rows' y from the signal slice's first row)
+    with dark, gain and excluded pixels across the tiles' borders give numpy's CoM of the
+    corrected frames."""
+    data, ds = _scan(tmp_path, dtype)
+    dark, gain, mask, cs = _corrections(dtype, "clusters")
+    udf = CoMUDF.with_params(cy=60.5, cx=70, r=50)
+    with dask.config.set({"ltdask.tile-bytes": 16 * SIG[1] * data.itemsize}):
+        (res,) = ltdask.compute(ds, [udf], corrections=cs)
+    got = res["raw_com"].values.reshape(-1, 2)
+    np.testing.assert_allclose(got, _com_want(data, dark, gain, mask), rtol=1e-5)
+
+
 def test_com_folds_its_masks_once_per_corrections(tmp_path, monkeypatch):
     """CoMUDF with corrections folds them into its three masks once per process for the
     same corrections (kept by the signal slice's `LinearCorrection`, which the process
