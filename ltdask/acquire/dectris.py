@@ -239,7 +239,7 @@ class DectrisSource(Source):
             payload_shape=(self._slot,),
             payload_dtype=np.dtype(np.uint8),
             attrs={"series": self.series, **{k: config[k] for k in keep if k in config}},
-            frame_seconds=_seconds(config.get("frame_time")),
+            frame_seconds=config.get("frame_time"),
         )
 
     def _image(self, head: dict) -> tuple[int, int, bytes]:
@@ -421,10 +421,3 @@ def dectris(
 
 
 __all__ = ["DectrisSource", "dectris", "frames_in_series"]
-
-
-def _seconds(value) -> float | None:
-    """A configuration's time in seconds, None where it is not a positive number."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if 0 < value < float("inf") else None

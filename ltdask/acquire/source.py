@@ -46,8 +46,9 @@ class Header:
         Metadata kept with the dataset (e.g. the detector's header fields).
     frame_seconds
         The detector's time per frame where the source announces it (a Merlin frame's
-        shutter time, DECTRIS' ``frame_time``), else None: partitions then hold at most a
-        fraction of a second of frames, so that partial results come often at any rate.
+        shutter time, DECTRIS' ``frame_time``), else None (also where what it announces is
+        not a positive number): partitions then hold at most a fraction of a second of
+        frames, so that partial results come often at any rate.
     """
 
     sig_shape: tuple[int, ...]
@@ -68,6 +69,10 @@ class Header:
             object.__setattr__(self, "payload_shape", tuple(int(s) for s in self.payload_shape))
         payload_dtype = self.dtype if self.payload_dtype is None else self.payload_dtype
         object.__setattr__(self, "payload_dtype", np.dtype(payload_dtype))
+        t = self.frame_seconds
+        if not isinstance(t, (int, float)) or isinstance(t, bool) or not 0 < t < math.inf:
+            t = None
+        object.__setattr__(self, "frame_seconds", None if t is None else float(t))
 
     @property
     def payload_bytes(self) -> int:
