@@ -12,6 +12,7 @@ from typing import Protocol
 import numpy as np
 
 from ltdask.corrections._kernels import add_folded_sums, correct_frames
+from ltdask.corrections._kernels import fold_moments as _fold_moments
 from ltdask.corrections._linear import LinearCorrection
 from ltdask.exceptions import DataSetError
 
@@ -216,17 +217,15 @@ class PreparedCorrections:
         gain map or excluded pixels), rather than only taking the dark frame's sum off."""
         return self.source.gain is not None or self.has_excluded
 
-    def fold_moments(self, mean: np.ndarray, m2: np.ndarray, sig_index=None):
-        """The per-pixel mean and sum of squared deviations of uncorrected frames (flat, of
-        the signal slice `sig_index`) as those of corrected ones: new arrays,
-        ``((mean - dark) * gain, m2 * gain**2)``."""
+    def fold_moments(self, mean, m2, count, sums, out_m2=None, sig_index=None) -> None:
+        """Write the per-pixel mean and sum of squared deviations of `count` uncorrected
+        frames (flat, of the signal slice `sig_index`) as the sums and sums of squared
+        deviations of corrected ones into the flat `sums` and `out_m2` (None: not wanted):
+        ``(mean - dark) * gain * count`` and ``m2 * gain**2``, in one pass."""
         dark, gain = self.dark_gain(sig_index, np.float64)
-        mean = mean - dark if dark.size else mean.copy()
-        m2 = m2.copy()
-        if gain.size:
-            mean *= gain
-            m2 *= gain * gain
-        return mean, m2
+        if out_m2 is None:
+            m2 = out_m2 = _NO_VALUES
+        _fold_moments(mean, m2, count, dark, gain, sums, out_m2)
 
     def dark_total(self, sig_index=None) -> float:
         """The sum of the dark frame over the signal slice `sig_index`: what subtracting it
@@ -297,6 +296,7 @@ def _rows_of(out, shape, dtype) -> np.ndarray | None:
     return rows if rows.strides[1] == rows.itemsize else None
 
 
+_NO_VALUES = np.zeros(0)
 _NO_REPAIR = RepairPlan(np.zeros(0, np.int64), np.zeros((0, 1), np.int64), np.zeros(0, np.int64))
 
 

@@ -50,6 +50,26 @@ def add_folded_sums(sums, frames, dark, gain, out):
 
 
 @numba.njit(nogil=True, cache=True)
+def fold_moments(mean, m2, count, dark, gain, sums, out_m2):
+    """``sums = (mean - dark) * gain * count`` and, where `out_m2` is not empty, ``out_m2 =
+    m2 * gain**2`` (flat; empty dark/gain: none), in one pass: the per-pixel mean and sum of
+    squared deviations of `count` uncorrected frames as the sums and sums of squared
+    deviations of corrected ones (written into the results, no temporaries: a partition's
+    new arrays of a frame's size cost more, in page faults, than the arithmetic)."""
+    with_dark = dark.shape[0] > 0
+    with_gain = gain.shape[0] > 0
+    with_m2 = out_m2.shape[0] > 0
+    for k in range(sums.shape[0]):
+        v = mean[k]
+        if with_dark:
+            v -= dark[k]
+        g = gain[k] if with_gain else 1.0
+        sums[k] = v * g * count
+        if with_m2:
+            out_m2[k] = m2[k] * (g * g)
+
+
+@numba.njit(nogil=True, cache=True)
 def repair_values(values, excluded, sources, counts):
     """Each excluded pixel of `values` (flat) the mean of its sources, in place: the repair
     of `correct_frames` on one vector. It is linear, so applied to a sum of corrected

@@ -145,11 +145,11 @@ class RepairedMoments:
     >>> moments = RepairedMoments(cs.for_shape((3, 3)).linear())
     >>> frames = np.arange(2 * 9, dtype=np.uint16).reshape(2, 9)  # two uncorrected frames
     >>> moments.add(frames, 0, 9)
-    >>> mean, m2 = np.zeros(9), np.zeros(9)
-    >>> moments.finish(mean, m2)
+    >>> sums, m2 = np.zeros(9), np.zeros(9)
+    >>> moments.finish(sums, m2)
     >>> corrected = frames - 1.0  # dark; the centre is the mean of its 8 neighbours
     >>> centre = corrected[:, [0, 1, 2, 3, 5, 6, 7, 8]].mean(axis=1)
-    >>> bool(np.isclose(mean[4], centre.mean()) and np.isclose(m2[4], centre.var() * 2))
+    >>> bool(np.isclose(sums[4], centre.sum()) and np.isclose(m2[4], centre.var() * 2))
     True
     """
 
@@ -212,13 +212,13 @@ class RepairedMoments:
             )
         self.frames += frames.shape[0]
 
-    def finish(self, mean: np.ndarray, m2: np.ndarray) -> None:
-        """Put the repaired pixels' corrected mean and sum of squared deviations into the
-        flat `mean` and `m2` of the slice (those of corrected frames elsewhere)."""
+    def finish(self, sums: np.ndarray, m2: np.ndarray) -> None:
+        """Put the repaired pixels' corrected sums and sums of squared deviations into the
+        flat `sums` and `m2` of the slice (those of corrected frames elsewhere)."""
         if not self.frames or not self.excluded.size:
             return
         n = self.frames
-        mean[self.excluded] = self.shift + self.s1 / n - self.offsets
+        sums[self.excluded] = (self.shift - self.offsets) * n + self.s1
         m2[self.excluded] = np.maximum(self.s2 - self.s1 * self.s1 / n, 0.0)
 
 

@@ -10,6 +10,7 @@ from ltdask.exceptions import UDFError
 from ltdask.kernels.repaired import no_repaired, no_weighted
 from ltdask.kernels.sparse import csr_moments
 from ltdask.kernels.statistics import chan_merge, moments_with
+from ltdask.runtime import scratch
 from ltdask.udf.backends import to_host
 from ltdask.udf.base import FlatTileUDF
 from ltdask.udf.builtin.sums import csr_parts, dense_backend
@@ -218,14 +219,19 @@ class StdDevUDF(FlatTileUDF):
         folded = self.tile_form.folded_corrections
         for idx, (count, mean, m2, _) in states.items():
             index = scheme[idx].get()
-            if folded is not None:  # (new arrays: the state may be shared with SumUDF)
-                mean, m2 = folded.fold_moments(mean, m2, index)
-                if self.task_data.repaired.get(idx) is not None:
-                    self.task_data.repaired[idx].finish(mean, m2)
             view = self.results.sum[index]
-            np.multiply(mean.reshape(view.shape), count, out=view)
             vs = self.results.varsum[index]
-            vs[...] = m2.reshape(vs.shape)
+            if folded is None:
+                np.multiply(mean.reshape(view.shape), count, out=view)
+                vs[...] = m2.reshape(vs.shape)
+                continue
+            # (in task scratch, the state untouched: SumUDF may share it)
+            sums, m2s = scratch.empty(view.size), scratch.empty(vs.size)
+            folded.fold_moments(mean, m2, count, sums, m2s, index)
+            if self.task_data.repaired.get(idx) is not None:
+                self.task_data.repaired[idx].finish(sums, m2s)
+            view[...] = sums.reshape(view.shape)
+            vs[...] = m2s.reshape(vs.shape)
         self.results.num_frames[:] = counts.pop() if counts else 0
 
     def merge(self, dest, src):

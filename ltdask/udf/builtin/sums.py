@@ -216,18 +216,21 @@ class SumUDF(FlatTileUDF):
             # excluded pixels is linear, so it repairs the sums)
             for idx, acc in sums.items():
                 index = scheme[idx].get()
-                total = np.zeros(acc.size)
+                total = scratch.zeros(acc.size)
                 folded.add_folded_sums(total, acc, frames[idx], index)
                 folded.linear(index).repair(total)
                 view = out[index]
                 np.add(view, total.reshape(view.shape), out=view, casting="unsafe")
             sums = {}
-        for idx, (count, mean, m2, _) in moments.items():
+        for idx, (count, mean, _, _) in moments.items():
             # (the state is shared: StdDevUDF reads it too; the product in task scratch)
-            if folded is not None:
-                mean, _ = folded.fold_moments(mean, m2, scheme[idx].get())
-                folded.linear(scheme[idx].get()).repair(mean)
-            sums[idx] = np.multiply(mean, count, out=scratch.zeros(mean.size, mean.dtype))
+            total = scratch.empty(mean.size, mean.dtype)
+            if folded is None:
+                sums[idx] = np.multiply(mean, count, out=total)
+                continue
+            folded.fold_moments(mean, None, count, total, None, scheme[idx].get())
+            folded.linear(scheme[idx].get()).repair(total)  # (linear: repairs the sums)
+            sums[idx] = total
         for idx, acc in sums.items():
             view = out[scheme[idx].get()]
             if view.ndim == 2 and acc.flags.c_contiguous:
