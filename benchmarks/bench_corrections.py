@@ -89,6 +89,15 @@ def pick_roi(nav) -> np.ndarray:
     return roi
 
 
+def copy_frames(frames: np.ndarray, index: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """The frames `index` of `frames` copied into a new array of `dtype`: the floor of a
+    Pick of them, whose result is new memory of that dtype (float32 where corrected)."""
+    out = np.empty((len(index), *frames.shape[1:]), dtype=dtype)
+    for j, i in enumerate(index):
+        out[j] = frames[i]
+    return out
+
+
 def udfs() -> dict:
     """name: (a function making the run's UDFs, its ROI maker or None)."""
     h, w = SIG
@@ -217,6 +226,14 @@ def bench_scan(args, dtype: np.dtype, nav, names: list[str], cases: list[str]) -
             methods[f"{name} | {case}"] = lambda make=make, roi=roi, cs=cs: ltdask.compute(
                 ds, make(), roi=roi, corrections=cs
             )
+    pick = "PickUDF (1/16)"
+    if pick in names:
+        # the floor of Pick's runs: its frames copied into new memory, of the data's dtype
+        # (uncorrected) and of float32 (corrected: twice the bytes for uint16 data)
+        frames = np.memmap(path, dtype=dtype, mode="r").reshape(-1, *SIG)
+        index = np.flatnonzero(pick_roi(nav))
+        for kind, out_dtype in (("native", dtype), ("float32", np.dtype(np.float32))):
+            methods[f"floor {kind}"] = lambda d=out_dtype: copy_frames(frames, index, d)
     libertem: dict[str, list[float]] = {}
     use_libertem = bool(args.libertem) and os.path.exists(args.libertem)
     child = LiberTEMChild(args.libertem, path, nav, dtype, corr_file) if use_libertem else None
@@ -266,9 +283,19 @@ def bench_scan(args, dtype: np.dtype, nav, names: list[str], cases: list[str]) -
                 cell += f" ({corrected / rate(lt):.1f}x LT)"
             cells.append(cell)
         print(f"| {name} | 1.00 ({plain:.1f}) | " + " | ".join(cells) + " |")
+    if pick in names:
+        native, as_float = rate(times["floor native"]), rate(times["floor float32"])
+        cell = f"{as_float / native:.2f}"
+        print(
+            f"| Pick's floor: numpy copy | 1.00 ({native:.1f}) | "
+            + " | ".join([cell] * len(cases))
+            + " |"
+        )
     print(
         "cells: corrected / uncorrected GB/s (target >= 0.8); x LT: ltdask / LiberTEM 0.16 "
-        "corrected (target >= 3)"
+        "corrected (target >= 3); Pick's floor: its frames copied into new memory, float32 "
+        "/ the data's dtype (what corrected / uncorrected can be at most where the "
+        "copy into new memory is all a Pick costs)"
     )
 
 
